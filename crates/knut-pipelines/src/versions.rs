@@ -1,0 +1,77 @@
+//! What each Spark Connect server line supports, as data rather than scattered `if`s.
+//!
+//! Facts come from the protocol of each target wheel and from runs against real servers (see the
+//! notes on each field). Add a row when a new Spark line is targeted.
+
+use serde::Serialize;
+
+/// Pipeline features of one Spark minor line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ServerFacts {
+    /// `major.minor`.
+    pub line: &'static str,
+    /// `DefineFlow.auto_cdc_flow_details` exists (4.3+). The target table format must also
+    /// support MERGE; the default (parquet) does not.
+    pub auto_cdc: bool,
+    /// `OutputType.SINK` exists (already in 4.1).
+    pub sink_output: bool,
+    /// `DefineSqlGraphElements` exists, so persistent `CREATE VIEW` can be sent as SQL.
+    pub sql_graph_elements: bool,
+    /// `DefineFlow.once` exists in the protocol.
+    pub once_flows: bool,
+    /// Expectations (`CONSTRAINT … EXPECT`): the OSS parser rejects them on every line.
+    pub expectations: bool,
+}
+
+/// Every targeted line, oldest first.
+pub const SERVER_FACTS: &[ServerFacts] = &[
+    ServerFacts {
+        line: "4.1",
+        auto_cdc: false,
+        sink_output: true,
+        sql_graph_elements: true,
+        once_flows: true,
+        expectations: false,
+    },
+    ServerFacts {
+        line: "4.2",
+        auto_cdc: false,
+        sink_output: true,
+        sql_graph_elements: true,
+        once_flows: true,
+        expectations: false,
+    },
+    ServerFacts {
+        line: "4.3",
+        auto_cdc: true,
+        sink_output: true,
+        sql_graph_elements: true,
+        once_flows: true,
+        expectations: false,
+    },
+];
+
+/// The facts for a server version such as `4.1.4`; `None` for lines older than 4.1, which have
+/// no pipelines service. Newer unknown lines get the newest known facts.
+pub fn facts_for(version: &str) -> Option<&'static ServerFacts> {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) < (4, 1) {
+        return None;
+    }
+    let line = format!("{major}.{minor}");
+    SERVER_FACTS.iter().find(|f| f.line == line).or(SERVER_FACTS.last())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn looks_up_lines() {
+        assert_eq!(facts_for("4.1.4").unwrap().line, "4.1");
+        assert!(facts_for("4.3.0").unwrap().auto_cdc);
+        assert_eq!(facts_for("5.0.0").unwrap().line, "4.3");
+        assert!(facts_for("3.5.1").is_none());
+    }
+}

@@ -1,0 +1,157 @@
+//! The SDP front-end: a project folder in, an [`ir::Pipeline`](crate::ir::Pipeline) out.
+//!
+//! ```text
+//! spark-pipeline.yml ─spec::parse→ Spec ─libraries globs→ *.sql (sorted)
+//!   each file: ${key} substitution → tokens → statements → Dataset/Flow (+ reads per query)
+//! ```
+//! Problems are collected across all files and returned together, each with file:line.
+//! A Python definitions file is an error, never skipped: its datasets would silently be missing.
+
+pub mod query;
+pub mod statement;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Diagnostic, Result, ThundError};
+use crate::ir::{Pipeline, SourceLocation};
+use crate::spec;
+
+/// Default catalog when the spec names none (Spark's session catalog).
+pub const DEFAULT_CATALOG: &str = "spark_catalog";
+/// Default database when the spec names none.
+pub const DEFAULT_DATABASE: &str = "default";
+
+/// Loads the project whose spec is found from `start` upwards, and parses all its SQL.
+pub fn load(start: &Path) -> Result<Pipeline> {
+    let spec_path = spec::discover(start)?;
+    let root = spec_path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let spec_name = spec_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = read(&spec_path)?;
+    let spec = spec::parse(&text, &spec_name)?;
+
+    let files = library_files(&root, &spec, &spec_name)?;
+    let mut pipeline = Pipeline {
+        name: spec.name.clone(),
+        storage: spec.storage.clone(),
+        root: root.clone(),
+        catalog: spec.catalog.clone().unwrap_or_else(|| DEFAULT_CATALOG.into()),
+        database: spec.database.clone().unwrap_or_else(|| DEFAULT_DATABASE.into()),
+        configuration: spec.configuration.clone(),
+        datasets: Vec::new(),
+        flows: Vec::new(),
+    };
+    let mut problems = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
+        match file.extension().and_then(|e| e.to_str()) {
+            Some("sql") => {}
+            Some("py") => {
+                problems.push(
+                    Diagnostic::at(&SourceLocation::new(&rel, 1, 1), "Python definition files are not supported; the datasets it defines are missing from this pipeline")
+                        .with_hint("define them in SQL, or remove the file from `libraries`"),
+                );
+                continue;
+            }
+            _ => continue, // data files and notes living next to the SQL
+        }
+        let source = read(&file)?;
+        let source = match text::substitute(&source, &spec.configuration, &rel) {
+            Ok(s) => s,
+            Err(ds) => {
+                problems.extend(ds);
+                continue;
+            }
+        };
+        let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
+        let defs = statement::parse_file(&rel, &source, &mut names);
+        problems.extend(defs.problems);
+        pipeline.datasets.extend(defs.datasets);
+        pipeline.flows.extend(defs.flows);
+    }
+    if !problems.is_empty() {
+        return Err(ThundError::Parse(problems));
+    }
+    Ok(pipeline)
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| ThundError::Io { path: path.to_path_buf(), source })
+}
+
+/// The files the spec's `libraries` globs match, sorted and without duplicates. A glob that
+/// matches nothing is an error: it is almost always a typo.
+fn library_files(root: &Path, spec: &spec::Spec, spec_name: &str) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut problems = Vec::new();
+    for lib in &spec.libraries {
+        let include = lib.glob.include.trim_start_matches("./");
+        // `dir/**` in SDP means every file below `dir`.
+        let pattern = if include.ends_with("**") { format!("{include}/*") } else { include.to_string() };
+        let full = root.join(&pattern);
+        let matched: Vec<PathBuf> = match glob::glob(&full.to_string_lossy()) {
+            Ok(paths) => paths.filter_map(|p| p.ok()).filter(|p| p.is_file()).collect(),
+            Err(e) => {
+                problems.push(Diagnostic::global(format!("{spec_name}: invalid glob `{include}`: {e}")));
+                continue;
+            }
+        };
+        if matched.is_empty() {
+            problems.push(Diagnostic::global(format!("{spec_name}: `libraries` glob `{include}` matches no file")));
+        }
+        files.extend(matched);
+    }
+    if !problems.is_empty() {
+        return Err(ThundError::Spec(problems));
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            let p = dir.path().join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn loads_sql_across_sub_folders_with_configuration() {
+        let dir = project(&[
+            ("spark-pipeline.yml", "name: p\ncatalog: c\ndatabase: d\nconfiguration:\n  src: raw\nlibraries:\n  - glob:\n      include: transformations/**\n"),
+            ("transformations/a.sql", "CREATE MATERIALIZED VIEW a AS SELECT * FROM ${src}"),
+            ("transformations/sub/b.sql", "CREATE MATERIALIZED VIEW b AS SELECT * FROM a"),
+        ]);
+        let p = load(dir.path()).unwrap();
+        assert_eq!(p.datasets.len(), 2);
+        assert_eq!(p.datasets[1].location.file, "transformations/sub/b.sql");
+        assert!(p.flows[0].query().sql.contains("FROM raw"));
+    }
+
+    #[test]
+    fn reports_python_files_and_undefined_keys_together() {
+        let dir = project(&[
+            ("pipeline.yml", "name: p\nlibraries:\n  - glob:\n      include: t/**\n"),
+            ("t/a.py", "@dp.table\ndef a(): ...\n"),
+            ("t/b.sql", "CREATE MATERIALIZED VIEW b AS\nSELECT ${nope}"),
+        ]);
+        let err = load(dir.path()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("t/a.py:1:1: Python definition files are not supported"), "{text}");
+        assert!(text.contains("t/b.sql:2:8"), "{text}");
+    }
+
+    #[test]
+    fn a_glob_matching_nothing_is_an_error() {
+        let dir = project(&[("pipeline.yml", "name: p\nlibraries:\n  - glob:\n      include: nothing/**\n")]);
+        assert!(load(dir.path()).unwrap_err().to_string().contains("matches no file"));
+    }
+}

@@ -1,0 +1,516 @@
+//! Queries: the SDP-specific syntax made parseable, and what a query reads.
+//!
+//! Spark SQL in pipelines has three things sqlparser does not take as they are: `STREAM name`
+//! without parentheses, `STREAM read_files(…)`, and `WATERMARK col DELAY OF INTERVAL …` after a
+//! relation. [`normalize`] rewrites the first two to `STREAM(…)` and cuts the watermark out
+//! (recording it as [`EventTime`]); the result parses with sqlparser's Spark dialect and is what
+//! the native backend plans. The user's text is kept as it is for Spark, which reads it natively.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, Query as AstQuery,
+    TableFactor, Value, Visit, Visitor,
+};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::text::{shift, split_parser_error, tokenize, Tok, DIALECT};
+use crate::error::Diagnostic;
+use crate::ir::{EventTime, FileSource, FileSyntax, QualifiedName, Read, SourceLocation};
+
+/// File formats Spark accepts in `` fmt.`path` `` and `read_files(format => …)`.
+pub const FILE_FORMATS: [&str; 7] = ["parquet", "json", "csv", "delta", "orc", "text", "avro"];
+
+/// The catalog and database that unqualified names resolve to at a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameContext {
+    /// Current catalog.
+    pub catalog: String,
+    /// Current database.
+    pub database: String,
+}
+
+impl NameContext {
+    /// Resolves a 1-, 2- or 3-part name.
+    pub fn resolve(&self, parts: &[String]) -> Option<QualifiedName> {
+        match parts {
+            [n] => Some(QualifiedName::new(&self.catalog, &self.database, n)),
+            [d, n] => Some(QualifiedName::new(&self.catalog, d, n)),
+            [c, d, n] => Some(QualifiedName::new(c, d, n)),
+            _ => None,
+        }
+    }
+}
+
+/// An identifier as Spark matches it: unquoted ones case-insensitively (stored lower-case).
+pub fn ident_name(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_ascii_lowercase()
+    }
+}
+
+/// A query in the form sqlparser parses, with the event time cut out of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalized {
+    /// Parseable Spark SQL.
+    pub sql: String,
+    /// `WATERMARK … DELAY OF INTERVAL …`, if the query had one.
+    pub event_time: Option<EventTime>,
+}
+
+/// Rewrites SDP-only syntax (see the module docs). `base` is where `sql` starts in its file.
+pub fn normalize(sql: &str, base: &SourceLocation) -> Result<Normalized, Diagnostic> {
+    let toks = tokenize(sql, Some(base), &base.file)?;
+    // Edits as (byte offset, bytes to remove, text to insert), applied in order.
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut event_time = None;
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        let after_from =
+            i > 0 && (toks[i - 1].is_word("FROM") || toks[i - 1].is_word("JOIN") || toks[i - 1].token == Token::Comma);
+        if t.is_word("STREAM") && after_from && matches!(toks.get(i + 1).map(|t| &t.token), Some(Token::Word(_))) {
+            let start = i + 1;
+            let end = if toks.get(start + 1).map(|t| &t.token) == Some(&Token::LParen) {
+                matching_paren(&toks, start + 1).ok_or_else(|| unbalanced(&toks[start + 1], base))?
+            } else {
+                let mut e = start;
+                while toks.get(e + 1).map(|t| &t.token) == Some(&Token::Period)
+                    && matches!(toks.get(e + 2).map(|t| &t.token), Some(Token::Word(_)))
+                {
+                    e += 2;
+                }
+                e
+            };
+            edits.push((t.end, toks[start].start - t.end, "(".into()));
+            edits.push((toks[end].end, 0, ")".into()));
+            i = end + 1;
+            continue;
+        }
+        if t.is_word("WATERMARK") {
+            let (column, delay, last) = parse_watermark(&toks, i, sql, base)?;
+            if event_time.is_some() {
+                return Err(Diagnostic::at(&loc(t, base), "a query may declare only one WATERMARK"));
+            }
+            event_time = Some(EventTime { column, delay, location: loc(t, base) });
+            edits.push((t.start, toks[last].end - t.start, String::new()));
+            i = last + 1;
+            continue;
+        }
+        i += 1;
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut pos = 0;
+    for (at, remove, insert) in edits {
+        out.push_str(&sql[pos..at]);
+        out.push_str(&insert);
+        pos = at + remove;
+    }
+    out.push_str(&sql[pos..]);
+    Ok(Normalized { sql: out, event_time })
+}
+
+fn loc(t: &Tok, base: &SourceLocation) -> SourceLocation {
+    SourceLocation::new(&base.file, t.line, t.column)
+}
+
+fn unbalanced(t: &Tok, base: &SourceLocation) -> Diagnostic {
+    Diagnostic::at(&loc(t, base), "unbalanced parentheses")
+}
+
+/// Index of the `)` matching the `(` at `open`.
+pub fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    for (k, t) in toks.iter().enumerate().skip(open) {
+        match t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `WATERMARK col DELAY OF INTERVAL <'5 minutes' | 5 MINUTES [n UNIT]…>`; returns the column,
+/// the delay text and the index of its last token.
+fn parse_watermark(
+    toks: &[Tok],
+    at: usize,
+    sql: &str,
+    base: &SourceLocation,
+) -> Result<(String, String, usize), Diagnostic> {
+    let expected = || {
+        Diagnostic::at(&loc(&toks[at], base), "expected `WATERMARK <column> DELAY OF INTERVAL <delay>`")
+            .with_hint("e.g. `WATERMARK event_ts DELAY OF INTERVAL 5 MINUTES`")
+    };
+    let column = match toks.get(at + 1).map(|t| &t.token) {
+        Some(Token::Word(w)) => w.value.clone(),
+        _ => return Err(expected()),
+    };
+    let ok = toks.get(at + 2).is_some_and(|t| t.is_word("DELAY"))
+        && toks.get(at + 3).is_some_and(|t| t.is_word("OF"))
+        && toks.get(at + 4).is_some_and(|t| t.is_word("INTERVAL"));
+    if !ok {
+        return Err(expected());
+    }
+    let first = at + 5;
+    let mut last = first;
+    match toks.get(first).map(|t| &t.token) {
+        Some(Token::SingleQuotedString(_)) => {
+            if toks.get(first + 1).is_some_and(|t| is_interval_unit(&t.token)) {
+                last = first + 1;
+            }
+        }
+        Some(Token::Number(..)) => {
+            let mut k = first;
+            while matches!(toks.get(k).map(|t| &t.token), Some(Token::Number(..)))
+                && toks.get(k + 1).is_some_and(|t| is_interval_unit(&t.token))
+            {
+                last = k + 1;
+                k += 2;
+            }
+            if last == first {
+                return Err(expected());
+            }
+        }
+        _ => return Err(expected()),
+    }
+    Ok((column, sql[toks[first].start..toks[last].end].to_string(), last))
+}
+
+fn is_interval_unit(t: &Token) -> bool {
+    const UNITS: [&str; 16] = [
+        "YEAR",
+        "YEARS",
+        "MONTH",
+        "MONTHS",
+        "WEEK",
+        "WEEKS",
+        "DAY",
+        "DAYS",
+        "HOUR",
+        "HOURS",
+        "MINUTE",
+        "MINUTES",
+        "SECOND",
+        "SECONDS",
+        "MILLISECOND",
+        "MILLISECONDS",
+    ];
+    matches!(t, Token::Word(w) if UNITS.iter().any(|u| w.value.eq_ignore_ascii_case(u)))
+}
+
+/// Parses normalized query text; errors point into the file.
+pub fn parse(sql: &str, base: &SourceLocation) -> Result<Box<AstQuery>, Diagnostic> {
+    let to_diag = |e: sqlparser::parser::ParserError| {
+        let (message, pos) = split_parser_error(&e.to_string());
+        let at = match pos {
+            Some((l, c)) => {
+                let (l, c) = super::text::found_token_start(sql, &message, l, c);
+                shift(Some(base), &base.file, l, c)
+            }
+            // sqlparser gives no position for EOF: point just past the query's last character.
+            None => {
+                let trimmed = sql.trim_end();
+                let line = trimmed.matches('\n').count() as u64 + 1;
+                let column = trimmed.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1;
+                shift(Some(base), &base.file, line, column)
+            }
+        };
+        Diagnostic::at(&at, message)
+    };
+    let mut parser = Parser::new(&DIALECT).try_with_sql(sql).map_err(to_diag)?;
+    let query = parser.parse_query().map_err(to_diag)?;
+    // A statement is one query: anything after it is a mistake, not something to ignore.
+    if parser.peek_token().token != Token::EOF {
+        let t = parser.peek_token();
+        let at = shift(Some(base), &base.file, t.span.start.line, t.span.start.column);
+        return Err(Diagnostic::at(&at, format!("unexpected `{}` after the end of the query", t.token))
+            .with_hint("is a `;` missing between two statements?"));
+    }
+    Ok(query)
+}
+
+/// What a query reads and its event time, from its text as the user wrote it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    /// Datasets and files read.
+    pub reads: Vec<Read>,
+    /// Event time, if declared.
+    pub event_time: Option<EventTime>,
+}
+
+/// Normalizes, parses and walks a query.
+pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Analysis, Vec<Diagnostic>> {
+    let normalized = normalize(sql, base).map_err(|d| vec![d])?;
+    let ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
+    let reads = reads_of(&ast, base, names)?;
+    Ok(Analysis { reads, event_time: normalized.event_time })
+}
+
+/// The reads of a parsed query, CTE names excluded.
+pub fn reads_of(ast: &AstQuery, base: &SourceLocation, names: &NameContext) -> Result<Vec<Read>, Vec<Diagnostic>> {
+    let mut ctes = CteNames(BTreeSet::new());
+    let _ = ast.visit(&mut ctes);
+    let mut v = ReadCollector { base, names, ctes: ctes.0, reads: Vec::new(), errors: Vec::new() };
+    let _ = ast.visit(&mut v);
+    if v.errors.is_empty() {
+        Ok(v.reads)
+    } else {
+        Err(v.errors)
+    }
+}
+
+struct CteNames(BTreeSet<String>);
+
+impl Visitor for CteNames {
+    type Break = ();
+    fn pre_visit_query(&mut self, q: &AstQuery) -> ControlFlow<()> {
+        if let Some(with) = &q.with {
+            for cte in &with.cte_tables {
+                self.0.insert(ident_name(&cte.alias.name));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+struct ReadCollector<'a> {
+    base: &'a SourceLocation,
+    names: &'a NameContext,
+    ctes: BTreeSet<String>,
+    reads: Vec<Read>,
+    errors: Vec<Diagnostic>,
+}
+
+/// The parts of an object name, or `None` if a part is not a plain identifier.
+pub fn name_parts(name: &ObjectName) -> Option<Vec<&Ident>> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => Some(i),
+            ObjectNamePart::Function(_) => None,
+        })
+        .collect()
+}
+
+impl ReadCollector<'_> {
+    fn at(&self, ident: &Ident) -> SourceLocation {
+        shift(Some(self.base), &self.base.file, ident.span.start.line, ident.span.start.column)
+    }
+
+    fn dataset(&mut self, parts: &[&Ident], streaming: bool) {
+        let names: Vec<String> = parts.iter().map(|i| ident_name(i)).collect();
+        let location = self.at(parts[0]);
+        if names.len() == 1 && !streaming && self.ctes.contains(&names[0]) {
+            return;
+        }
+        match self.names.resolve(&names) {
+            Some(name) => self.reads.push(Read::Dataset { name, streaming, location }),
+            None => self
+                .errors
+                .push(Diagnostic::at(&location, format!("`{}` has more than three name parts", names.join(".")))),
+        }
+    }
+
+    fn read_files(&mut self, fname: &Ident, args: &[FunctionArg], streaming: bool) {
+        let location = self.at(fname);
+        let mut path = None;
+        let mut options = BTreeMap::new();
+        for arg in args {
+            match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) if path.is_none() => match literal(e) {
+                    Some(p) => path = Some(p),
+                    None => {
+                        self.errors.push(Diagnostic::at(&location, "read_files: the path must be a string literal"))
+                    }
+                },
+                FunctionArg::Named { name, arg: FunctionArgExpr::Expr(e), .. } => match literal(e) {
+                    Some(v) => {
+                        options.insert(name.value.to_ascii_lowercase(), v);
+                    }
+                    None => self.errors.push(Diagnostic::at(
+                        &location,
+                        format!("read_files: option `{}` must be a literal", name.value),
+                    )),
+                },
+                _ => self
+                    .errors
+                    .push(Diagnostic::at(&location, "read_files takes a path and named options (`format => 'json'`)")),
+            }
+        }
+        let Some(path) = path else {
+            self.errors.push(Diagnostic::at(&location, "read_files needs a path as its first argument"));
+            return;
+        };
+        let format = options.remove("format").unwrap_or_default().to_ascii_lowercase();
+        if !FILE_FORMATS.contains(&format.as_str()) {
+            let msg = if format.is_empty() {
+                "read_files needs `format => 'json'|'csv'|'parquet'|…`".to_string()
+            } else {
+                format!("read_files: unknown format `{format}`")
+            };
+            self.errors.push(Diagnostic::at(&location, msg).with_hint(format!("formats: {}", FILE_FORMATS.join(", "))));
+            return;
+        }
+        self.reads.push(Read::Files(FileSource {
+            format,
+            path,
+            options,
+            streaming,
+            syntax: FileSyntax::ReadFiles,
+            location,
+        }));
+    }
+}
+
+fn literal(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            Value::Number(n, _) => Some(n.to_string()),
+            Value::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+impl Visitor for ReadCollector<'_> {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table { name, args, .. } = tf else {
+            return ControlFlow::Continue(());
+        };
+        let Some(parts) = name_parts(name) else {
+            return ControlFlow::Continue(());
+        };
+        let single = parts.len() == 1 && parts[0].quote_style.is_none();
+        match args {
+            Some(a) if single && parts[0].value.eq_ignore_ascii_case("stream") => match a.args.as_slice() {
+                [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => match e {
+                    Expr::Identifier(i) => self.dataset(&[i], true),
+                    Expr::CompoundIdentifier(ids) => self.dataset(&ids.iter().collect::<Vec<_>>(), true),
+                    Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("read_files") => {
+                        let args = match &f.args {
+                            FunctionArguments::List(l) => l.args.clone(),
+                            _ => Vec::new(),
+                        };
+                        let fname = name_parts(&f.name).and_then(|p| p.first().copied().cloned());
+                        if let Some(fname) = fname {
+                            self.read_files(&fname, &args, true);
+                        }
+                    }
+                    _ => self
+                        .errors
+                        .push(Diagnostic::at(&self.at(parts[0]), "STREAM(…) takes a dataset name or read_files(…)")),
+                },
+                _ => self.errors.push(Diagnostic::at(
+                    &self.at(parts[0]),
+                    "STREAM(…) takes exactly one dataset name or read_files(…)",
+                )),
+            },
+            Some(a) if single && parts[0].value.eq_ignore_ascii_case("read_files") => {
+                self.read_files(parts[0], &a.args, false);
+            }
+            Some(_) => {} // another table function (range, explode, …): reads no dataset
+            None => {
+                let is_format_path = parts.len() == 2
+                    && parts[1].quote_style == Some('`')
+                    && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str());
+                if is_format_path {
+                    self.reads.push(Read::Files(FileSource {
+                        format: parts[0].value.to_ascii_lowercase(),
+                        path: parts[1].value.clone(),
+                        options: BTreeMap::new(),
+                        streaming: false,
+                        syntax: FileSyntax::FormatPath,
+                        location: self.at(parts[0]),
+                    }));
+                } else {
+                    self.dataset(&parts, false);
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> SourceLocation {
+        SourceLocation::new("f.sql", 10, 5)
+    }
+
+    fn ctx() -> NameContext {
+        NameContext { catalog: "c".into(), database: "d".into() }
+    }
+
+    fn names(reads: &[Read]) -> Vec<String> {
+        reads
+            .iter()
+            .map(|r| match r {
+                Read::Dataset { name, streaming, .. } => format!("{}{name}", if *streaming { "~" } else { "" }),
+                Read::Files(f) => format!("{}{}:{}", if f.streaming { "~" } else { "" }, f.format, f.path),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rewrites_stream_without_parentheses() {
+        let n = normalize("SELECT * FROM STREAM src JOIN STREAM a.b x ON 1=1", &base()).unwrap();
+        assert_eq!(n.sql, "SELECT * FROM STREAM(src) JOIN STREAM(a.b) x ON 1=1");
+        let n = normalize("SELECT * FROM STREAM read_files('/p', format => 'json')", &base()).unwrap();
+        assert_eq!(n.sql, "SELECT * FROM STREAM(read_files('/p', format => 'json'))");
+    }
+
+    #[test]
+    fn cuts_out_the_watermark() {
+        let n =
+            normalize("SELECT count(*) FROM STREAM(src) WATERMARK ts DELAY OF INTERVAL 5 MINUTES GROUP BY 1", &base())
+                .unwrap();
+        assert_eq!(n.sql, "SELECT count(*) FROM STREAM(src)  GROUP BY 1");
+        let et = n.event_time.unwrap();
+        assert_eq!((et.column.as_str(), et.delay.as_str()), ("ts", "5 MINUTES"));
+    }
+
+    #[test]
+    fn finds_reads_but_not_ctes_or_aliases() {
+        let a = analyze(
+            "WITH x AS (SELECT * FROM raw) SELECT * FROM x JOIN other.t o ON x.id = o.id \
+             WHERE x.id IN (SELECT id FROM STREAM(s)) UNION ALL SELECT * FROM parquet.`/data/p` \
+             UNION ALL SELECT * FROM read_files('/in', format => 'CSV', header => true)",
+            &base(),
+            &ctx(),
+        )
+        .unwrap();
+        assert_eq!(names(&a.reads), ["c.d.raw", "c.other.t", "~c.d.s", "parquet:/data/p", "csv:/in"]);
+        let Read::Files(f) = &a.reads[4] else { panic!() };
+        assert_eq!(f.options["header"], "true");
+    }
+
+    #[test]
+    fn syntax_errors_point_into_the_file() {
+        let err = analyze("SELECT a\nFROM t WHERE", &base(), &ctx()).unwrap_err();
+        let loc = err[0].location.clone().unwrap();
+        assert_eq!(loc.line, 11, "{}", err[0]);
+    }
+
+    #[test]
+    fn rejects_trailing_text_after_the_query() {
+        let err = analyze("SELECT 1 AS a CREATE", &base(), &ctx()).unwrap_err();
+        assert!(err[0].message.contains("unexpected"), "{}", err[0]);
+    }
+}

@@ -1,0 +1,810 @@
+//! Pipeline statements: `CREATE MATERIALIZED VIEW`, `CREATE STREAMING TABLE`, `CREATE FLOW`, …
+//!
+//! A file is tokenized once (sqlparser's Spark tokenizer, so quoting and comments follow Spark)
+//! and split at top-level `;`. The pipeline DDL around each query is read by a small
+//! recursive-descent [`Cursor`]; the query itself is handed to [`super::query::analyze`]. Every
+//! statement is parsed even after an error, so a file reports all of its problems at once.
+
+use std::collections::BTreeMap;
+
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::query::{analyze, ident_name, matching_paren, NameContext};
+use super::text::{tokenize, Tok, DIALECT};
+use crate::error::Diagnostic;
+use crate::ir::{
+    AutoCdc, ColumnDef, ColumnSelection, Dataset, DatasetKind, Expectation, Flow, FlowKind, OutputMode, QualifiedName,
+    Query, ScdType, SinkSpec, SourceLocation, TableDetails, ViolationAction,
+};
+
+/// The table property that sets a streaming dataset's output mode.
+pub const OUTPUT_MODE_PROPERTY: &str = "pipelines.outputMode";
+
+/// What one file defines.
+#[derive(Debug, Default)]
+pub struct FileDefinitions {
+    /// Datasets, in order.
+    pub datasets: Vec<Dataset>,
+    /// Flows, in order.
+    pub flows: Vec<Flow>,
+    /// Every problem found.
+    pub problems: Vec<Diagnostic>,
+}
+
+/// Parses one SQL definition file (already `${…}`-substituted). `names` is the `USE` context,
+/// carried from file to file as `spark-pipelines` does within a file; it starts at the spec's
+/// defaults for each file.
+pub fn parse_file(file: &str, text: &str, names: &mut NameContext) -> FileDefinitions {
+    let mut out = FileDefinitions::default();
+    let toks = match tokenize(text, None, file) {
+        Ok(t) => t,
+        Err(d) => {
+            out.problems.push(d);
+            return out;
+        }
+    };
+    let mut conf = BTreeMap::new();
+    for stmt in toks.split(|t| t.token == Token::SemiColon).filter(|s| !s.is_empty()) {
+        let mut c = Cursor { toks: stmt, pos: 0, text, file };
+        if let Err(d) = statement(&mut c, names, &mut conf, &mut out) {
+            out.problems.push(d);
+        }
+    }
+    out
+}
+
+/// A position in one statement's tokens.
+struct Cursor<'a> {
+    toks: &'a [Tok],
+    pos: usize,
+    text: &'a str,
+    file: &'a str,
+}
+
+type PResult<T> = Result<T, Diagnostic>;
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<&'a Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn loc(&self) -> SourceLocation {
+        match self.peek().or_else(|| self.toks.last()) {
+            Some(t) => SourceLocation::new(self.file, t.line, t.column),
+            None => SourceLocation::new(self.file, 1, 1),
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::at(&self.loc(), message)
+    }
+
+    fn found(&self) -> String {
+        match self.peek() {
+            Some(t) => format!("`{}`", t.token),
+            None => "the end of the statement".into(),
+        }
+    }
+
+    fn peek_word(&self, w: &str) -> bool {
+        self.peek().is_some_and(|t| t.is_word(w))
+    }
+
+    fn eat_word(&mut self, w: &str) -> bool {
+        let hit = self.peek_word(w);
+        if hit {
+            self.pos += 1;
+        }
+        hit
+    }
+
+    fn eat_words(&mut self, ws: &[&str]) -> bool {
+        let hit = ws.iter().enumerate().all(|(k, w)| self.toks.get(self.pos + k).is_some_and(|t| t.is_word(w)));
+        if hit {
+            self.pos += ws.len();
+        }
+        hit
+    }
+
+    fn expect_word(&mut self, w: &str) -> PResult<()> {
+        if self.eat_word(w) {
+            Ok(())
+        } else {
+            Err(self.error(format!("expected `{w}`, found {}", self.found())))
+        }
+    }
+
+    fn eat(&mut self, tok: &Token) -> bool {
+        let hit = self.peek().is_some_and(|t| &t.token == tok);
+        if hit {
+            self.pos += 1;
+        }
+        hit
+    }
+
+    fn expect(&mut self, tok: &Token) -> PResult<()> {
+        if self.eat(tok) {
+            Ok(())
+        } else {
+            Err(self.error(format!("expected `{tok}`, found {}", self.found())))
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos >= self.toks.len()
+    }
+
+    fn ident(&mut self) -> PResult<String> {
+        match self.peek().map(|t| &t.token) {
+            Some(Token::Word(w)) => {
+                self.pos += 1;
+                Ok(if w.quote_style.is_some() { w.value.clone() } else { w.value.to_ascii_lowercase() })
+            }
+            _ => Err(self.error(format!("expected a name, found {}", self.found()))),
+        }
+    }
+
+    /// `a`, `a.b` or `a.b.c`.
+    fn name_parts(&mut self) -> PResult<Vec<String>> {
+        let mut parts = vec![self.ident()?];
+        while self.eat(&Token::Period) {
+            parts.push(self.ident()?);
+        }
+        if parts.len() > 3 {
+            return Err(self.error(format!("`{}` has more than three name parts", parts.join("."))));
+        }
+        Ok(parts)
+    }
+
+    fn qualified(&mut self, names: &NameContext) -> PResult<QualifiedName> {
+        let at = self.loc();
+        let parts = self.name_parts()?;
+        names.resolve(&parts).ok_or_else(|| Diagnostic::at(&at, "a name has at most three parts"))
+    }
+
+    fn string(&mut self) -> PResult<String> {
+        match self.peek().map(|t| &t.token) {
+            Some(Token::SingleQuotedString(s) | Token::DoubleQuotedString(s)) => {
+                self.pos += 1;
+                Ok(s.clone())
+            }
+            _ => Err(self.error(format!("expected a quoted string, found {}", self.found()))),
+        }
+    }
+
+    /// A property key or value: a string, a (dotted) word, a number or a boolean.
+    fn property_atom(&mut self) -> PResult<String> {
+        match self.peek().map(|t| &t.token) {
+            Some(Token::SingleQuotedString(s) | Token::DoubleQuotedString(s)) => {
+                self.pos += 1;
+                Ok(s.clone())
+            }
+            Some(Token::Number(n, _)) => {
+                self.pos += 1;
+                Ok(n.clone())
+            }
+            Some(Token::Word(_)) => Ok(self.name_parts_raw()?.join(".")),
+            _ => Err(self.error(format!("expected a key or value, found {}", self.found()))),
+        }
+    }
+
+    fn name_parts_raw(&mut self) -> PResult<Vec<String>> {
+        let mut parts = Vec::new();
+        loop {
+            match self.peek().map(|t| &t.token) {
+                Some(Token::Word(w)) => parts.push(w.value.clone()),
+                _ => return Err(self.error(format!("expected a name, found {}", self.found()))),
+            }
+            self.pos += 1;
+            if !self.eat(&Token::Period) {
+                return Ok(parts);
+            }
+        }
+    }
+
+    /// `(k = v, k2 v2, …)`: `TBLPROPERTIES` and `OPTIONS`.
+    fn properties(&mut self) -> PResult<BTreeMap<String, String>> {
+        self.expect(&Token::LParen)?;
+        let mut map = BTreeMap::new();
+        if self.eat(&Token::RParen) {
+            return Ok(map);
+        }
+        loop {
+            let k = self.property_atom()?;
+            self.eat(&Token::Eq);
+            let v = self.property_atom()?;
+            map.insert(k, v);
+            if self.eat(&Token::RParen) {
+                return Ok(map);
+            }
+            self.expect(&Token::Comma)?;
+        }
+    }
+
+    /// `(a, b, c)` or, with `parens_optional`, `a, b, c`.
+    fn ident_list(&mut self, parens_optional: bool) -> PResult<Vec<String>> {
+        let parens = self.eat(&Token::LParen);
+        if !parens && !parens_optional {
+            return Err(self.error(format!("expected `(`, found {}", self.found())));
+        }
+        let mut v = vec![self.ident()?];
+        while self.eat(&Token::Comma) {
+            v.push(self.ident()?);
+        }
+        if parens {
+            self.expect(&Token::RParen)?;
+        }
+        Ok(v)
+    }
+
+    /// Source text of tokens `from..to` (exclusive).
+    fn slice(&self, from: usize, to: usize) -> &'a str {
+        if from >= to || from >= self.toks.len() {
+            return "";
+        }
+        &self.text[self.toks[from].start..self.toks[to - 1].end]
+    }
+
+    /// The rest of the statement as a query.
+    fn rest_as_query(&mut self, names: &NameContext) -> PResult<Query> {
+        let Some(first) = self.peek() else {
+            return Err(self.error("expected a query after `AS`"));
+        };
+        let location = SourceLocation::new(self.file, first.line, first.column);
+        let sql = self.slice(self.pos, self.toks.len()).to_string();
+        self.pos = self.toks.len();
+        query_from(sql, location, names)
+    }
+
+    /// Index of the first top-level token at or after the cursor that is one of `stops`.
+    fn find_top_level(&self, stops: &[&str]) -> usize {
+        let mut depth = 0i32;
+        for k in self.pos..self.toks.len() {
+            match self.toks[k].token {
+                Token::LParen => depth += 1,
+                Token::RParen => depth -= 1,
+                _ if depth == 0 && stops.iter().any(|s| self.toks[k].is_word(s)) => return k,
+                _ => {}
+            }
+        }
+        self.toks.len()
+    }
+
+    /// SQL text up to the next top-level stop word; checks that it parses as an expression.
+    fn expression_until(&mut self, stops: &[&str], what: &str) -> PResult<String> {
+        let end = self.find_top_level(stops);
+        if end == self.pos {
+            return Err(self.error(format!("expected {what}, found {}", self.found())));
+        }
+        let at = self.loc();
+        let text = self.slice(self.pos, end).to_string();
+        check_expression(&text, &at)?;
+        self.pos = end;
+        Ok(text)
+    }
+}
+
+/// A query whose reads are found by analysis (errors joined into the first one's location).
+fn query_from(sql: String, location: SourceLocation, names: &NameContext) -> PResult<Query> {
+    match analyze(&sql, &location, names) {
+        Ok(a) => Ok(Query { sql, location, reads: a.reads, event_time: a.event_time }),
+        Err(mut ds) => {
+            let mut first = ds.remove(0);
+            for d in ds {
+                first.message.push_str(&format!("; {d}"));
+            }
+            Err(first)
+        }
+    }
+}
+
+/// Checks that `text` is one SQL expression (expectations, CDC conditions).
+pub fn check_expression(text: &str, at: &SourceLocation) -> PResult<()> {
+    let bad = |m: String| Diagnostic::at(at, format!("`{}` is not a valid SQL expression: {m}", text.trim()));
+    let mut p = Parser::new(&DIALECT).try_with_sql(text).map_err(|e| bad(e.to_string()))?;
+    p.parse_expr().map_err(|e| bad(super::text::split_parser_error(&e.to_string()).0))?;
+    if p.peek_token().token != Token::EOF {
+        return Err(bad(format!("unexpected `{}`", p.peek_token().token)));
+    }
+    Ok(())
+}
+
+fn statement(
+    c: &mut Cursor<'_>,
+    names: &mut NameContext,
+    conf: &mut BTreeMap<String, String>,
+    out: &mut FileDefinitions,
+) -> PResult<()> {
+    let start = c.loc();
+    if c.eat_word("SET") {
+        // `SET k = v`: conf for the flows defined after it in this file.
+        let k = c.property_atom()?;
+        c.expect(&Token::Eq)?;
+        let v = c.slice(c.pos, c.toks.len()).trim().trim_matches('\'').to_string();
+        conf.insert(k, v);
+        return Ok(());
+    }
+    if c.eat_word("USE") {
+        if c.eat_word("CATALOG") {
+            names.catalog = c.ident()?;
+        } else {
+            let _ = c.eat_word("SCHEMA") || c.eat_word("DATABASE") || c.eat_word("NAMESPACE");
+            let parts = c.name_parts()?;
+            match parts.as_slice() {
+                [d] => names.database = d.clone(),
+                [cat, d] => {
+                    names.catalog = cat.clone();
+                    names.database = d.clone();
+                }
+                _ => return Err(Diagnostic::at(&start, "USE takes `catalog.database` at most")),
+            }
+        }
+        return end_of_statement(c);
+    }
+    c.expect_word("CREATE")?;
+    let or_refresh = c.eat_words(&["OR", "REFRESH"]);
+    let or_replace = !or_refresh && c.eat_words(&["OR", "REPLACE"]);
+    if c.eat_words(&["MATERIALIZED", "VIEW"]) {
+        return table(c, names, DatasetKind::MaterializedView, start, conf, out);
+    }
+    if c.eat_words(&["STREAMING", "TABLE"]) {
+        return table(c, names, DatasetKind::StreamingTable, start, conf, out);
+    }
+    if or_refresh {
+        return Err(c.error(format!(
+            "`CREATE OR REFRESH` is followed by MATERIALIZED VIEW or STREAMING TABLE, found {}",
+            c.found()
+        )));
+    }
+    if c.eat_words(&["TEMPORARY", "VIEW"]) || c.eat_words(&["TEMP", "VIEW"]) {
+        return view(c, names, DatasetKind::TemporaryView, start, out);
+    }
+    if c.eat_word("VIEW") {
+        return view(c, names, DatasetKind::PersistentView, start, out);
+    }
+    if or_replace {
+        return Err(c.error(format!("`CREATE OR REPLACE` is followed by VIEW, found {}", c.found())));
+    }
+    if c.eat_word("SINK") {
+        return sink(c, names, start, out);
+    }
+    if c.eat_word("FLOW") {
+        return flow(c, names, start, conf, out);
+    }
+    Err(Diagnostic::at(&start, format!("unsupported statement starting with `CREATE {}`", c.found().trim_matches('`')))
+        .with_hint("pipeline files hold CREATE MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW | SINK | FLOW, SET and USE"))
+}
+
+fn end_of_statement(c: &Cursor<'_>) -> PResult<()> {
+    if c.at_end() {
+        Ok(())
+    } else {
+        Err(c.error(format!("unexpected {} (is a `;` missing?)", c.found())))
+    }
+}
+
+/// `(col TYPE [NOT NULL] [COMMENT '…'], CONSTRAINT n EXPECT (p) [ON VIOLATION …], …)`.
+fn columns_and_constraints(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()> {
+    c.expect(&Token::LParen)?;
+    let close = matching_paren(c.toks, c.pos - 1).ok_or_else(|| c.error("unbalanced parentheses"))?;
+    while c.pos < close {
+        if c.peek_word("CONSTRAINT") {
+            let at = c.loc();
+            c.pos += 1;
+            let name = c.ident()?;
+            c.expect_word("EXPECT")?;
+            let open = c.pos;
+            c.expect(&Token::LParen)?;
+            let end = matching_paren(c.toks, open).ok_or_else(|| c.error("unbalanced parentheses"))?;
+            let pred_at = c.loc();
+            let predicate = c.slice(open + 1, end).to_string();
+            check_expression(&predicate, &pred_at)?;
+            c.pos = end + 1;
+            let action = if c.eat_words(&["ON", "VIOLATION"]) {
+                if c.eat_words(&["DROP", "ROW"]) {
+                    ViolationAction::Drop
+                } else if c.eat_words(&["FAIL", "UPDATE"]) {
+                    ViolationAction::Fail
+                } else {
+                    return Err(c.error(format!("expected `DROP ROW` or `FAIL UPDATE`, found {}", c.found())));
+                }
+            } else {
+                ViolationAction::Warn
+            };
+            ds.expectations.push(Expectation { name, predicate: predicate.trim().to_string(), action, location: at });
+        } else {
+            let name = c.ident()?;
+            let type_start = c.pos;
+            let mut depth = 0i32;
+            while c.pos < close {
+                let t = &c.toks[c.pos];
+                match t.token {
+                    Token::LParen | Token::Lt => depth += 1,
+                    Token::RParen | Token::Gt => depth -= 1,
+                    Token::Comma if depth == 0 => break,
+                    _ if depth == 0 && (t.is_word("NOT") || t.is_word("COMMENT")) => break,
+                    _ => {}
+                }
+                c.pos += 1;
+            }
+            let data_type = c.slice(type_start, c.pos).to_ascii_uppercase();
+            let nullable = !c.eat_words(&["NOT", "NULL"]);
+            let comment = if c.eat_word("COMMENT") { Some(c.string()?) } else { None };
+            ds.details.columns.push(ColumnDef { name, data_type, nullable, comment });
+        }
+        if c.pos < close {
+            c.expect(&Token::Comma)?;
+        }
+    }
+    c.pos = close + 1;
+    Ok(())
+}
+
+fn new_dataset(name: QualifiedName, kind: DatasetKind, location: SourceLocation) -> Dataset {
+    Dataset {
+        name,
+        kind,
+        comment: None,
+        details: TableDetails::default(),
+        sink: None,
+        expectations: Vec::new(),
+        output_mode: None,
+        location,
+    }
+}
+
+/// Clauses after the name and column list: `COMMENT`, `USING`, `PARTITIONED BY`, `CLUSTER BY`,
+/// `TBLPROPERTIES`, in any order.
+fn table_clauses(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()> {
+    loop {
+        if c.eat_word("COMMENT") {
+            ds.comment = Some(c.string()?);
+        } else if c.eat_word("USING") {
+            ds.details.format = Some(c.ident()?);
+        } else if c.eat_words(&["PARTITIONED", "BY"]) {
+            ds.details.partitioned_by = c.ident_list(false)?;
+        } else if c.eat_words(&["CLUSTER", "BY"]) {
+            ds.details.cluster_by = c.ident_list(true)?;
+        } else if c.eat_word("TBLPROPERTIES") {
+            ds.details.properties.extend(c.properties()?);
+        } else {
+            return Ok(());
+        }
+    }
+}
+
+fn table(
+    c: &mut Cursor<'_>,
+    names: &NameContext,
+    kind: DatasetKind,
+    start: SourceLocation,
+    conf: &BTreeMap<String, String>,
+    out: &mut FileDefinitions,
+) -> PResult<()> {
+    c.eat_words(&["IF", "NOT", "EXISTS"]);
+    let name = c.qualified(names)?;
+    let mut ds = new_dataset(name.clone(), kind, start.clone());
+    if c.peek().is_some_and(|t| t.token == Token::LParen) {
+        columns_and_constraints(c, &mut ds)?;
+    }
+    table_clauses(c, &mut ds)?;
+    if let Some(mode) = ds.details.properties.get(OUTPUT_MODE_PROPERTY) {
+        ds.output_mode = Some(match mode.to_ascii_lowercase().as_str() {
+            "append" => OutputMode::Append,
+            "update" => OutputMode::Update,
+            "complete" => OutputMode::Complete,
+            other => {
+                return Err(Diagnostic::at(
+                    &start,
+                    format!("`{OUTPUT_MODE_PROPERTY}` is `{other}`; expected append, update or complete"),
+                ))
+            }
+        });
+    }
+    let flow_kind = if c.eat_word("AS") {
+        let query = c.rest_as_query(names)?;
+        Some(FlowKind::Append { query, by_name: false })
+    } else if kind == DatasetKind::StreamingTable && c.eat_words(&["FLOW", "AUTO", "CDC"]) {
+        Some(FlowKind::AutoCdc(auto_cdc(c, names)?))
+    } else if c.at_end() && kind == DatasetKind::StreamingTable {
+        None // filled by `CREATE FLOW … INSERT INTO`
+    } else if c.at_end() {
+        return Err(c.error("a materialized view needs `AS <query>`"));
+    } else {
+        return Err(c.error(format!("expected `AS <query>`, found {}", c.found())));
+    };
+    if let Some(kind) = flow_kind {
+        out.flows.push(Flow {
+            name: name.clone(),
+            target: name,
+            kind,
+            implicit: true,
+            sql_conf: conf.clone(),
+            location: start,
+        });
+    }
+    out.datasets.push(ds);
+    Ok(())
+}
+
+fn view(
+    c: &mut Cursor<'_>,
+    names: &NameContext,
+    kind: DatasetKind,
+    start: SourceLocation,
+    out: &mut FileDefinitions,
+) -> PResult<()> {
+    c.eat_words(&["IF", "NOT", "EXISTS"]);
+    let name = c.qualified(names)?;
+    let mut ds = new_dataset(name.clone(), kind, start.clone());
+    if c.peek().is_some_and(|t| t.token == Token::LParen) {
+        columns_and_constraints(c, &mut ds)?;
+    }
+    table_clauses(c, &mut ds)?;
+    c.expect_word("AS")?;
+    let query = c.rest_as_query(names)?;
+    out.flows.push(Flow {
+        name: name.clone(),
+        target: name,
+        kind: FlowKind::Append { query, by_name: false },
+        implicit: true,
+        sql_conf: BTreeMap::new(),
+        location: start,
+    });
+    out.datasets.push(ds);
+    Ok(())
+}
+
+fn sink(c: &mut Cursor<'_>, names: &NameContext, start: SourceLocation, out: &mut FileDefinitions) -> PResult<()> {
+    c.eat_words(&["IF", "NOT", "EXISTS"]);
+    let name = c.qualified(names)?;
+    let mut ds = new_dataset(name, DatasetKind::Sink, start);
+    let mut format = None;
+    let mut options = BTreeMap::new();
+    loop {
+        if c.eat_word("USING") {
+            format = Some(c.ident()?);
+        } else if c.eat_word("OPTIONS") {
+            options = c.properties()?.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+        } else if c.eat_word("COMMENT") {
+            ds.comment = Some(c.string()?);
+        } else {
+            break;
+        }
+    }
+    end_of_statement(c)?;
+    let Some(format) = format else {
+        return Err(Diagnostic::at(&ds.location, "a sink needs `USING <format>`")
+            .with_hint("e.g. CREATE SINK s USING parquet OPTIONS (path '/out/s')"));
+    };
+    ds.sink = Some(SinkSpec { format, options });
+    out.datasets.push(ds);
+    Ok(())
+}
+
+fn flow(
+    c: &mut Cursor<'_>,
+    names: &NameContext,
+    start: SourceLocation,
+    conf: &BTreeMap<String, String>,
+    out: &mut FileDefinitions,
+) -> PResult<()> {
+    let name = c.qualified(names)?;
+    if c.eat_word("COMMENT") {
+        c.string()?;
+    }
+    c.expect_word("AS")?;
+    if c.eat_words(&["AUTO", "CDC", "INTO"]) {
+        let target = c.qualified(names)?;
+        let cdc = auto_cdc(c, names)?;
+        out.flows.push(Flow {
+            name,
+            target,
+            kind: FlowKind::AutoCdc(cdc),
+            implicit: false,
+            sql_conf: conf.clone(),
+            location: start,
+        });
+        return Ok(());
+    }
+    c.expect_word("INSERT")?;
+    c.expect_word("INTO")?;
+    let once = c.eat_word("ONCE");
+    let target = c.qualified(names)?;
+    let by_name = c.eat_words(&["BY", "NAME"]);
+    let query = c.rest_as_query(names)?;
+    let kind = if once { FlowKind::Once { query, by_name } } else { FlowKind::Append { query, by_name } };
+    out.flows.push(Flow { name, target, kind, implicit: false, sql_conf: conf.clone(), location: start });
+    Ok(())
+}
+
+const CDC_CLAUSES: [&str; 6] = ["KEYS", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK"];
+
+/// `FROM src KEYS (…) [APPLY AS DELETE WHEN …] [APPLY AS TRUNCATE WHEN …] SEQUENCE BY …
+/// [COLUMNS …] [STORED AS SCD TYPE 1|2] [TRACK HISTORY ON …]`.
+fn auto_cdc(c: &mut Cursor<'_>, names: &NameContext) -> PResult<AutoCdc> {
+    c.expect_word("FROM")?;
+    let src_at = c.loc();
+    let end = c.find_top_level(&CDC_CLAUSES);
+    if end == c.pos {
+        return Err(c.error("expected the change feed after `FROM`"));
+    }
+    let relation = c.slice(c.pos, end).to_string();
+    c.pos = end;
+    // The feed is a relation; as a query it is `SELECT * FROM <relation>`, which both engines read.
+    let mut source = query_from(format!("SELECT * FROM {relation}"), src_at.clone(), names)?;
+    source.location = src_at;
+    let mut cdc = AutoCdc {
+        source,
+        keys: Vec::new(),
+        sequence_by: None,
+        apply_as_delete: None,
+        apply_as_truncate: None,
+        columns: ColumnSelection::All,
+        scd_type: ScdType::Type1,
+        track_history: None,
+    };
+    while !c.at_end() {
+        if c.eat_word("KEYS") {
+            cdc.keys = c.ident_list(false)?;
+        } else if c.eat_words(&["APPLY", "AS", "DELETE", "WHEN"]) {
+            cdc.apply_as_delete = Some(c.expression_until(&CDC_CLAUSES, "a condition")?.trim().to_string());
+        } else if c.eat_words(&["APPLY", "AS", "TRUNCATE", "WHEN"]) {
+            cdc.apply_as_truncate = Some(c.expression_until(&CDC_CLAUSES, "a condition")?.trim().to_string());
+        } else if c.eat_words(&["SEQUENCE", "BY"]) {
+            cdc.sequence_by = Some(c.expression_until(&CDC_CLAUSES, "an ordering expression")?.trim().to_string());
+        } else if c.eat_word("COLUMNS") {
+            cdc.columns = column_selection(c)?;
+        } else if c.eat_words(&["STORED", "AS", "SCD", "TYPE"]) {
+            cdc.scd_type = match c.peek().map(|t| &t.token) {
+                Some(Token::Number(n, _)) if n == "1" => ScdType::Type1,
+                Some(Token::Number(n, _)) if n == "2" => ScdType::Type2,
+                _ => return Err(c.error(format!("expected SCD TYPE 1 or 2, found {}", c.found()))),
+            };
+            c.pos += 1;
+        } else if c.eat_words(&["TRACK", "HISTORY", "ON"]) {
+            cdc.track_history = Some(column_selection(c)?);
+        } else {
+            return Err(c.error(format!("unexpected {} in AUTO CDC", c.found())));
+        }
+    }
+    if cdc.keys.is_empty() {
+        return Err(c.error("AUTO CDC needs `KEYS (…)`"));
+    }
+    Ok(cdc)
+}
+
+fn column_selection(c: &mut Cursor<'_>) -> PResult<ColumnSelection> {
+    if c.eat(&Token::Mul) {
+        if c.eat_word("EXCEPT") {
+            return Ok(ColumnSelection::Except(c.ident_list(false)?));
+        }
+        return Ok(ColumnSelection::All);
+    }
+    Ok(ColumnSelection::Include(c.ident_list(true)?))
+}
+
+/// Lower-cases an identifier the way names are stored (used by the CLI's selections).
+pub fn normalize_ident(raw: &str) -> String {
+    let ident = sqlparser::ast::Ident::new(raw);
+    ident_name(&ident)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::Read;
+
+    fn parse(text: &str) -> FileDefinitions {
+        let mut names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
+        parse_file("t.sql", text, &mut names)
+    }
+
+    #[test]
+    fn parses_every_dataset_kind() {
+        let d = parse(
+            "CREATE OR REFRESH MATERIALIZED VIEW a COMMENT 'x' AS SELECT 1 AS x;\n\
+             CREATE STREAMING TABLE b AS SELECT * FROM STREAM(a);\n\
+             CREATE TEMPORARY VIEW c AS SELECT * FROM a;\n\
+             CREATE VIEW d AS SELECT * FROM a;\n\
+             CREATE SINK e USING parquet OPTIONS (path '/tmp/e');\n\
+             CREATE FLOW f AS INSERT INTO e BY NAME SELECT * FROM STREAM b;",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        let kinds: Vec<_> = d.datasets.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                DatasetKind::MaterializedView,
+                DatasetKind::StreamingTable,
+                DatasetKind::TemporaryView,
+                DatasetKind::PersistentView,
+                DatasetKind::Sink
+            ]
+        );
+        assert_eq!(d.flows.len(), 5);
+        assert_eq!(d.datasets[0].comment.as_deref(), Some("x"));
+        assert_eq!(d.datasets[4].sink.as_ref().unwrap().options["path"], "/tmp/e");
+        let f = d.flows.last().unwrap();
+        assert_eq!(f.name.to_string(), "spark_catalog.default.f");
+        assert!(matches!(&f.kind, FlowKind::Append { by_name: true, .. }));
+        assert!(matches!(&f.query().reads[0], Read::Dataset { streaming: true, .. }));
+        assert_eq!(d.flows[1].location.line, 2);
+    }
+
+    #[test]
+    fn parses_table_details_and_expectations() {
+        let d = parse(
+            "CREATE MATERIALIZED VIEW t (\n  id BIGINT NOT NULL COMMENT 'key',\n  amount DECIMAL(10, 2),\n  \
+             CONSTRAINT pos EXPECT (amount > 0) ON VIOLATION DROP ROW,\n  CONSTRAINT id_set EXPECT (id IS NOT NULL) ON VIOLATION FAIL UPDATE,\n  \
+             CONSTRAINT warned EXPECT (amount < 100)\n) USING delta PARTITIONED BY (id) CLUSTER BY (amount) \
+             TBLPROPERTIES ('a.b' = 'c', 'pipelines.reset.allowed' = false) AS SELECT 1 AS id, 2.0 AS amount",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        let t = &d.datasets[0];
+        assert_eq!(t.details.schema_ddl().unwrap(), "id BIGINT NOT NULL COMMENT 'key', amount DECIMAL(10, 2)");
+        assert_eq!(t.details.format.as_deref(), Some("delta"));
+        assert_eq!(t.details.partitioned_by, ["id"]);
+        assert_eq!(t.details.cluster_by, ["amount"]);
+        assert_eq!(t.details.properties["pipelines.reset.allowed"], "false");
+        let acts: Vec<_> = t.expectations.iter().map(|e| e.action).collect();
+        assert_eq!(acts, [ViolationAction::Drop, ViolationAction::Fail, ViolationAction::Warn]);
+        assert_eq!(t.expectations[0].predicate, "amount > 0");
+        assert_eq!(t.expectations[1].location.line, 5);
+    }
+
+    #[test]
+    fn parses_both_auto_cdc_forms() {
+        let d = parse(
+            "CREATE STREAMING TABLE t;\n\
+             CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(src) KEYS (id) APPLY AS DELETE WHEN op = 'D' \
+             SEQUENCE BY ts COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2 TRACK HISTORY ON name, city;\n\
+             CREATE STREAMING TABLE u FLOW AUTO CDC FROM src KEYS (a, b) SEQUENCE BY seq COLUMNS a, b, c;",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        let FlowKind::AutoCdc(cdc) = &d.flows[0].kind else { panic!() };
+        assert_eq!(cdc.keys, ["id"]);
+        assert_eq!(cdc.apply_as_delete.as_deref(), Some("op = 'D'"));
+        assert_eq!(cdc.sequence_by.as_deref(), Some("ts"));
+        assert_eq!(cdc.columns, ColumnSelection::Except(vec!["op".into()]));
+        assert_eq!(cdc.scd_type, ScdType::Type2);
+        assert_eq!(cdc.track_history, Some(ColumnSelection::Include(vec!["name".into(), "city".into()])));
+        assert!(matches!(&cdc.source.reads[0], Read::Dataset { streaming: true, .. }));
+        let FlowKind::AutoCdc(u) = &d.flows[1].kind else { panic!() };
+        assert_eq!(u.columns, ColumnSelection::Include(vec!["a".into(), "b".into(), "c".into()]));
+        assert_eq!(d.flows[1].target.name, "u");
+    }
+
+    #[test]
+    fn use_changes_name_resolution() {
+        let d = parse("USE CATALOG cat; USE SCHEMA sch; CREATE MATERIALIZED VIEW x AS SELECT * FROM y");
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert_eq!(d.datasets[0].name.to_string(), "cat.sch.x");
+        assert!(matches!(&d.flows[0].query().reads[0], Read::Dataset { name, .. } if name.to_string() == "cat.sch.y"));
+    }
+
+    #[test]
+    fn reports_all_statement_errors_with_lines() {
+        let d = parse(
+            "CREATE MATERIALIZED VIEW a AS SELEC 1;\n\nCREATE TABLE b AS SELECT 1;\n\
+             CREATE MATERIALIZED VIEW c (CONSTRAINT x EXPECT (a >)) AS SELECT 1",
+        );
+        let lines: Vec<u32> = d.problems.iter().map(|p| p.location.as_ref().unwrap().line).collect();
+        assert_eq!(lines, [1, 3, 4], "{:?}", d.problems);
+        assert!(d.problems[1].message.contains("unsupported statement"));
+        assert!(d.problems[2].message.contains("not a valid SQL expression"));
+    }
+
+    #[test]
+    fn once_flows_and_watermarks() {
+        let d = parse(
+            "CREATE FLOW backfill AS INSERT INTO ONCE t SELECT * FROM old;\n\
+             CREATE STREAMING TABLE w AS SELECT window.start, count(*) AS n FROM STREAM(src) \
+             WATERMARK ts DELAY OF INTERVAL 5 MINUTES GROUP BY window(ts, '10 minutes')",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        assert!(matches!(d.flows[0].kind, FlowKind::Once { .. }));
+        assert_eq!(d.flows[1].query().event_time.as_ref().unwrap().delay, "5 MINUTES");
+    }
+}

@@ -1,0 +1,231 @@
+//! Source text plumbing: `${key}` substitution, tokens with byte offsets, and positions.
+
+use std::collections::BTreeMap;
+
+use sqlparser::dialect::SparkSqlDialect;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+use crate::error::Diagnostic;
+use crate::ir::SourceLocation;
+
+/// The dialect every pipeline file is read in.
+pub const DIALECT: SparkSqlDialect = SparkSqlDialect {};
+
+/// Replaces `${key}` with `configuration[key]` outside comments. Every undefined key is
+/// reported with its line. Values are spliced as they are, so lines keep their numbers as long
+/// as values hold no newline.
+pub fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Result<String, Vec<Diagnostic>> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut errors = Vec::new();
+    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
+    let mut quote: Option<u8> = None;
+    let mut last = 0usize;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if quote.is_none() && b == b'-' && bytes.get(i + 1) == Some(&b'-') {
+            while i < bytes.len() && bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if quote.is_none() && b == b'/' && bytes.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                if bytes[i] == b'\n' {
+                    line += 1;
+                    col = 1;
+                }
+                i += 1;
+            }
+            i = (i + 2).min(bytes.len());
+            continue;
+        }
+        match (quote, b) {
+            (None, b'\'' | b'"' | b'`') => quote = Some(b),
+            (Some(q), _) if q == b => quote = None,
+            _ => {}
+        }
+        if b == b'$' && bytes.get(i + 1) == Some(&b'{') {
+            if let Some(end) = text[i + 2..].find('}') {
+                let key = &text[i + 2..i + 2 + end];
+                out.push_str(&text[last..i]);
+                match conf.get(key.trim()) {
+                    Some(v) => out.push_str(v),
+                    None => {
+                        let mut d = Diagnostic::at(
+                            &SourceLocation::new(file, line, col),
+                            format!("`${{{key}}}` is not defined in the spec's `configuration`"),
+                        );
+                        if let Some(best) = crate::validate::did_you_mean(key, conf.keys()) {
+                            d = d.with_hint(format!("did you mean `${{{best}}}`?"));
+                        }
+                        errors.push(d);
+                    }
+                }
+                i += 3 + end;
+                col += 3 + end as u32;
+                last = i;
+                continue;
+            }
+        }
+        if b == b'\n' {
+            line += 1;
+            col = 1;
+        } else if (b & 0xC0) != 0x80 {
+            col += 1;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Maps sqlparser's (line, column) positions to byte offsets of one text.
+pub struct LineIndex<'a> {
+    text: &'a str,
+    starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    /// Indexes `text`.
+    pub fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { text, starts }
+    }
+
+    /// Byte offset of a 1-based (line, column in chars) position.
+    pub fn offset(&self, line: u64, column: u64) -> usize {
+        let Some(&start) = self.starts.get(line.saturating_sub(1) as usize) else {
+            return self.text.len();
+        };
+        let rest = &self.text[start..];
+        rest.char_indices().nth(column.saturating_sub(1) as usize).map(|(i, _)| start + i).unwrap_or(self.text.len())
+    }
+}
+
+/// A token with its byte range in the text it came from.
+#[derive(Debug, Clone)]
+pub struct Tok {
+    /// The token.
+    pub token: Token,
+    /// Byte offset of its first character.
+    pub start: usize,
+    /// Byte offset just past it.
+    pub end: usize,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+}
+
+impl Tok {
+    /// Whether it is the unquoted word `w` (any case).
+    pub fn is_word(&self, w: &str) -> bool {
+        matches!(&self.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(w))
+    }
+}
+
+/// Tokenizes `text`, dropping whitespace and comments. `base` shifts positions for texts that
+/// start inside a file (line 1 of `text` is `base.line`, starting at `base.column`).
+pub fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) -> Result<Vec<Tok>, Diagnostic> {
+    let raw: Vec<TokenWithSpan> = Tokenizer::new(&DIALECT, text).tokenize_with_location().map_err(|e| {
+        let loc = shift(base, file, e.location.line, e.location.column);
+        Diagnostic::at(&loc, e.message)
+    })?;
+    let index = LineIndex::new(text);
+    Ok(raw
+        .into_iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_) | Token::EOF))
+        .map(|t| {
+            let loc = shift(base, file, t.span.start.line, t.span.start.column);
+            Tok {
+                start: index.offset(t.span.start.line, t.span.start.column),
+                end: index.offset(t.span.end.line, t.span.end.column),
+                line: loc.line,
+                column: loc.column,
+                token: t.token,
+            }
+        })
+        .collect())
+}
+
+/// Translates a position inside a text that starts at `base` into a file position.
+pub fn shift(base: Option<&SourceLocation>, file: &str, line: u64, column: u64) -> SourceLocation {
+    let (line, column) = (line.max(1) as u32, column.max(1) as u32);
+    match base {
+        None => SourceLocation::new(file, line, column),
+        Some(b) if line == 1 => SourceLocation::new(file, b.line, b.column + column - 1),
+        Some(b) => SourceLocation::new(file, b.line + line - 1, column),
+    }
+}
+
+/// Where the token an error complains about starts. sqlparser's reported position is not always
+/// that token's (after a consumed token it is the next one), so look for the last token at or
+/// before the position whose text is the `found: X` of the message.
+pub fn found_token_start(text: &str, message: &str, line: u64, column: u64) -> (u64, u64) {
+    let Some(found) = message.rsplit("found: ").next().filter(|_| message.contains("found: ")) else {
+        return (line, column);
+    };
+    let Ok(toks) = Tokenizer::new(&DIALECT, text).tokenize_with_location() else {
+        return (line, column);
+    };
+    toks.iter()
+        .rev()
+        .filter(|t| (t.span.start.line, t.span.start.column) <= (line, column))
+        .find(|t| t.token.to_string().eq_ignore_ascii_case(found.trim()))
+        .map_or((line, column), |t| (t.span.start.line, t.span.start.column))
+}
+
+/// Splits sqlparser's "… at Line: L, Column: C" into the message and the position.
+pub fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) {
+    let Some(at) = message.rfind(" at Line: ") else {
+        return (message.to_string(), None);
+    };
+    let pos = &message[at + " at Line: ".len()..];
+    let mut parts = pos.split(", Column: ");
+    let line = parts.next().and_then(|l| l.trim().parse().ok());
+    let column = parts.next().and_then(|c| c.trim().parse().ok());
+    let text = message[..at].trim_start_matches("sql parser error: ").to_string();
+    match (line, column) {
+        (Some(l), Some(c)) => (text, Some((l, c))),
+        _ => (text, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_outside_comments_and_reports_undefined_keys() {
+        let conf = BTreeMap::from([("root".to_string(), "/data".to_string())]);
+        let out = substitute("SELECT '${root}/x' -- ${nope}\n", &conf, "f.sql").unwrap();
+        assert_eq!(out, "SELECT '/data/x' -- ${nope}\n");
+        let err = substitute("SELECT 1,\n  '${rot}'", &conf, "f.sql").unwrap_err();
+        assert_eq!(err[0].location.as_ref().unwrap().line, 2);
+        assert_eq!(err[0].location.as_ref().unwrap().column, 4);
+        assert!(err[0].hint.as_deref().unwrap().contains("${root}"));
+    }
+
+    #[test]
+    fn tokens_carry_byte_offsets_and_lines() {
+        let text = "SELECT 'ø'\n  , b";
+        let toks = tokenize(text, None, "f").unwrap();
+        let b = toks.last().unwrap();
+        assert_eq!(&text[b.start..b.end], "b");
+        assert_eq!((b.line, b.column), (2, 5));
+    }
+
+    #[test]
+    fn splits_parser_error_positions() {
+        let (m, p) = split_parser_error("sql parser error: Expected: x, found: y at Line: 3, Column: 7");
+        assert_eq!(m, "Expected: x, found: y");
+        assert_eq!(p, Some((3, 7)));
+    }
+}

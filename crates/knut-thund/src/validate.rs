@@ -1,0 +1,326 @@
+//! `Pipeline::validate`: every graph-level problem at once, each with file:line and a hint.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{Diagnostic, Result, ThundError};
+use crate::ir::{ColumnSelection, DatasetKind, FlowKind, Pipeline, QualifiedName, Read, ScdType};
+
+/// The closest candidate within a small edit distance, for "did you mean".
+pub fn did_you_mean<'a, I, S>(wanted: &str, candidates: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a S>,
+    S: AsRef<str> + 'a + ?Sized,
+{
+    let limit = (wanted.chars().count() / 3).max(2);
+    candidates
+        .into_iter()
+        .map(|c| (levenshtein(wanted, c.as_ref()), c.as_ref().to_string()))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Dataset-level dependencies: for each dataset, the datasets its flows read.
+pub fn dependencies(p: &Pipeline) -> BTreeMap<&QualifiedName, BTreeSet<&QualifiedName>> {
+    let mut deps: BTreeMap<&QualifiedName, BTreeSet<&QualifiedName>> =
+        p.datasets.iter().map(|d| (&d.name, BTreeSet::new())).collect();
+    for f in &p.flows {
+        for r in &f.query().reads {
+            if let Read::Dataset { name, .. } = r {
+                deps.entry(&f.target).or_default().insert(name);
+            }
+        }
+    }
+    deps
+}
+
+/// A cycle in `deps` as a path `a -> b -> a`, if any.
+fn find_cycle<'a>(deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>>) -> Option<Vec<&'a QualifiedName>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done,
+    }
+    fn visit<'a>(
+        n: &'a QualifiedName,
+        deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>>,
+        marks: &mut BTreeMap<&'a QualifiedName, Mark>,
+        stack: &mut Vec<&'a QualifiedName>,
+    ) -> Option<Vec<&'a QualifiedName>> {
+        match marks.get(n) {
+            Some(Mark::Done) => return None,
+            Some(Mark::Open) => {
+                let from = stack.iter().position(|s| *s == n).unwrap_or(0);
+                let mut cycle = stack[from..].to_vec();
+                cycle.push(n);
+                return Some(cycle);
+            }
+            None => {}
+        }
+        marks.insert(n, Mark::Open);
+        stack.push(n);
+        for d in deps.get(n).into_iter().flatten() {
+            if deps.contains_key(d) {
+                if let Some(c) = visit(d, deps, marks, stack) {
+                    return Some(c);
+                }
+            }
+        }
+        stack.pop();
+        marks.insert(n, Mark::Done);
+        None
+    }
+    let mut marks = BTreeMap::new();
+    for n in deps.keys() {
+        let mut stack = Vec::new();
+        if let Some(c) = visit(n, deps, &mut marks, &mut stack) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+impl Pipeline {
+    /// Checks the pipeline's graph invariants and returns every problem found.
+    pub fn validate(&self) -> Result<()> {
+        let mut problems: Vec<(Option<QualifiedName>, Diagnostic)> = Vec::new();
+        let mut by_name = BTreeMap::new();
+        // A duplicated name is reported once; its flows are not then reported again as
+        // duplicate flows or as too many flows.
+        let mut duplicated = BTreeSet::new();
+        for d in &self.datasets {
+            if let Some(first) = by_name.insert(&d.name, d) {
+                duplicated.insert(d.name.clone());
+                problems.push((
+                    Some(d.name.clone()),
+                    Diagnostic::at(&d.location, format!("`{}` is defined more than once", d.name))
+                        .with_hint(format!("first defined at {}", first.location)),
+                ));
+            }
+            let mut seen = BTreeSet::new();
+            for e in &d.expectations {
+                if !seen.insert(&e.name) {
+                    problems.push((
+                        Some(d.name.clone()),
+                        Diagnostic::at(
+                            &e.location,
+                            format!("expectation `{}` is declared twice on `{}`", e.name, d.name),
+                        ),
+                    ));
+                }
+            }
+            if d.output_mode.is_some() && d.kind != DatasetKind::StreamingTable {
+                problems.push((
+                    Some(d.name.clone()),
+                    Diagnostic::at(
+                        &d.location,
+                        format!("an output mode applies to streaming tables, not to {} `{}`", d.kind, d.name),
+                    ),
+                ));
+            }
+        }
+        let all_names: Vec<String> = self.datasets.iter().map(|d| d.name.to_string()).collect();
+        let mut flow_names = BTreeMap::new();
+        let mut flows_per_target: BTreeMap<&QualifiedName, usize> = BTreeMap::new();
+        for f in &self.flows {
+            if let Some(first) = flow_names.insert(&f.name, f) {
+                if f.implicit && duplicated.contains(&f.target) {
+                    continue;
+                }
+                problems.push((
+                    Some(f.target.clone()),
+                    Diagnostic::at(&f.location, format!("flow `{}` is defined more than once", f.name))
+                        .with_hint(format!("first defined at {}", first.location)),
+                ));
+            }
+            let Some(target) = by_name.get(&f.target) else {
+                let mut d = Diagnostic::at(
+                    &f.location,
+                    format!("flow `{}` writes to `{}`, which is not defined", f.name, f.target),
+                );
+                if let Some(m) = did_you_mean(&f.target.to_string(), &all_names) {
+                    d = d.with_hint(format!("did you mean `{m}`?"));
+                }
+                problems.push((Some(f.target.clone()), d));
+                continue;
+            };
+            let explicit_into_non_table =
+                !f.implicit && !matches!(target.kind, DatasetKind::StreamingTable | DatasetKind::Sink);
+            if !explicit_into_non_table {
+                *flows_per_target.entry(&f.target).or_default() += 1;
+            }
+            if explicit_into_non_table {
+                problems.push((
+                    Some(f.target.clone()),
+                    Diagnostic::at(
+                        &f.location,
+                        format!(
+                            "flow `{}` writes to {} `{}`; flows can only write to streaming tables and sinks",
+                            f.name, target.kind, f.target
+                        ),
+                    )
+                    .with_hint("make the target a STREAMING TABLE"),
+                ));
+            }
+            match &f.kind {
+                FlowKind::AutoCdc(cdc) => {
+                    if target.kind != DatasetKind::StreamingTable {
+                        problems.push((
+                            Some(f.target.clone()),
+                            Diagnostic::at(
+                                &f.location,
+                                format!("AUTO CDC flow `{}` must write to a streaming table", f.name),
+                            ),
+                        ));
+                    }
+                    if cdc.sequence_by.is_none() {
+                        problems.push((
+                            Some(f.target.clone()),
+                            Diagnostic::at(&f.location, format!("AUTO CDC flow `{}` has no `SEQUENCE BY`", f.name))
+                                .with_hint("add `SEQUENCE BY <ordering column>` so changes apply in order"),
+                        ));
+                    }
+                    if cdc.scd_type == ScdType::Type1 && cdc.track_history.is_some() {
+                        problems.push((
+                            Some(f.target.clone()),
+                            Diagnostic::at(
+                                &f.location,
+                                format!("AUTO CDC flow `{}`: `TRACK HISTORY` needs `STORED AS SCD TYPE 2`", f.name),
+                            ),
+                        ));
+                    }
+                    if matches!(cdc.columns, ColumnSelection::Include(ref c) if c.is_empty()) {
+                        problems
+                            .push((Some(f.target.clone()), Diagnostic::at(&f.location, "AUTO CDC `COLUMNS` is empty")));
+                    }
+                }
+                FlowKind::Once { .. } if target.kind != DatasetKind::StreamingTable => {
+                    problems.push((
+                        Some(f.target.clone()),
+                        Diagnostic::at(
+                            &f.location,
+                            format!("`INSERT INTO ONCE` flow `{}` must write to a streaming table", f.name),
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            for r in &f.query().reads {
+                let Read::Dataset { name, streaming, location } = r else { continue };
+                match by_name.get(name) {
+                    None => {
+                        let mut d = Diagnostic::at(location, format!("`{name}` is not defined in this pipeline"));
+                        if let Some(m) = did_you_mean(&name.to_string(), &all_names) {
+                            d = d.with_hint(format!("did you mean `{m}`?"));
+                        }
+                        problems.push((Some(f.target.clone()), d));
+                    }
+                    Some(src) => {
+                        if *streaming && src.kind == DatasetKind::MaterializedView {
+                            problems.push((Some(f.target.clone()), Diagnostic::at(location, format!("`STREAM({name})` reads a materialized view, which is recomputed and cannot be streamed")).with_hint(format!("read it in batch (`FROM {}`) or make it a streaming table", src.name.name))));
+                        }
+                        if src.kind == DatasetKind::Sink {
+                            problems.push((
+                                Some(f.target.clone()),
+                                Diagnostic::at(location, format!("`{name}` is a sink; sinks cannot be read")),
+                            ));
+                        }
+                        if src.kind == DatasetKind::TemporaryView && target.kind == DatasetKind::PersistentView {
+                            problems.push((Some(f.target.clone()), Diagnostic::at(location, format!("view `{}` reads temporary view `{name}`; a persistent view can only read persistent datasets", f.target)).with_hint("make it a temporary view too, or the source a persistent one")));
+                        }
+                    }
+                }
+            }
+        }
+        for d in self.datasets.iter().filter(|d| !duplicated.contains(&d.name)) {
+            let n = flows_per_target.get(&d.name).copied().unwrap_or(0);
+            let problem = match d.kind {
+                DatasetKind::MaterializedView | DatasetKind::TemporaryView | DatasetKind::PersistentView if n > 1 => {
+                    Some(format!("{} `{}` has {n} flows; it must have exactly one (its query)", d.kind, d.name))
+                }
+                DatasetKind::StreamingTable | DatasetKind::Sink if n == 0 => {
+                    Some(format!("{} `{}` has no flow writing to it", d.kind, d.name))
+                }
+                _ => None,
+            };
+            if let Some(m) = problem {
+                let hint = if n == 0 {
+                    "add `CREATE FLOW … AS INSERT INTO …`"
+                } else {
+                    "use a streaming table for several flows"
+                };
+                problems.push((Some(d.name.clone()), Diagnostic::at(&d.location, m).with_hint(hint)));
+            }
+        }
+        let deps = dependencies(self);
+        let mut cycle_members = Vec::new();
+        if let Some(cycle) = find_cycle(&deps) {
+            cycle_members = cycle.iter().map(|n| (*n).clone()).collect();
+            let path: Vec<String> = cycle.iter().map(|n| n.name.clone()).collect();
+            let at = by_name.get(cycle[0]).map(|d| d.location.clone());
+            let msg = format!("the pipeline has a cycle: {}", path.join(" -> "));
+            let d = match at {
+                Some(l) => Diagnostic::at(&l, msg),
+                None => Diagnostic::global(msg),
+            };
+            problems.push((
+                Some(cycle[0].clone()),
+                d.with_hint("a dataset cannot depend on itself, directly or through others"),
+            ));
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        // Say which datasets are only affected through an upstream problem, so the user fixes
+        // the cause rather than chasing every symptom.
+        let mut failed: BTreeSet<QualifiedName> = problems.iter().filter_map(|(n, _)| n.clone()).collect();
+        failed.extend(cycle_members);
+        let downstream = downstream_of(&deps, &failed);
+        let mut diags: Vec<Diagnostic> = problems.into_iter().map(|(_, d)| d).collect();
+        if !downstream.is_empty() {
+            let names: Vec<String> = downstream.iter().map(|n| n.name.clone()).collect();
+            diags.push(Diagnostic::global(format!(
+                "downstream of the problems above (fine themselves, but they would be skipped): {}",
+                names.join(", ")
+            )));
+        }
+        Err(ThundError::Validation(diags))
+    }
+}
+
+/// Datasets that read, directly or not, from one of `roots`, excluding the roots.
+pub fn downstream_of(
+    deps: &BTreeMap<&QualifiedName, BTreeSet<&QualifiedName>>,
+    roots: &BTreeSet<QualifiedName>,
+) -> BTreeSet<QualifiedName> {
+    let mut readers: BTreeMap<&QualifiedName, Vec<&QualifiedName>> = BTreeMap::new();
+    for (n, ds) in deps {
+        for d in ds {
+            readers.entry(*d).or_default().push(n);
+        }
+    }
+    let mut out = BTreeSet::new();
+    let mut stack: Vec<&QualifiedName> = roots.iter().collect();
+    while let Some(n) = stack.pop() {
+        for r in readers.get(n).into_iter().flatten() {
+            if !roots.contains(*r) && out.insert((*r).clone()) {
+                stack.push(r);
+            }
+        }
+    }
+    out
+}

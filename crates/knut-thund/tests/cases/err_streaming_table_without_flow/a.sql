@@ -1,0 +1,1 @@
+CREATE STREAMING TABLE lonely;

@@ -1,0 +1,3 @@
+CREATE MATERIALIZED VIEW a AS
+SELECT id,
+FROM somewhere;

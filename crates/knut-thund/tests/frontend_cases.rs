@@ -1,0 +1,115 @@
+//! Data-driven front-end cases: each folder under `tests/cases/` is a project.
+//!
+//! A folder named `ok_*` must load, validate and plan; its IR (datasets, flows, graph) must equal
+//! `expected.json`. A folder named `err_*` must fail; the error text must equal `expected.err`.
+//! Regenerate the expected files after an intended change with:
+//!
+//!     THUND_BLESS=1 cargo nextest run -p knut-thund --test frontend_cases
+//!
+//! and review the diff.
+
+use std::path::{Path, PathBuf};
+
+use knut_thund::frontend::query::{normalize, parse};
+use knut_thund::ir::Pipeline;
+use knut_thund::render::{render, GraphFormat};
+use serde_json::json;
+
+fn cases() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    v.sort();
+    v
+}
+
+fn outcome(dir: &Path) -> Result<Pipeline, String> {
+    let p = knut_thund::frontend::load(dir).map_err(|e| e.to_string())?;
+    p.validate().map_err(|e| e.to_string())?;
+    knut_thund::plan::plan(&p, &Default::default()).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+fn describe(p: &Pipeline) -> String {
+    let graph: Vec<String> = render(p, GraphFormat::Text).lines().map(str::to_string).collect();
+    let v = json!({ "graph": graph, "datasets": p.datasets, "flows": p.flows });
+    serde_json::to_string_pretty(&v).unwrap() + "\n"
+}
+
+fn check(path: &Path, actual: &str) -> Option<String> {
+    if std::env::var_os("THUND_BLESS").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return None;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_default();
+    (expected != actual).then(|| {
+        format!(
+            "{} differs.\n--- expected\n{expected}\n--- actual\n{actual}\n(regenerate: THUND_BLESS=1 cargo nextest run -p knut-thund --test frontend_cases)",
+            path.display()
+        )
+    })
+}
+
+#[test]
+fn every_case_matches_its_expected_output() {
+    let mut failures = Vec::new();
+    for dir in cases() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        match (name.starts_with("ok_"), outcome(&dir)) {
+            (true, Ok(p)) => failures.extend(check(&dir.join("expected.json"), &describe(&p))),
+            (false, Err(e)) => failures.extend(check(&dir.join("expected.err"), &(e + "\n"))),
+            (true, Err(e)) => failures.push(format!("{name}: expected success, got:\n{e}")),
+            (false, Ok(_)) => failures.push(format!("{name}: expected an error, but it loaded and validated")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// parse → print → parse yields the same tree for every query of the ok cases.
+#[test]
+fn queries_round_trip_through_the_printer() {
+    let mut n = 0;
+    for dir in cases().into_iter().filter(|d| d.file_name().unwrap().to_string_lossy().starts_with("ok_")) {
+        let p = outcome(&dir).unwrap();
+        for f in &p.flows {
+            let q = f.query();
+            let norm = normalize(&q.sql, &q.location).unwrap();
+            let first = parse(&norm.sql, &q.location).unwrap();
+            let printed = first.to_string();
+            let second = parse(&printed, &q.location).unwrap_or_else(|e| panic!("{printed}: {e}"));
+            assert_eq!(first.to_string(), second.to_string(), "{}", q.sql);
+            assert_eq!(strip_spans(&first), strip_spans(&second), "{}", q.sql);
+            n += 1;
+        }
+    }
+    assert!(n >= 10, "only {n} queries checked");
+}
+
+/// The AST with source spans removed (they differ between the original and printed text).
+fn strip_spans(q: &sqlparser::ast::Query) -> String {
+    let debug = format!("{q:?}");
+    let mut out = String::with_capacity(debug.len());
+    let mut rest = debug.as_str();
+    while let Some(i) = rest.find("span: Span(") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        let mut depth = 0;
+        let mut end = after.len();
+        for (k, c) in after.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = k + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
