@@ -1,0 +1,322 @@
+//! The DataFusion session Þund plans in, and how a pipeline query becomes a logical plan.
+//!
+//! A query is parsed by the front-end (sqlparser, Spark dialect, SDP syntax normalized), its
+//! file sources (`read_files(…)`, `` parquet.`path` ``) are registered as listing tables under
+//! generated names and rewritten in the AST, and the AST goes straight to DataFusion's SQL
+//! planner. Spark's function semantics come from `datafusion-spark`, registered over
+//! DataFusion's defaults, so `round`, `concat`, `datediff`, … behave as in Spark.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider};
+use datafusion::common::TableReference;
+use datafusion::datasource::file_format::options::{CsvReadOptions, JsonReadOptions, ParquetReadOptions};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion_spark::SessionStateBuilderSpark;
+use knut_thund::frontend::query::{name_parts, normalize, parse, FILE_FORMATS};
+use knut_thund::ir::{FileSource, Query, Read, SourceLocation};
+use sqlparser::ast::{
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Statement, TableFactor, VisitMut,
+    VisitorMut,
+};
+use sqlparser::parser::Parser;
+
+use crate::error::{NativeError, Result};
+use crate::types::parse_ddl_schema;
+
+/// Engine settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Memory pool size in bytes; operators spill to disk beyond it. `None`: unbounded.
+    pub memory_limit: Option<usize>,
+    /// Parallelism of each query (0: one per core).
+    pub target_partitions: usize,
+}
+
+/// A DataFusion session with Spark semantics, resolving unqualified names to
+/// `catalog.database`.
+pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Result<SessionContext> {
+    let mut config = SessionConfig::new()
+        .with_default_catalog_and_schema(catalog, database)
+        .with_create_default_catalog_and_schema(true)
+        .with_information_schema(true);
+    if opts.target_partitions > 0 {
+        config = config.with_target_partitions(opts.target_partitions);
+    }
+    // Spark's session time zone here is UTC; timestamps are instants shown in UTC.
+    config.options_mut().execution.time_zone = Some("UTC".to_string());
+    let mut runtime = RuntimeEnvBuilder::new();
+    if let Some(limit) = opts.memory_limit {
+        runtime = runtime.with_memory_limit(limit, 1.0);
+    }
+    let runtime = runtime.build_arc()?;
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .with_spark_features()
+        // delta-rs writes through extension nodes that only its planner turns into execution plans.
+        .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new())
+        .build();
+    Ok(SessionContext::new_with_state(state))
+}
+
+/// Makes sure `catalog.database` exists in the session, so tables can be registered there.
+pub fn ensure_schema(ctx: &SessionContext, catalog: &str, database: &str) -> Result<()> {
+    let cat = match ctx.catalog(catalog) {
+        Some(c) => c,
+        None => {
+            let c: Arc<dyn CatalogProvider> = Arc::new(MemoryCatalogProvider::new());
+            ctx.register_catalog(catalog, Arc::clone(&c));
+            c
+        }
+    };
+    if cat.schema(database).is_none() {
+        cat.register_schema(database, Arc::new(MemorySchemaProvider::new()))?;
+    }
+    Ok(())
+}
+
+/// A table reference for a qualified name.
+pub fn table_ref(name: &knut_thund::ir::QualifiedName) -> TableReference {
+    TableReference::full(name.catalog.as_str(), name.database.as_str(), name.name.as_str())
+}
+
+static FILE_TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// Plans a pipeline query. Relative file paths resolve against `root` (the project folder).
+pub async fn plan_query(ctx: &SessionContext, q: &Query, root: &Path) -> Result<LogicalPlan> {
+    let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
+    let normalized = normalize(&q.sql, &q.location).map_err(|d| plan_err(d.message))?;
+    let mut ast = parse(&normalized.sql, &q.location).map_err(|d| plan_err(d.message))?;
+
+    let files: Vec<&FileSource> = q
+        .reads
+        .iter()
+        .filter_map(|r| match r {
+            Read::Files(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    let mut names = Vec::with_capacity(files.len());
+    for f in &files {
+        if f.streaming {
+            return Err(plan_err(format!(
+                "streaming read of {} files at `{}` is not supported by this backend yet",
+                f.format, f.path
+            )));
+        }
+        let name = format!("__thund_file_{}", FILE_TABLE_SEQ.fetch_add(1, Ordering::Relaxed));
+        register_file_source(ctx, &name, f, root).await.map_err(|e| plan_err(e.to_string()))?;
+        names.push(name);
+    }
+    let mut rewriter = Rewriter { file_tables: names.into_iter(), error: None };
+    let _ = ast.visit(&mut rewriter);
+    if let Some(e) = rewriter.error {
+        return Err(plan_err(e));
+    }
+    let stmt = DfStatement::Statement(Box::new(Statement::Query(ast)));
+    ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))
+}
+
+/// DataFusion's planning errors, phrased for pipeline authors.
+fn describe_plan_error(e: &datafusion::error::DataFusionError) -> String {
+    let text = e.strip_backtrace();
+    if let Some(rest) = text.split("Invalid function '").nth(1) {
+        let name = rest.split('\'').next().unwrap_or(rest);
+        return format!(
+            "function `{name}` is not supported by the native backend (Spark function missing in DataFusion)"
+        );
+    }
+    text.trim_start_matches("Error during planning: ").to_string()
+}
+
+struct Rewriter {
+    file_tables: std::vec::IntoIter<String>,
+    error: Option<String>,
+}
+
+/// Spark date-part functions DataFusion lacks, as `(name, date_part field, offset)`. Spark's
+/// `dayofweek` counts 1 = Sunday, DataFusion's `dow` 0 = Sunday.
+const DATE_PART_FUNCTIONS: [(&str, &str, i32); 9] = [
+    ("year", "year", 0),
+    ("month", "month", 0),
+    ("day", "day", 0),
+    ("dayofmonth", "day", 0),
+    ("quarter", "quarter", 0),
+    ("dayofyear", "doy", 0),
+    ("weekofyear", "week", 0),
+    ("dayofweek", "dow", 1),
+    ("yearofweek", "isoyear", 0),
+];
+
+/// `year(x)` → `CAST(date_part('year', x) AS INT)` (and the other date parts above).
+fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let (_, field, offset) = DATE_PART_FUNCTIONS.iter().find(|(n, _, _)| *n == name)?;
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] = list.args.as_slice() else { return None };
+    let offset = if *offset == 0 { String::new() } else { format!(" + {offset}") };
+    let sql = format!("CAST(date_part('{field}', {arg}){offset} AS INT)");
+    Parser::new(&knut_thund::frontend::text::DIALECT).try_with_sql(&sql).and_then(|mut p| p.parse_expr()).ok()
+}
+
+impl VisitorMut for Rewriter {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(new) = rewrite_date_part(expr) {
+            *expr = new;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<()> {
+        let TableFactor::Table { name, args, .. } = tf else {
+            return ControlFlow::Continue(());
+        };
+        let Some(parts) = name_parts(name) else {
+            return ControlFlow::Continue(());
+        };
+        let single = parts.len() == 1 && parts[0].quote_style.is_none();
+        let is_stream = single && parts[0].value.eq_ignore_ascii_case("stream") && args.is_some();
+        let is_read_files = single && parts[0].value.eq_ignore_ascii_case("read_files") && args.is_some();
+        let is_format_path = args.is_none()
+            && parts.len() == 2
+            && parts[1].quote_style == Some('`')
+            && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str());
+        if is_stream {
+            // Only reachable for batch-only backends that let a STREAM read through: say so.
+            self.error = Some("STREAM reads (streaming tables) are not supported by this backend yet".into());
+            return ControlFlow::Break(());
+        }
+        if is_read_files || is_format_path {
+            match self.file_tables.next() {
+                Some(t) => {
+                    *name = ObjectName::from(vec![Ident::new(t)]);
+                    *args = None;
+                }
+                None => {
+                    self.error = Some("internal error: file sources out of step with the front-end".into());
+                    return ControlFlow::Break(());
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+fn resolve_path(path: &str, root: &Path) -> PathBuf {
+    let p = Path::new(path.strip_prefix("file://").unwrap_or(path));
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+fn truthy(options: &BTreeMap<String, String>, key: &str) -> Option<bool> {
+    options.get(key).map(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Registers a batch file source as table `name` in the session's default schema.
+async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, root: &Path) -> Result<()> {
+    let path = resolve_path(&f.path, root);
+    if !path.exists() {
+        return Err(NativeError::Execution(format!("{} source `{}` does not exist", f.format, path.display())));
+    }
+    let is_dir = path.is_dir();
+    let mut url = path.to_string_lossy().into_owned();
+    if is_dir && !url.ends_with('/') {
+        url.push('/');
+    }
+    let declared: Option<SchemaRef> = match f.options.get("schema") {
+        Some(ddl) => Some(Arc::new(parse_ddl_schema(ddl).map_err(NativeError::Execution)?)),
+        None => None,
+    };
+    match f.format.as_str() {
+        "parquet" => {
+            let mut o = ParquetReadOptions::default();
+            if !is_dir {
+                o.file_extension = "";
+            }
+            if let Some(s) = &declared {
+                o = o.schema(s);
+            }
+            ctx.register_parquet(name, &url, o).await?;
+        }
+        "csv" => {
+            let header = truthy(&f.options, "header").unwrap_or(false);
+            let delimiter = f
+                .options
+                .get("sep")
+                .or_else(|| f.options.get("delimiter"))
+                .and_then(|d| d.bytes().next())
+                .unwrap_or(b',');
+            let mut o = CsvReadOptions::new().has_header(header).delimiter(delimiter);
+            if !is_dir {
+                o.file_extension = "";
+            }
+            if let Some(s) = &declared {
+                o = o.schema(s);
+            }
+            if header || declared.is_some() {
+                ctx.register_csv(name, &url, o).await?;
+            } else {
+                // Spark names header-less CSV columns _c0, _c1, …
+                let df = ctx.read_csv(&url, o.clone()).await?;
+                let fields: Vec<Field> = df
+                    .schema()
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, fl)| Field::new(format!("_c{i}"), fl.data_type().clone(), true))
+                    .collect();
+                let schema = Schema::new(fields);
+                ctx.register_csv(name, &url, o.schema(&schema).has_header(false)).await?;
+            }
+        }
+        "json" => {
+            let mut o = JsonReadOptions::default();
+            if !is_dir {
+                o.file_extension = "";
+            }
+            let schema = match &declared {
+                Some(s) => Arc::clone(s),
+                None => {
+                    // Spark infers JSON fields sorted by name; DataFusion keeps first-seen order.
+                    let df = ctx.read_json(&url, o.clone()).await?;
+                    let mut fields: Vec<Field> = df.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+                    fields.sort_by(|a, b| a.name().cmp(b.name()));
+                    Arc::new(Schema::new(fields))
+                }
+            };
+            ctx.register_json(name, &url, o.schema(&schema)).await?;
+        }
+        "delta" => {
+            let url = url::Url::from_directory_path(&path)
+                .map_err(|_| NativeError::Execution(format!("bad delta path `{}`", path.display())))?;
+            let table = deltalake::open_table(url).await?;
+            table.update_datafusion_session(&ctx.state())?;
+            let provider = table.table_provider().await?;
+            ctx.register_table(name, provider)?;
+        }
+        other => {
+            return Err(NativeError::Execution(format!(
+                "the native backend reads parquet, csv, json and delta files, not `{other}` (at {})",
+                SourceLocation::to_string(&f.location)
+            )))
+        }
+    }
+    Ok(())
+}

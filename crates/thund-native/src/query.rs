@@ -1,0 +1,93 @@
+//! `thund query`: SQL over a pipeline's stored tables and persistent views, in the same dialect.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::datasource::ViewTable;
+use knut_thund::frontend::query::{analyze, NameContext};
+use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLocation};
+
+use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
+use crate::error::{NativeError, Result};
+use crate::run::open_stored_table;
+use crate::storage::Storage;
+
+/// A query's result: its schema (known even when there are no rows) and its batches.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    /// Result schema.
+    pub schema: SchemaRef,
+    /// Result rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Runs `sql` against the pipeline's stored datasets.
+pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<QueryResult> {
+    let storage = Storage::of(p)?;
+    let ctx = new_context(&p.catalog, &p.database, engine)?;
+    let location = SourceLocation::new("<query>", 1, 1);
+    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
+    let analysis = analyze(sql, &location, &names).map_err(|ds| NativeError::Plan {
+        location: location.to_string(),
+        message: ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
+    })?;
+
+    let mut stored_views: BTreeMap<QualifiedName, Query> = BTreeMap::new();
+    for d in &p.datasets {
+        ensure_schema(&ctx, &d.name.catalog, &d.name.database)?;
+        if d.kind.is_table() {
+            if let Some(provider) = open_stored_table(&ctx, &storage, &d.name).await? {
+                ctx.register_table(table_ref(&d.name), provider)?;
+            }
+        } else if d.kind == DatasetKind::PersistentView {
+            let path = storage.view_path(&d.name);
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let def: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| NativeError::Storage(format!("{}: {e}", path.display())))?;
+                let q: Query = serde_json::from_value(def["query"].clone())
+                    .map_err(|e| NativeError::Storage(format!("{}: {e}", path.display())))?;
+                stored_views.insert(d.name.clone(), q);
+            }
+        }
+    }
+    // Views may read views: plan them until none is left or no progress is made.
+    let mut pending = stored_views;
+    while !pending.is_empty() {
+        let mut progressed = false;
+        for (name, q) in std::mem::take(&mut pending) {
+            match plan_query(&ctx, &q, &p.root).await {
+                Ok(plan) => {
+                    ctx.register_table(table_ref(&name), Arc::new(ViewTable::new(plan, Some(q.sql.clone()))))?;
+                    progressed = true;
+                }
+                Err(_) => {
+                    pending.insert(name, q);
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+
+    for r in &analysis.reads {
+        let Read::Dataset { name, .. } = r else { continue };
+        let Some(d) = p.dataset(name) else { continue };
+        if ctx.table_exist(table_ref(name)).unwrap_or(false) {
+            continue;
+        }
+        let why = match d.kind {
+            DatasetKind::TemporaryView => "is a temporary view, which exists only while the pipeline runs".to_string(),
+            DatasetKind::Sink => "is a sink; read its files directly".to_string(),
+            _ => format!("has no data yet (its {} has not been written): run `thund run` first", d.kind),
+        };
+        return Err(NativeError::Plan { location: location.to_string(), message: format!("`{}` {why}", name.name) });
+    }
+    let q = Query { sql: sql.to_string(), location, reads: analysis.reads, event_time: None };
+    let plan = plan_query(&ctx, &q, &p.root).await?;
+    let df = ctx.execute_logical_plan(plan).await?;
+    let schema = Arc::clone(df.schema().inner());
+    Ok(QueryResult { schema, batches: df.collect().await? })
+}

@@ -1,0 +1,583 @@
+//! Running a pipeline: stages in order, independent datasets concurrently, every table published
+//! as one Delta commit, events streamed and logged.
+//!
+//! A run lives on its own thread with its own Tokio runtime, so [`NativeRun`] is a plain
+//! blocking handle (the core's `RunHandle` is synchronous and engine-free). Events go through a
+//! channel to the caller and, line by line, to `<storage>/events/<run id>.jsonl`.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::{MemTable, ViewTable};
+use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan};
+use datafusion::prelude::SessionContext;
+use deltalake::protocol::SaveMode;
+use deltalake::DeltaTable;
+use futures::StreamExt;
+use knut_thund::backend::{
+    rfc3339, Capabilities, EventDetails, ExecBackend, FlowOutcome, RunEvent, RunHandle, RunOptions, RunPhase,
+    RunSummary,
+};
+use knut_thund::error::ThundError;
+use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName};
+use knut_thund::plan::{plan, Plan};
+use knut_thund::validate::dependencies;
+use serde_json::json;
+
+use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
+use crate::error::{NativeError, Result};
+use crate::storage::{RunLock, Storage};
+use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
+
+/// Settings of the native backend.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NativeOptions {
+    /// DataFusion settings (memory limit, parallelism).
+    pub engine: EngineOptions,
+}
+
+/// The embedded backend: DataFusion for queries, delta-rs for tables.
+#[derive(Debug, Clone, Default)]
+pub struct NativeBackend {
+    options: NativeOptions,
+}
+
+impl NativeBackend {
+    /// A backend with default settings.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A backend with `options`.
+    pub fn with_options(options: NativeOptions) -> Self {
+        NativeBackend { options }
+    }
+}
+
+/// The native backend's name in capabilities and events.
+pub const BACKEND_NAME: &str = "native";
+
+impl ExecBackend for NativeBackend {
+    type Run = NativeRun;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            name: BACKEND_NAME.into(),
+            batch: true,
+            streaming: false,
+            event_time: false,
+            cdc: false,
+            expectations: false,
+            output_modes: Vec::new(),
+            sinks: false,
+            persistent_views: true,
+            file_sources: true,
+        }
+    }
+
+    fn run_with(&self, p: &Pipeline, options: &RunOptions) -> knut_thund::error::Result<NativeRun> {
+        self.check(p)?;
+        p.validate()?;
+        let plan = plan(p, &options.selection)?;
+        let storage = Storage::of(p)?;
+        let lock = if options.dry { None } else { Some(storage.lock()?) };
+        let run_id = new_run_id();
+        let log = if options.dry {
+            None
+        } else {
+            let dir = storage.events_dir();
+            std::fs::create_dir_all(&dir).map_err(|e| NativeError::io(&dir, e))?;
+            let path = dir.join(format!("{run_id}.jsonl"));
+            Some(BufWriter::new(File::create(&path).map_err(|e| NativeError::io(&path, e))?))
+        };
+        let (tx, rx) = mpsc::channel();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            pipeline: p.clone(),
+            plan,
+            storage,
+            engine: self.options.engine.clone(),
+            max_concurrent: match options.max_concurrent_flows {
+                0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+                n => n,
+            },
+            dry: options.dry,
+            events: Events { tx, log: Mutex::new(log), run_id: run_id.clone() },
+            cancel: Arc::clone(&cancel),
+            _lock: lock,
+        };
+        let thread = std::thread::Builder::new()
+            .name("thund-run".into())
+            .spawn(move || job.run_blocking())
+            .map_err(|e| ThundError::Backend(format!("cannot start the run thread: {e}")))?;
+        Ok(NativeRun { run_id, rx, thread: Some(thread), cancel })
+    }
+}
+
+/// A run of the native backend.
+pub struct NativeRun {
+    run_id: String,
+    rx: Receiver<RunEvent>,
+    thread: Option<JoinHandle<RunSummary>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl NativeRun {
+    /// The run's id (the name of its event log).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+}
+
+impl RunHandle for NativeRun {
+    fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
+        let first = self.rx.recv().ok()?;
+        let mut out = vec![first];
+        out.extend(self.rx.try_iter());
+        Some(out)
+    }
+
+    fn cancel(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+
+    fn finish(mut self) -> knut_thund::error::Result<RunSummary> {
+        while self.rx.recv().is_ok() {}
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(summary)) => Ok(summary),
+            _ => Err(ThundError::Internal("the run thread panicked".into())),
+        }
+    }
+}
+
+/// A sortable, unique-enough run id: UTC time plus the process id.
+fn new_run_id() -> String {
+    let t = rfc3339(SystemTime::now());
+    let compact: String = t.chars().filter(|c| c.is_ascii_digit()).take(17).collect();
+    format!("{}T{}-{}", &compact[..8], &compact[8..], std::process::id())
+}
+
+/// Where events go: the caller's channel and the run's event log.
+struct Events {
+    tx: Sender<RunEvent>,
+    log: Mutex<Option<BufWriter<File>>>,
+    run_id: String,
+}
+
+impl Events {
+    fn emit(&self, flow: Option<&Flow>, dataset: Option<&QualifiedName>, ev: RunEvent) {
+        if let Ok(mut guard) = self.log.lock() {
+            if let Some(w) = guard.as_mut() {
+                let level = match ev.phase {
+                    Some(RunPhase::Failed) => "ERROR",
+                    Some(RunPhase::Skipped | RunPhase::Stopped) => "WARN",
+                    _ => "INFO",
+                };
+                let line = json!({
+                    "timestamp": rfc3339(ev.timestamp),
+                    "run_id": self.run_id,
+                    "level": level,
+                    "event_type": if flow.is_some() { "flow_progress" } else { "update_progress" },
+                    "dataset": dataset.map(|d| d.to_string()),
+                    "flow": flow.map(|f| f.name.to_string()),
+                    "phase": ev.phase.map(|p| p.as_str()),
+                    "message": ev.message,
+                    "details": ev.details,
+                });
+                let _ = writeln!(w, "{line}");
+                let _ = w.flush();
+            }
+        }
+        let _ = self.tx.send(ev);
+    }
+
+    fn flow(&self, f: &Flow, phase: RunPhase, details: EventDetails) {
+        let verb = if phase.is_terminal() { "has" } else { "is" };
+        let mut ev = RunEvent::now(f.name.to_string(), Some(phase), format!("Flow {} {verb} {phase}.", f.name));
+        ev.details = details;
+        ev.details.location.get_or_insert_with(|| f.location.to_string());
+        self.emit(Some(f), Some(&f.target), ev);
+    }
+
+    fn run(&self, phase: RunPhase, message: String) {
+        self.emit(None, None, RunEvent::now("run", Some(phase), message));
+    }
+}
+
+struct Job {
+    pipeline: Pipeline,
+    plan: Plan,
+    storage: Storage,
+    engine: EngineOptions,
+    max_concurrent: usize,
+    dry: bool,
+    events: Events,
+    cancel: Arc<AtomicBool>,
+    _lock: Option<RunLock>,
+}
+
+/// A flow that ran (or was skipped), with how long it took.
+type FlowDone = (Flow, Outcome, Duration);
+
+/// How one dataset ended.
+struct Outcome {
+    phase: RunPhase,
+    rows: u64,
+    error: Option<String>,
+}
+
+impl Job {
+    fn run_blocking(self) -> RunSummary {
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(self.max_concurrent.max(2)).enable_all().build();
+        match runtime {
+            Ok(rt) => rt.block_on(self.run()),
+            Err(e) => {
+                self.events.run(RunPhase::Failed, format!("cannot start the engine runtime: {e}"));
+                RunSummary::default()
+            }
+        }
+    }
+
+    async fn run(&self) -> RunSummary {
+        let p = &self.pipeline;
+        let mode = if self.dry { "dry run (nothing is written)" } else { "update" };
+        self.events.run(RunPhase::Starting, format!("Starting {mode} of pipeline `{}` on the native backend.", p.name));
+        let ctx = match self.prepare().await {
+            Ok(c) => c,
+            Err(e) => {
+                self.events.run(RunPhase::Failed, format!("Run has FAILED: {e}"));
+                return RunSummary::default();
+            }
+        };
+        for f in &p.flows {
+            let phase = if self.plan.is_selected(&f.target) { RunPhase::Queued } else { RunPhase::Excluded };
+            self.events.flow(f, phase, EventDetails::default());
+        }
+        let deps = dependencies(p);
+        let mut broken: BTreeSet<QualifiedName> = BTreeSet::new();
+        let mut summary = RunSummary::default();
+        for stage in &self.plan.stages {
+            let work = stage.iter().filter_map(|name| p.dataset(name)).map(|d| {
+                let upstream_broken = deps.get(&d.name).is_some_and(|ds| ds.iter().any(|u| broken.contains(*u)));
+                let ctx = &ctx;
+                async move { (d, self.dataset(ctx, d, upstream_broken).await) }
+            });
+            let results: Vec<(&Dataset, Vec<FlowDone>)> =
+                futures::stream::iter(work).buffer_unordered(self.max_concurrent).collect().await;
+            for (d, flows) in results {
+                for (f, o, took) in flows {
+                    if matches!(o.phase, RunPhase::Failed | RunPhase::Skipped | RunPhase::Stopped) {
+                        broken.insert(d.name.clone());
+                    }
+                    summary.flows.push(FlowOutcome {
+                        flow: f.name.to_string(),
+                        target: f.target.to_string(),
+                        phase: o.phase,
+                        rows_written: o.rows,
+                        duration: took,
+                        error: o.error,
+                    });
+                }
+            }
+        }
+        let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
+        if failed > 0 {
+            self.events.run(RunPhase::Failed, format!("Run has FAILED: {failed} flow(s) failed."));
+        } else if self.cancel.load(Ordering::SeqCst) {
+            self.events.run(RunPhase::Stopped, "Run is STOPPED.".into());
+        } else {
+            self.events.run(RunPhase::Completed, "Run is COMPLETED.".into());
+        }
+        summary
+    }
+
+    /// A session with every catalog/database and every stored table registered, so datasets
+    /// excluded from this run are still readable by those that run.
+    async fn prepare(&self) -> Result<SessionContext> {
+        let p = &self.pipeline;
+        let ctx = new_context(&p.catalog, &p.database, &self.engine)?;
+        for d in &p.datasets {
+            ensure_schema(&ctx, &d.name.catalog, &d.name.database)?;
+            if d.kind.is_table() {
+                if let Some(provider) = open_stored_table(&ctx, &self.storage, &d.name).await? {
+                    ctx.register_table(table_ref(&d.name), provider)?;
+                }
+            }
+        }
+        Ok(ctx)
+    }
+
+    /// Runs (or skips) every flow of one dataset.
+    async fn dataset(&self, ctx: &SessionContext, d: &Dataset, upstream_broken: bool) -> Vec<FlowDone> {
+        let p = &self.pipeline;
+        let selected = self.plan.is_selected(&d.name);
+        let mut out = Vec::new();
+        for f in p.flows_into(&d.name) {
+            let started = Instant::now();
+            if !selected {
+                // Views are defined even when not selected (silently: they are EXCLUDED), since a
+                // selected dataset downstream may read them.
+                if d.kind.is_view() && !upstream_broken {
+                    if let Err(e) = self.define_view(ctx, d, f).await {
+                        tracing::warn!(view = %d.name, error = %e, "excluded view could not be defined");
+                    }
+                }
+                continue;
+            }
+            let outcome = if upstream_broken {
+                self.events.flow(
+                    f,
+                    RunPhase::Skipped,
+                    EventDetails {
+                        error: Some("an upstream dataset failed or was skipped".into()),
+                        ..Default::default()
+                    },
+                );
+                Outcome { phase: RunPhase::Skipped, rows: 0, error: None }
+            } else if self.cancel.load(Ordering::SeqCst) {
+                self.events.flow(f, RunPhase::Stopped, EventDetails::default());
+                Outcome { phase: RunPhase::Stopped, rows: 0, error: None }
+            } else {
+                match self.flow(ctx, d, f).await {
+                    Ok(rows) => {
+                        let took = started.elapsed();
+                        self.events.flow(
+                            f,
+                            RunPhase::Completed,
+                            EventDetails {
+                                rows_written: rows,
+                                duration_ms: Some(took.as_millis() as u64),
+                                ..Default::default()
+                            },
+                        );
+                        Outcome { phase: RunPhase::Completed, rows: rows.unwrap_or(0), error: None }
+                    }
+                    Err(e) => {
+                        let msg = e.to_string();
+                        self.events.flow(
+                            f,
+                            RunPhase::Failed,
+                            EventDetails {
+                                error: Some(msg.clone()),
+                                duration_ms: Some(started.elapsed().as_millis() as u64),
+                                ..Default::default()
+                            },
+                        );
+                        Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg) }
+                    }
+                }
+            };
+            if selected {
+                out.push((f.clone(), outcome, started.elapsed()));
+            }
+        }
+        out
+    }
+
+    async fn define_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<()> {
+        let plan = plan_query(ctx, f.query(), &self.pipeline.root).await?;
+        self.register_view(ctx, d, f, plan)
+    }
+
+    /// Registers a view (inlined into its readers) and stores a persistent view's definition.
+    fn register_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<()> {
+        let view = ViewTable::new(plan, Some(f.query().sql.clone()));
+        let _ = ctx.deregister_table(table_ref(&d.name));
+        ctx.register_table(table_ref(&d.name), Arc::new(view))?;
+        if d.kind == DatasetKind::PersistentView && !self.dry {
+            store_view_definition(&self.storage, d, f)?;
+        }
+        Ok(())
+    }
+
+    /// One flow; returns the rows it wrote (`None` for views, which write nothing).
+    async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Option<u64>> {
+        let p = &self.pipeline;
+        self.events.flow(f, RunPhase::Planning, EventDetails::default());
+        let plan = plan_query(ctx, f.query(), &p.root).await?;
+        match d.kind {
+            DatasetKind::TemporaryView | DatasetKind::PersistentView => {
+                self.register_view(ctx, d, f, plan)?;
+                Ok(None)
+            }
+            DatasetKind::MaterializedView => {
+                let plan = conform(ctx, d, f, plan)?;
+                self.events.flow(f, RunPhase::Starting, EventDetails::default());
+                if self.dry {
+                    // Downstream datasets plan against an empty table of the right schema.
+                    let schema = Arc::clone(plan.schema().inner());
+                    let empty = MemTable::try_new(schema, vec![vec![]])?;
+                    let _ = ctx.deregister_table(table_ref(&d.name));
+                    ctx.register_table(table_ref(&d.name), Arc::new(empty))?;
+                    return Ok(Some(0));
+                }
+                self.events.flow(f, RunPhase::Running, EventDetails::default());
+                let rows = write_overwrite(ctx, &self.storage, d, plan).await?;
+                Ok(Some(rows))
+            }
+            DatasetKind::StreamingTable | DatasetKind::Sink => {
+                Err(NativeError::Execution(format!("{} `{}` cannot run on the native backend yet", d.kind, d.name)))
+            }
+        }
+    }
+}
+
+/// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
+pub async fn open_stored_table(
+    ctx: &SessionContext,
+    storage: &Storage,
+    name: &QualifiedName,
+) -> Result<Option<Arc<dyn TableProvider>>> {
+    let path = storage.table_path(name);
+    if !path.join("_delta_log").is_dir() {
+        return Ok(None);
+    }
+    let url = dir_url(&path)?;
+    let table = deltalake::open_table(url).await?;
+    table.update_datafusion_session(&ctx.state())?;
+    Ok(Some(table.table_provider().await?))
+}
+
+fn dir_url(path: &std::path::Path) -> Result<url::Url> {
+    url::Url::from_directory_path(path)
+        .map_err(|_| NativeError::Storage(format!("`{}` is not an absolute path", path.display())))
+}
+
+/// Makes the query's result fit the table: the declared schema (names must match; values are
+/// cast to the declared types), Delta-storable types, and column names Delta accepts.
+fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<LogicalPlan> {
+    let err = |message: String| NativeError::Plan { location: f.location.to_string(), message };
+    let df = DataFrame::new(ctx.state(), plan);
+    let fields: Vec<(String, arrow::datatypes::DataType)> =
+        df.schema().fields().iter().map(|fl| (fl.name().clone(), fl.data_type().clone())).collect();
+    let mut exprs: Vec<Expr> = Vec::with_capacity(fields.len());
+    let declared = &d.details.columns;
+    if !declared.is_empty() {
+        let got: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        let want: Vec<&str> = declared.iter().map(|c| c.name.as_str()).collect();
+        let same = got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a.eq_ignore_ascii_case(b));
+        if !same {
+            return Err(err(format!(
+                "the query's columns ({}) do not match the declared schema of `{}` ({})",
+                got.join(", "),
+                d.name,
+                want.join(", ")
+            )));
+        }
+    }
+    let mut changed = false;
+    for (i, (name, dt)) in fields.iter().enumerate() {
+        if let Some(bad) = name.chars().find(|c| INVALID_COLUMN_CHARS.contains(c)) {
+            return Err(err(format!(
+                "column `{name}` of `{}` has the character {bad:?}, which Delta tables do not allow in names",
+                d.name
+            ))
+            .with_hint_alias());
+        }
+        let target = match declared.get(i) {
+            Some(c) => Some(parse_type(&c.data_type).map_err(|m| err(format!("column `{}`: {m}", c.name)))?),
+            None => None,
+        };
+        let target = target.map(|t| delta_storable(&t).unwrap_or(t)).or_else(|| delta_storable(dt));
+        let out_name = declared.get(i).map_or(name.as_str(), |c| c.name.as_str());
+        match target {
+            Some(t) if &t != dt => {
+                changed = true;
+                exprs.push(cast(ident(name), t).alias(out_name));
+            }
+            _ if out_name != name => {
+                changed = true;
+                exprs.push(ident(name).alias(out_name));
+            }
+            _ => exprs.push(ident(name)),
+        }
+    }
+    let df = if changed { df.select(exprs)? } else { df };
+    Ok(df.into_unoptimized_plan())
+}
+
+trait WithHint {
+    fn with_hint_alias(self) -> Self;
+}
+
+impl WithHint for NativeError {
+    fn with_hint_alias(self) -> Self {
+        match self {
+            NativeError::Plan { location, message } => {
+                NativeError::Plan { location, message: format!("{message} (hint: give it a name with `AS`)") }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Replaces the table's contents with the plan's rows in one Delta commit: readers see the old
+/// or the new version, never a partial one; on failure no commit happens and the old version
+/// stays current.
+async fn write_overwrite(ctx: &SessionContext, storage: &Storage, d: &Dataset, plan: LogicalPlan) -> Result<u64> {
+    let path = storage.table_path(&d.name);
+    std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
+    let url = dir_url(&path)?;
+    // Loading a location that holds no table yet only produces noise; build it unloaded instead.
+    let table = if path.join("_delta_log").is_dir() {
+        DeltaTable::try_from_url(url).await?
+    } else {
+        deltalake::DeltaTableBuilder::from_url(url)?.build()?
+    };
+    let mut builder = table
+        .write(Vec::<RecordBatch>::new())
+        .with_input_plan(plan)
+        .with_session_state(Arc::new(ctx.state()))
+        .with_save_mode(SaveMode::Overwrite)
+        .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
+        .with_table_name(d.name.name.clone());
+    if !d.details.partitioned_by.is_empty() {
+        builder = builder.with_partition_columns(d.details.partitioned_by.clone());
+    }
+    if !d.details.properties.is_empty() {
+        builder = builder.with_configuration(d.details.properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    }
+    if let Some(c) = &d.comment {
+        builder = builder.with_description(c.clone());
+    }
+    let table = builder.await?;
+    let rows = last_commit_rows(&table).await;
+    table.update_datafusion_session(&ctx.state())?;
+    let provider = table.table_provider().await?;
+    let _ = ctx.deregister_table(table_ref(&d.name));
+    ctx.register_table(table_ref(&d.name), provider)?;
+    Ok(rows)
+}
+
+/// Rows added by the table's latest commit, from its operation metrics.
+async fn last_commit_rows(table: &DeltaTable) -> u64 {
+    let Some(Ok(last)) = table.history(Some(1)).next().await else { return 0 };
+    last.info
+        .get("operationMetrics")
+        .cloned()
+        .and_then(|m| m.get("num_added_rows").and_then(|v| v.as_u64()))
+        .unwrap_or(0)
+}
+
+/// Persists a persistent view's definition for `thund query`.
+fn store_view_definition(storage: &Storage, d: &Dataset, f: &Flow) -> Result<()> {
+    let path = storage.view_path(&d.name);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
+    }
+    let def = json!({ "name": d.name, "query": f.query(), "comment": d.comment });
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, def.to_string()).map_err(|e| NativeError::io(&tmp, e))?;
+    // Rename is atomic: a reader never sees half a definition.
+    std::fs::rename(&tmp, &path).map_err(|e| NativeError::io(&path, e))
+}

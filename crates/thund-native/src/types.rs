@@ -1,0 +1,185 @@
+//! Spark SQL types as Arrow types, and the Arrow types Delta can store.
+//!
+//! Spark's `TIMESTAMP` is an instant shown in the session time zone; Þund's session zone is UTC,
+//! so it maps to `Timestamp(µs, "UTC")` — exactly Delta's `timestamp`. `TIMESTAMP_NTZ` maps to
+//! `Timestamp(µs, None)`.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
+
+/// Delta's (and Spark's) timestamp type.
+pub fn spark_timestamp() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC")))
+}
+
+/// Parses a Spark SQL type name (`DECIMAL(10,2)`, `BIGINT`, `ARRAY<STRING>`, …).
+pub fn parse_type(text: &str) -> Result<DataType, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let (base, args) = match upper.find(['(', '<']) {
+        Some(i) => (upper[..i].trim(), Some(t[i..].trim())),
+        None => (upper.as_str(), None),
+    };
+    let simple = match base {
+        "BOOLEAN" | "BOOL" => Some(DataType::Boolean),
+        "TINYINT" | "BYTE" => Some(DataType::Int8),
+        "SMALLINT" | "SHORT" => Some(DataType::Int16),
+        "INT" | "INTEGER" => Some(DataType::Int32),
+        "BIGINT" | "LONG" => Some(DataType::Int64),
+        "FLOAT" | "REAL" => Some(DataType::Float32),
+        "DOUBLE" => Some(DataType::Float64),
+        "STRING" | "VARCHAR" | "CHAR" => Some(DataType::Utf8),
+        "BINARY" => Some(DataType::Binary),
+        "DATE" => Some(DataType::Date32),
+        "TIMESTAMP" | "TIMESTAMP_LTZ" => Some(spark_timestamp()),
+        "TIMESTAMP_NTZ" => Some(DataType::Timestamp(TimeUnit::Microsecond, None)),
+        _ => None,
+    };
+    if let Some(dt) = simple {
+        return Ok(dt);
+    }
+    let inner = |a: Option<&str>, open: char, close: char| -> Result<String, String> {
+        let a = a.ok_or_else(|| format!("`{t}` needs type arguments"))?;
+        a.strip_prefix(open)
+            .and_then(|s| s.strip_suffix(close))
+            .map(str::to_string)
+            .ok_or_else(|| format!("cannot read type `{t}`"))
+    };
+    match base {
+        "DECIMAL" | "DEC" | "NUMERIC" => {
+            let (p, s) = match args {
+                None => (10, 0),
+                Some(_) => {
+                    let a = inner(args, '(', ')')?;
+                    let mut it = a.split(',').map(|x| x.trim().parse::<u8>());
+                    let p = it.next().and_then(Result::ok).ok_or_else(|| format!("bad precision in `{t}`"))?;
+                    let s = match it.next() {
+                        Some(Ok(s)) => s as i8,
+                        Some(Err(_)) => return Err(format!("bad scale in `{t}`")),
+                        None => 0,
+                    };
+                    (p, s)
+                }
+            };
+            if p == 0 || p > 38 || s as u8 > p {
+                return Err(format!("`{t}`: precision must be 1..=38 and scale at most the precision"));
+            }
+            Ok(DataType::Decimal128(p, s))
+        }
+        "ARRAY" => Ok(DataType::List(Arc::new(Field::new("element", parse_type(&inner(args, '<', '>')?)?, true)))),
+        "MAP" => {
+            let a = inner(args, '<', '>')?;
+            let parts = split_top_level(&a);
+            let [k, v] = parts.as_slice() else {
+                return Err(format!("`{t}` needs MAP<key, value>"));
+            };
+            let entries = Field::new(
+                "key_value",
+                DataType::Struct(Fields::from(vec![
+                    Field::new("key", parse_type(k)?, false),
+                    Field::new("value", parse_type(v)?, true),
+                ])),
+                false,
+            );
+            Ok(DataType::Map(Arc::new(entries), false))
+        }
+        "STRUCT" => {
+            let a = inner(args, '<', '>')?;
+            let mut fields = Vec::new();
+            for f in split_top_level(&a) {
+                let (name, ty) = f.split_once([':', ' ']).ok_or_else(|| format!("bad field `{f}` in `{t}`"))?;
+                fields.push(Field::new(name.trim().trim_matches('`'), parse_type(ty.trim_start_matches(':'))?, true));
+            }
+            Ok(DataType::Struct(Fields::from(fields)))
+        }
+        _ => Err(format!("unknown type `{t}`")),
+    }
+}
+
+fn split_top_level(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Parses a DDL schema string (`a INT, b STRING NOT NULL`).
+pub fn parse_ddl_schema(ddl: &str) -> Result<Schema, String> {
+    let mut fields = Vec::new();
+    for col in split_top_level(ddl) {
+        let col = col.trim();
+        let (name, rest) = col.split_once(char::is_whitespace).ok_or_else(|| format!("column `{col}` has no type"))?;
+        let rest = rest.trim();
+        let upper = rest.to_ascii_uppercase();
+        let (ty, nullable) = match upper.find(" NOT NULL") {
+            Some(i) => (&rest[..i], false),
+            None => (rest, true),
+        };
+        let ty = ty.split(" COMMENT ").next().unwrap_or(ty);
+        fields.push(Field::new(name.trim_matches('`'), parse_type(ty)?, nullable));
+    }
+    Ok(Schema::new(fields))
+}
+
+/// The type a column is stored as in Delta: timestamps become µs UTC (Spark's session zone is
+/// UTC here), view and large variants their plain forms, unsigned integers the next signed width.
+/// `None` when the type is already storable.
+pub fn delta_storable(dt: &DataType) -> Option<DataType> {
+    Some(match dt {
+        DataType::Timestamp(TimeUnit::Microsecond, Some(tz)) if tz.as_ref() == "UTC" => return None,
+        DataType::Timestamp(..) => spark_timestamp(),
+        DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
+        DataType::BinaryView | DataType::LargeBinary => DataType::Binary,
+        DataType::UInt8 => DataType::Int16,
+        DataType::UInt16 => DataType::Int32,
+        DataType::UInt32 => DataType::Int64,
+        DataType::UInt64 => DataType::Decimal128(20, 0),
+        DataType::Float16 => DataType::Float32,
+        DataType::Date64 => DataType::Date32,
+        DataType::Null => DataType::Utf8,
+        _ => return None,
+    })
+}
+
+/// Characters Delta does not allow in column names (without column mapping).
+pub const INVALID_COLUMN_CHARS: &[char] = &[' ', ',', ';', '{', '}', '(', ')', '\n', '\t', '='];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_spark_types() {
+        assert_eq!(parse_type("decimal(10, 2)").unwrap(), DataType::Decimal128(10, 2));
+        assert_eq!(parse_type("BIGINT").unwrap(), DataType::Int64);
+        assert_eq!(parse_type("timestamp").unwrap(), spark_timestamp());
+        assert!(matches!(parse_type("ARRAY<STRING>").unwrap(), DataType::List(_)));
+        assert!(matches!(parse_type("STRUCT<a: INT, b: STRING>").unwrap(), DataType::Struct(f) if f.len() == 2));
+        assert!(parse_type("WIBBLE").unwrap_err().contains("unknown type"));
+    }
+
+    #[test]
+    fn parses_ddl_schemas() {
+        let s = parse_ddl_schema("at STRING, reading_id BIGINT NOT NULL, amount DECIMAL(10,2) COMMENT 'x'").unwrap();
+        assert_eq!(s.fields().len(), 3);
+        assert!(!s.field(1).is_nullable());
+        assert_eq!(s.field(2).data_type(), &DataType::Decimal128(10, 2));
+    }
+}

@@ -1,0 +1,245 @@
+//! End-to-end runs of the native backend on real files and real Delta tables.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use knut_thund::backend::{RunOptions, RunPhase};
+use knut_thund::plan::Selection;
+
+const SPEC: &str = "name: t\nlibraries:\n  - glob:\n      include: sql/**\n";
+
+fn phase_of(summary: &knut_thund::backend::RunSummary, dataset: &str) -> RunPhase {
+    summary
+        .flows
+        .iter()
+        .find(|f| f.target.ends_with(&format!(".{dataset}")))
+        .unwrap_or_else(|| panic!("no flow into {dataset}: {:?}", summary.flows))
+        .phase
+}
+
+fn sorted_rows(dir: &Path, sql: &str) -> Vec<Vec<String>> {
+    let mut r = rows(&query(dir, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))).1;
+    r.sort();
+    r
+}
+
+fn write_parquet(path: &Path, values_sql: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let sql = format!("COPY ({values_sql}) TO '{}' STORED AS PARQUET", path.display());
+        ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+    });
+}
+
+#[test]
+fn reads_csv_json_and_parquet_sources_and_joins_them() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("data/orders.csv", "order_id,customer_id,amount\n1,10,5.50\n2,10,4.50\n3,20,7.25\n4,30,1.00\n"),
+        ("data/customers.json", "{\"customer_id\": 10, \"name\": \"Ada\"}\n{\"customer_id\": 20, \"name\": \"Bo\"}\n"),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW orders AS SELECT * FROM read_files('data/orders.csv', format => 'csv', header => true);\n\
+             CREATE MATERIALIZED VIEW customers AS SELECT * FROM json.`data/customers.json`;\n\
+             CREATE MATERIALIZED VIEW regions AS SELECT * FROM parquet.`data/regions.parquet`;\n\
+             CREATE TEMPORARY VIEW joined AS\n\
+               SELECT o.order_id, o.amount, c.name, r.region FROM orders o\n\
+               LEFT JOIN customers c ON o.customer_id = c.customer_id\n\
+               LEFT JOIN regions r ON o.customer_id = r.customer_id;\n\
+             CREATE MATERIALIZED VIEW totals AS\n\
+               SELECT coalesce(name, 'none') AS name, count(*) AS n, sum(amount) AS total, max(region) AS region\n\
+               FROM joined GROUP BY coalesce(name, 'none');\n\
+             CREATE MATERIALIZED VIEW no_customer AS SELECT order_id FROM orders o LEFT ANTI JOIN customers c ON o.customer_id = c.customer_id;",
+        ),
+    ]);
+    write_parquet(
+        &dir.path().join("data/regions.parquet"),
+        "SELECT * FROM (VALUES (10, 'north'), (30, 'south')) AS t(customer_id, region)",
+    );
+    let (summary, _) = run(dir.path());
+    assert!(!summary.failed(), "{:?}", summary.flows);
+    // Expected by hand: Ada has orders 1 and 2 (5.50 + 4.50), Bo order 3, customer 30 has none.
+    assert_eq!(
+        sorted_rows(dir.path(), "SELECT name, n, CAST(total AS STRING), region FROM totals"),
+        vec![
+            vec!["Ada".to_string(), "2".into(), "10.0".into(), "north".into()],
+            vec!["Bo".to_string(), "1".into(), "7.25".into(), "".into()],
+            vec!["none".to_string(), "1".into(), "1.0".into(), "south".into()],
+        ]
+    );
+    assert_eq!(sorted_rows(dir.path(), "SELECT order_id FROM no_customer"), vec![vec!["4".to_string()]]);
+    let rows_written: u64 =
+        summary.flows.iter().filter(|f| f.target.ends_with(".orders")).map(|f| f.rows_written).sum();
+    assert_eq!(rows_written, 4);
+}
+
+#[test]
+fn a_failing_flow_keeps_the_old_table_skips_downstream_and_spares_the_rest() {
+    let good = "CREATE MATERIALIZED VIEW base AS SELECT * FROM VALUES (1), (2) AS t(x);\n\
+                CREATE MATERIALIZED VIEW doubled AS SELECT x * 2 AS y FROM base;\n\
+                CREATE MATERIALIZED VIEW after AS SELECT y + 1 AS z FROM doubled;\n\
+                CREATE MATERIALIZED VIEW other AS SELECT 'ok' AS s;";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", good)]);
+    let (first, _) = run(dir.path());
+    assert!(!first.failed(), "{:?}", first.flows);
+    let before = sorted_rows(dir.path(), "SELECT y FROM doubled");
+
+    let broken = good.replace("SELECT x * 2 AS y FROM base", "SELECT no_such_column * 2 AS y FROM base");
+    std::fs::write(dir.path().join("sql/a.sql"), broken).unwrap();
+    let (second, events) = run(dir.path());
+    assert!(second.failed());
+    assert_eq!(phase_of(&second, "doubled"), RunPhase::Failed);
+    assert_eq!(phase_of(&second, "after"), RunPhase::Skipped);
+    assert_eq!(phase_of(&second, "other"), RunPhase::Completed);
+    let err = second.flows.iter().find(|f| f.phase == RunPhase::Failed).and_then(|f| f.error.clone()).unwrap();
+    assert!(err.contains("sql/a.sql:2:") && err.contains("no_such_column"), "{err}");
+    assert!(events.iter().any(|e| e.phase == Some(RunPhase::Skipped)));
+    // The failed dataset still holds the previous run's rows.
+    assert_eq!(sorted_rows(dir.path(), "SELECT y FROM doubled"), before);
+}
+
+#[test]
+fn source_and_schema_problems_are_clear_errors_with_locations() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW missing AS SELECT * FROM parquet.`data/nope.parquet`;\n\
+             CREATE MATERIALIZED VIEW declared (a BIGINT, b STRING) AS SELECT 1 AS a, 'x' AS c;\n\
+             CREATE MATERIALIZED VIEW unknown_fn AS SELECT frobnicate(1) AS v;\n\
+             CREATE MATERIALIZED VIEW unnamed AS SELECT count(*) FROM VALUES (1) AS t(x);\n\
+             CREATE MATERIALIZED VIEW fine (a INT, b DECIMAL(10,2)) AS SELECT 1 AS a, 2.5 AS b;",
+        ),
+    ]);
+    let (summary, _) = run(dir.path());
+    let error = |name: &str| {
+        summary.flows.iter().find(|f| f.target.ends_with(name)).and_then(|f| f.error.clone()).unwrap_or_default()
+    };
+    let e = error(".missing");
+    assert!(e.contains("sql/a.sql:1:") && e.contains("does not exist") && e.contains("nope.parquet"), "{e}");
+    let e = error(".declared");
+    assert!(e.contains("sql/a.sql:2:") && e.contains("do not match the declared schema"), "{e}");
+    let e = error(".unknown_fn");
+    assert!(e.contains("sql/a.sql:3:") && e.contains("frobnicate"), "{e}");
+    let e = error(".unnamed");
+    assert!(e.contains("sql/a.sql:4:") && e.contains("give it a name"), "{e}");
+    assert_eq!(phase_of(&summary, "fine"), RunPhase::Completed);
+    // The declared types are what is stored.
+    let b = query(dir.path(), "SELECT a, b FROM fine").unwrap();
+    let schema = b[0].schema();
+    assert_eq!(schema.field(0).data_type(), &arrow::datatypes::DataType::Int32);
+    assert_eq!(schema.field(1).data_type(), &arrow::datatypes::DataType::Decimal128(10, 2));
+}
+
+#[test]
+fn names_that_look_like_paths_stay_inside_the_storage_root() {
+    let dir = project(&[
+        ("spark-pipeline.yml", "name: t\nstorage: st\nlibraries:\n  - glob:\n      include: sql/**\n"),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW `../../escaped` AS SELECT 1 AS x;\nCREATE MATERIALIZED VIEW `a/b` AS SELECT 2 AS x;"),
+    ]);
+    let (summary, _) = run(dir.path());
+    assert!(!summary.failed(), "{:?}", summary.flows);
+    let tables = dir.path().join("st/tables/spark_catalog/default");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&tables).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["a~2Fb", "~2E~2E~2F~2E~2E~2Fescaped"]);
+    assert!(!dir.path().join("escaped").exists() && !dir.path().join("st/escaped").exists());
+    assert_eq!(sorted_rows(dir.path(), "SELECT x FROM `../../escaped`"), vec![vec!["1".to_string()]]);
+}
+
+#[test]
+fn refresh_selection_runs_only_what_is_selected() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\nCREATE MATERIALIZED VIEW b AS SELECT x + 1 AS y FROM a;\nCREATE MATERIALIZED VIEW c AS SELECT 3 AS z;"),
+    ]);
+    let (first, _) = run(dir.path());
+    assert!(!first.failed());
+    std::fs::write(dir.path().join("sql/a.sql"), "CREATE MATERIALIZED VIEW a AS SELECT 10 AS x;\nCREATE MATERIALIZED VIEW b AS SELECT x + 1 AS y FROM a;\nCREATE MATERIALIZED VIEW c AS SELECT 30 AS z;").unwrap();
+    let options = RunOptions {
+        selection: Selection { refresh: vec!["b+".into(), "+b".into()], ..Default::default() },
+        ..Default::default()
+    };
+    let (second, events) = run_with(dir.path(), options);
+    assert!(!second.failed());
+    let ran: Vec<&str> = second.flows.iter().map(|f| f.target.rsplit('.').next().unwrap()).collect();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert!(events.iter().any(|e| e.phase == Some(RunPhase::Excluded) && e.element.ends_with(".c")));
+    assert_eq!(sorted_rows(dir.path(), "SELECT y FROM b"), vec![vec!["11".to_string()]]);
+    assert_eq!(sorted_rows(dir.path(), "SELECT z FROM c"), vec![vec!["3".to_string()]]);
+}
+
+#[test]
+fn query_explains_temporary_views_and_tables_not_yet_run() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", "CREATE TEMPORARY VIEW t AS SELECT 1 AS x;\nCREATE MATERIALIZED VIEW m AS SELECT x FROM t;\nCREATE VIEW v AS SELECT x * 5 AS y FROM m;"),
+    ]);
+    let e = query(dir.path(), "SELECT * FROM m").unwrap_err().to_string();
+    assert!(e.contains("has no data yet") && e.contains("thund run"), "{e}");
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let e = query(dir.path(), "SELECT * FROM t").unwrap_err().to_string();
+    assert!(e.contains("temporary view"), "{e}");
+    assert_eq!(sorted_rows(dir.path(), "SELECT y FROM v"), vec![vec!["5".to_string()]]);
+}
+
+#[test]
+fn every_run_writes_an_event_log() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", "CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;")]);
+    let (s, events) = run(dir.path());
+    assert!(!s.failed());
+    let phases: Vec<RunPhase> = events.iter().filter(|e| e.element.ends_with(".a")).filter_map(|e| e.phase).collect();
+    assert_eq!(
+        phases,
+        [RunPhase::Queued, RunPhase::Planning, RunPhase::Starting, RunPhase::Running, RunPhase::Completed]
+    );
+    let logs: Vec<_> =
+        std::fs::read_dir(dir.path().join(".thund/events")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(logs.len(), 1);
+    let text = std::fs::read_to_string(&logs[0]).unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), events.len());
+    for key in ["timestamp", "run_id", "level", "event_type", "dataset", "flow", "phase", "message", "details"] {
+        assert!(lines[0].get(key).is_some(), "missing {key} in {}", lines[0]);
+    }
+    let done = lines.iter().find(|l| l["phase"] == "COMPLETED" && l["flow"].is_string()).unwrap();
+    assert_eq!(done["details"]["rows_written"], 1);
+}
+
+#[test]
+fn tables_are_readable_by_an_independent_delta_reader() {
+    let Ok(python) = std::env::var("THUND_PYTHON") else {
+        panic!(
+            "THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python `deltalake` reader"
+        );
+    };
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW t (id BIGINT, name STRING, amount DECIMAL(10,2), day DATE, at TIMESTAMP) PARTITIONED BY (day) AS \
+             SELECT * FROM VALUES (1, 'a', 1.25, DATE'2026-01-01', TIMESTAMP'2026-01-01 10:00:00'), \
+                                  (2, 'b', NULL, DATE'2026-01-02', TIMESTAMP'2026-01-02 11:30:00') AS v(id, name, amount, day, at)",
+        ),
+    ]);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let table = dir.path().join(".thund/tables/spark_catalog/default/t");
+    let script = "import sys, deltalake\n\
+                  t = deltalake.DeltaTable(sys.argv[1])\n\
+                  rows = sorted(t.to_pyarrow_table().to_pylist(), key=lambda r: r['id'])\n\
+                  for r in rows: print(r['id'], r['name'], r['amount'], r['day'], r['at'].isoformat())\n\
+                  print('partitions', t.metadata().partition_columns)";
+    let out = std::process::Command::new(python).arg("-c").arg(script).arg(&table).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "1 a 1.25 2026-01-01 2026-01-01T10:00:00+00:00\n2 b None 2026-01-02 2026-01-02T11:30:00+00:00\npartitions ['day']\n"
+    );
+}
