@@ -1,0 +1,388 @@
+//! One function per command; each returns the process exit code.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use knut_thund::backend::{rfc3339, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
+use knut_thund::error::ThundError;
+use knut_thund::ir::Pipeline;
+use knut_thund::plan::Selection;
+use knut_thund::render::GraphFormat;
+use knut_thund::status::{functional_status, render_table, status_rows};
+use thund_native::{EngineOptions, NativeBackend, NativeOptions, Storage};
+
+use crate::render::{ProjectError, Usage};
+use crate::{Backend, Cli, Command, DoctorFormat, EventsFormat, GraphFormatArg, QueryFormat, SelectionArgs};
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Init { dir } => init(&dir),
+        Command::Validate { project } => validate(&project.project),
+        Command::DryRun { project, backend, remote, selection } => {
+            dry_run(&project.project, backend, remote, selection)
+        }
+        Command::Graph { project, format } => graph(&project.project, format),
+        Command::Run { project, backend, remote, selection, max_concurrent_flows, memory_limit } => {
+            run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit)
+        }
+        Command::Query { project, sql, format } => query(&project.project, &sql, format),
+        Command::Events { project, run, last: _, format } => events(&project.project, run, format),
+        Command::Doctor { remote, format } => doctor(remote, format),
+    }
+}
+
+/// The folder a project's file paths are relative to, even when loading fails.
+fn project_root(start: &Path) -> PathBuf {
+    knut_thund::spec::discover(start)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| start.to_path_buf())
+}
+
+fn in_project(start: &Path, error: ThundError) -> anyhow::Error {
+    anyhow::Error::new(ProjectError { root: project_root(start), error })
+}
+
+fn load(start: &Path) -> anyhow::Result<Pipeline> {
+    let p = knut_thund::frontend::load(start).map_err(|e| in_project(start, e))?;
+    p.validate().map_err(|e| in_project(start, e))?;
+    Ok(p)
+}
+
+fn selection(s: SelectionArgs) -> Selection {
+    Selection { refresh: s.refresh, full_refresh: s.full_refresh, full_refresh_all: s.full_refresh_all }
+}
+
+fn init(dir: &Path) -> anyhow::Result<ExitCode> {
+    crate::sample::create(dir)?;
+    println!("Created a sample pipeline in {}. Run it with:\n  thund run -p {}", dir.display(), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate(start: &Path) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    let plan = knut_thund::plan::plan(&p, &Selection::default()).map_err(|e| in_project(start, e))?;
+    println!(
+        "pipeline `{}` is valid: {} datasets, {} flows, {} stages",
+        p.name,
+        p.datasets.len(),
+        p.flows.len(),
+        plan.stages.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn spark_unavailable() -> anyhow::Error {
+    anyhow::Error::new(Usage(
+        "the spark-connect-sdp backend is not part of this build yet; `thund graph --format sdp` shows the dataflow graph it would send".into(),
+    ))
+}
+
+fn dry_run(start: &Path, backend: Backend, remote: Option<String>, sel: SelectionArgs) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    if backend == Backend::Spark {
+        return spark_dry_run(start, &p, remote);
+    }
+    let native = NativeBackend::new();
+    native.check(&p).map_err(|e| in_project(start, e))?;
+    let options = RunOptions { selection: selection(sel), dry: true, max_concurrent_flows: 0 };
+    let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
+    let summary = follow(run)?;
+    if summary.failed() {
+        eprintln!("dry run found problems: fix the flows marked FAILED above");
+        return Ok(ExitCode::from(2));
+    }
+    println!("dry run ok: {} flows planned, nothing written", summary.flows.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Without a Spark Connect client in this build, a Spark dry run checks everything that needs no
+/// server: capabilities (against the oldest targeted line, 4.1, as the server version is
+/// unknown) and the lowered dataflow graph. It says plainly that nothing was sent.
+fn spark_dry_run(start: &Path, p: &Pipeline, remote: Option<String>) -> anyhow::Result<ExitCode> {
+    let caps = knut_thund::backend::spark_capabilities("4.1.0").context("no facts for Spark 4.1")?;
+    let gaps = caps.gaps(p);
+    if !gaps.is_empty() {
+        return Err(in_project(start, ThundError::Unsupported { backend: caps.name, gaps }));
+    }
+    let g = p.to_sdp();
+    g.validate().context("the lowered dataflow graph is invalid")?;
+    println!(
+        "capability check ok against Spark 4.1 facts; dataflow graph lowered: {} outputs, {} flows",
+        g.outputs.len(),
+        g.flows.len()
+    );
+    let target = remote.map(|r| format!(" to {r}")).unwrap_or_default();
+    println!("nothing was sent{target}: the Spark Connect client is not part of this build yet");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn graph(start: &Path, format: GraphFormatArg) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    let out = match format {
+        GraphFormatArg::Text => knut_thund::render::render(&p, GraphFormat::Text),
+        GraphFormatArg::Dot => knut_thund::render::render(&p, GraphFormat::Dot),
+        GraphFormatArg::Mermaid => knut_thund::render::render(&p, GraphFormat::Mermaid),
+        GraphFormatArg::Json => knut_thund::render::render(&p, GraphFormat::Json),
+        GraphFormatArg::Sdp => {
+            let g = p.to_sdp();
+            g.validate().context("the lowered dataflow graph is invalid")?;
+            format!("{}\n", serde_json::to_string_pretty(&g)?)
+        }
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `512M`, `2G`, `1048576`.
+fn parse_size(s: &str) -> anyhow::Result<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((i, _)) => {
+            let unit = s[i..].to_ascii_uppercase();
+            let mult: usize = match unit.trim_end_matches("IB").trim_end_matches('B') {
+                "" => 1,
+                "K" => 1 << 10,
+                "M" => 1 << 20,
+                "G" => 1 << 30,
+                _ => bail!(Usage(format!("--memory-limit `{s}`: unknown unit (use K, M or G)"))),
+            };
+            (&s[..i], mult)
+        }
+        None => (s, 1),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| Usage(format!("--memory-limit `{s}` is not a size")))?;
+    Ok((n * mult as f64) as usize)
+}
+
+fn run(
+    start: &Path,
+    backend: Backend,
+    _remote: Option<String>,
+    sel: SelectionArgs,
+    max_concurrent_flows: usize,
+    memory_limit: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    if backend == Backend::Spark {
+        return Err(spark_unavailable());
+    }
+    let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
+    let native =
+        NativeBackend::with_options(NativeOptions { engine: EngineOptions { memory_limit, target_partitions: 0 } });
+    let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
+    let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
+    let summary = follow(run)?;
+    print_summary(&summary);
+    Ok(if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Prints events as they arrive and returns the run's summary.
+fn follow(mut run: impl RunHandle) -> anyhow::Result<RunSummary> {
+    let color = std::io::stdout().is_terminal();
+    let mut out = std::io::stdout().lock();
+    while let Some(events) = run.poll_events() {
+        for e in events {
+            let time = rfc3339(e.timestamp);
+            let phase = e.phase.map(|p| p.as_str()).unwrap_or("");
+            let (on, off) = match (color, e.phase) {
+                (true, Some(RunPhase::Failed)) => ("\x1b[31m", "\x1b[0m"),
+                (true, Some(RunPhase::Completed)) => ("\x1b[32m", "\x1b[0m"),
+                (true, Some(RunPhase::Skipped | RunPhase::Stopped)) => ("\x1b[33m", "\x1b[0m"),
+                _ => ("", ""),
+            };
+            let mut line = format!("{} {on}{phase:<9}{off} {}", &time[11..23], e.message);
+            if let Some(n) = e.details.rows_written {
+                line.push_str(&format!(" ({n} rows"));
+                if let Some(ms) = e.details.duration_ms {
+                    line.push_str(&format!(", {ms} ms"));
+                }
+                line.push(')');
+            }
+            writeln!(out, "{line}")?;
+            if let Some(err) = &e.details.error {
+                if e.phase == Some(RunPhase::Failed) {
+                    writeln!(out, "             {err}")?;
+                }
+            }
+        }
+        out.flush()?;
+    }
+    Ok(run.finish()?)
+}
+
+fn print_summary(s: &RunSummary) {
+    if s.flows.is_empty() {
+        return;
+    }
+    let w = s.flows.iter().map(|f| f.target.len()).max().unwrap_or(7).max(7);
+    println!("\n{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
+    for f in &s.flows {
+        println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), f.rows_written, f.duration.as_secs_f64());
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn query(start: &Path, sql: &str, format: QueryFormat) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    let result = runtime()?.block_on(thund_native::query(&p, sql, &EngineOptions::default()));
+    let result = match result {
+        Ok(r) => r,
+        Err(e @ thund_native::NativeError::Plan { .. }) => bail!(Usage(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    print!("{}", crate::render::batches(&result.schema, &result.batches, format)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Result<ExitCode> {
+    let p = load(start)?;
+    let dir = Storage::of(&p)?.events_dir();
+    let mut runs: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonl")).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    runs.sort();
+    let id = match run {
+        Some(id) if runs.contains(&id) => id,
+        Some(id) => bail!(Usage(format!("no run `{id}` in {} (runs: {})", dir.display(), runs.join(", ")))),
+        None => match runs.last() {
+            Some(id) => id.clone(),
+            None => bail!(Usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
+        },
+    };
+    let path = dir.join(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    match format {
+        EventsFormat::Jsonl => print!("{text}"),
+        EventsFormat::Text => {
+            println!("run {id}");
+            for line in text.lines() {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).with_context(|| format!("{}: bad line", path.display()))?;
+                println!(
+                    "{} {:5} {:9} {}",
+                    v["timestamp"].as_str().unwrap_or(""),
+                    v["level"].as_str().unwrap_or(""),
+                    v["phase"].as_str().unwrap_or(""),
+                    v["message"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Live self-checks; every row is the outcome of a check just performed.
+fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCode> {
+    let dir = tempfile::tempdir()?;
+    let project = dir.path().join("doctor");
+    let frontend = crate::sample::create(&project).and_then(|_| load(&project));
+    let ok = functional_status(
+        "knut-thund/frontend",
+        "parse_validate_plan",
+        frontend.is_ok(),
+        match &frontend {
+            Ok(p) => format!("{} datasets, {} flows", p.datasets.len(), p.flows.len()),
+            Err(e) => e.to_string(),
+        },
+    );
+    if ok {
+        if let Ok(p) = &frontend {
+            let lowered = p.to_sdp().validate();
+            functional_status(
+                "knut-thund/backend_spark",
+                "lower_to_sdp",
+                lowered.is_ok(),
+                match lowered {
+                    Ok(()) => format!("{} outputs, {} flows", p.to_sdp().outputs.len(), p.to_sdp().flows.len()),
+                    Err(e) => e.to_string(),
+                },
+            );
+            let outcome = NativeBackend::new().run(p).and_then(|r| r.finish());
+            let detail = match &outcome {
+                Ok(s) if !s.failed() => format!(
+                    "{} flows, {} rows written",
+                    s.flows.len(),
+                    s.flows.iter().map(|f| f.rows_written).sum::<u64>()
+                ),
+                Ok(s) => s.flows.iter().filter_map(|f| f.error.clone()).collect::<Vec<_>>().join("; "),
+                Err(e) => e.to_string(),
+            };
+            if functional_status(
+                "thund-native/run",
+                "sample_pipeline",
+                matches!(&outcome, Ok(s) if !s.failed()),
+                detail,
+            ) {
+                let q = runtime()?.block_on(thund_native::query(
+                    p,
+                    "SELECT count(*) AS n FROM revenue_by_region",
+                    &EngineOptions::default(),
+                ));
+                functional_status(
+                    "thund-native/query",
+                    "read_delta_back",
+                    q.is_ok(),
+                    match q {
+                        Ok(r) => format!("{} row(s)", r.batches.iter().map(|b| b.num_rows()).sum::<usize>()),
+                        Err(e) => e.to_string(),
+                    },
+                );
+            }
+        }
+    }
+    if let Some(url) = remote {
+        let target = url.trim_start_matches("sc://").split(['/', ';']).next().unwrap_or_default().to_string();
+        let target = if target.contains(':') { target } else { format!("{target}:15002") };
+        let reach = std::net::ToSocketAddrs::to_socket_addrs(&target)
+            .map_err(|e| e.to_string())
+            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
+            .and_then(|a| {
+                std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(3)).map_err(|e| e.to_string())
+            });
+        functional_status(
+            "knut-pipelines/transport",
+            "tcp_connect",
+            reach.is_ok(),
+            match reach {
+                Ok(_) => format!("sc://{target}"),
+                Err(e) => format!("sc://{target}: {e}"),
+            },
+        );
+        functional_status(
+            "knut-pipelines/client",
+            "spark_connect_grpc",
+            false,
+            "the Spark Connect client is not part of this build yet",
+        );
+    }
+    let rows = status_rows();
+    match format {
+        DoctorFormat::Table => print!("{}", render_table(&rows)),
+        DoctorFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
+    }
+    Ok(if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_memory_sizes() {
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("12Q").is_err());
+    }
+}

@@ -1,0 +1,189 @@
+//! The `thund` binary end to end: commands, output formats and exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn thund(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_thund")).args(args).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn init_run_query_and_events_work_on_the_sample() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    let o = thund(&["init", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let o = thund(&["validate", "-p", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("is valid: 6 datasets"), "{}", text(&o));
+
+    let o = thund(&["dry-run", "-p", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!demo.join(".thund/tables").exists(), "a dry run must not write tables");
+
+    let o = thund(&["run", "-p", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("has COMPLETED") && out.contains("revenue_by_region"), "{out}");
+
+    // Independently computed from the generator in sample.rs: orders 29 and 58 have no amount,
+    // customer 7 (i % 7 == 6) is unknown.
+    let o = thund(&[
+        "query",
+        "-p",
+        p(&demo),
+        "SELECT count(*) AS n, count(name) AS named FROM orders_enriched",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let expected_named = (1..=60).filter(|i| i % 29 != 0 && i % 7 != 6).count();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("n,named\n58,{expected_named}\n"));
+
+    let o = thund(&[
+        "query",
+        "-p",
+        p(&demo),
+        "SELECT * FROM revenue_by_region WHERE region = 'nowhere'",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "region,year,month,orders,revenue\n");
+
+    let o = thund(&[
+        "query",
+        "-p",
+        p(&demo),
+        "SELECT name, orders FROM top_customers WHERE name = 'Astrid'",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let astrid = (1..=60).filter(|i| i % 7 == 0 && i % 29 != 0).count();
+    assert_eq!(v[0]["orders"], astrid as u64, "{v}");
+
+    let o = thund(&["events", "-p", p(&demo), "--last", "--format", "jsonl"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines
+        .iter()
+        .any(|l| l["phase"] == "COMPLETED" && l["dataset"].as_str().is_some_and(|d| d.ends_with("revenue_by_region"))));
+}
+
+#[test]
+fn user_errors_exit_2_with_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\n\nCREATE MATERIALIZED VIEW b AS SELECT * FROM aa;\n",
+    )
+    .unwrap();
+    let o = thund(&["validate", "-p", p(tmp.path())]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("a.sql:3:45"), "{out}");
+    assert!(out.contains("3 | CREATE MATERIALIZED VIEW b AS SELECT * FROM aa;"), "{out}");
+    assert!(out.contains("did you mean"), "{out}");
+
+    let o = thund(&["validate", "-p", p(&tmp.path().join("nowhere"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = thund(&["run", "-p", p(tmp.path()), "--refresh", "nope"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = thund(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_failed_flow_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(tmp.path().join("a.sql"), "CREATE MATERIALIZED VIEW a AS SELECT nope FROM VALUES (1) AS t(x);\n")
+        .unwrap();
+    let o = thund(&["run", "-p", p(tmp.path())]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("FAILED"), "{}", text(&o));
+}
+
+#[test]
+fn unsupported_features_are_refused_before_running() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE MATERIALIZED VIEW a (CONSTRAINT pos EXPECT (x > 0) ON VIOLATION DROP ROW) AS SELECT 1 AS x;\n\
+         CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('in', format => 'json');\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(tmp.path())]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("a.sql:1:") && out.contains("expectations") && out.contains("CONSTRAINT pos EXPECT (x > 0)"),
+        "{out}"
+    );
+    assert!(out.contains("a.sql:2:") && out.contains("streaming"), "{out}");
+    assert!(!tmp.path().join(".thund/tables").exists());
+}
+
+#[test]
+fn graph_formats_render() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    for (format, needle) in [
+        ("text", "orders_clean --> orders_enriched"),
+        ("dot", "digraph"),
+        ("mermaid", "flowchart LR"),
+        ("json", "\"edges\""),
+        ("sdp", "\"MaterializedView\""),
+    ] {
+        let o = thund(&["graph", "-p", p(&demo), "--format", format]);
+        assert!(o.status.success(), "{format}: {}", text(&o));
+        assert!(text(&o).contains(needle), "{format}: {}", text(&o));
+    }
+}
+
+#[test]
+fn doctor_reports_green_rows_for_what_works_here() {
+    let o = thund(&["doctor", "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let checks: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["check"].as_str().unwrap()).collect();
+    assert_eq!(checks, ["parse_validate_plan", "lower_to_sdp", "sample_pipeline", "read_delta_back"]);
+    assert!(rows.as_array().unwrap().iter().all(|r| r["ok"] == true), "{rows}");
+    // An unreachable Spark server is a red row, not a pass.
+    let o = thund(&["doctor", "--remote", "sc://127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).lines().any(|l| l.contains("tcp_connect") && l.contains("FAIL")), "{}", text(&o));
+}
+
+#[test]
+fn spark_dry_run_refuses_expectations_without_a_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE MATERIALIZED VIEW a (\n  CONSTRAINT pos EXPECT (x > 0),\n  CONSTRAINT small EXPECT (x < 9) ON VIOLATION FAIL UPDATE\n) AS SELECT 1 AS x;\n",
+    )
+    .unwrap();
+    let o = thund(&["dry-run", "--backend", "spark", "-p", p(tmp.path()), "--remote", "sc://127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("a.sql:2:3") && out.contains("CONSTRAINT pos EXPECT (x > 0)"), "{out}");
+    assert!(out.contains("a.sql:3:3") && out.contains("CONSTRAINT small EXPECT (x < 9)"), "{out}");
+}
