@@ -161,3 +161,67 @@ fn resolve(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipeline() -> Pipeline {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pipeline.yml"), "name: p\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+            .unwrap();
+        std::fs::write(
+            dir.path().join("a.sql"),
+            "CREATE MATERIALIZED VIEW raw AS SELECT 1 AS x;\n\
+             CREATE MATERIALIZED VIEW clean AS SELECT x FROM raw;\n\
+             CREATE MATERIALIZED VIEW report AS SELECT x FROM clean;\n\
+             CREATE MATERIALIZED VIEW other AS SELECT 2 AS y;",
+        )
+        .unwrap();
+        crate::frontend::load(dir.path()).unwrap()
+    }
+
+    fn names(set: &BTreeSet<QualifiedName>) -> Vec<&str> {
+        set.iter().map(|n| n.name.as_str()).collect()
+    }
+
+    fn sel(refresh: &[&str], full: &[&str], all: bool) -> Selection {
+        Selection {
+            refresh: refresh.iter().map(|s| s.to_string()).collect(),
+            full_refresh: full.iter().map(|s| s.to_string()).collect(),
+            full_refresh_all: all,
+        }
+    }
+
+    #[test]
+    fn stages_follow_dependencies() {
+        let plan = plan(&pipeline(), &Selection::default()).unwrap();
+        let stages: Vec<Vec<&str>> = plan.stages.iter().map(|s| s.iter().map(|n| n.name.as_str()).collect()).collect();
+        assert_eq!(stages, vec![vec!["raw", "other"], vec!["clean"], vec!["report"]]);
+        assert_eq!(plan.selected.len(), 4);
+        assert!(plan.full_refresh.is_empty());
+    }
+
+    #[test]
+    fn graph_selectors_add_upstream_and_downstream() {
+        let p = pipeline();
+        assert_eq!(names(&plan(&p, &sel(&["+clean"], &[], false)).unwrap().selected), ["clean", "raw"]);
+        assert_eq!(names(&plan(&p, &sel(&["clean+"], &[], false)).unwrap().selected), ["clean", "report"]);
+        let full = plan(&p, &sel(&["other"], &["spark_catalog.default.raw"], false)).unwrap();
+        assert_eq!(names(&full.selected), ["other", "raw"]);
+        assert_eq!(names(&full.full_refresh), ["raw"]);
+        let all = plan(&p, &sel(&[], &[], true)).unwrap();
+        assert_eq!(all.full_refresh.len(), 4);
+    }
+
+    #[test]
+    fn rejects_unknown_and_conflicting_selections() {
+        let p = pipeline();
+        let e = plan(&p, &sel(&["claen"], &[], false)).unwrap_err().to_string();
+        assert!(e.contains("`claen` (did you mean `clean`?)"), "{e}");
+        let e = plan(&p, &sel(&["raw"], &["raw"], false)).unwrap_err().to_string();
+        assert!(e.contains("both --refresh and --full-refresh"), "{e}");
+        let e = plan(&p, &sel(&["raw"], &[], true)).unwrap_err().to_string();
+        assert!(e.contains("cannot be combined"), "{e}");
+    }
+}

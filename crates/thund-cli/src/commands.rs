@@ -17,15 +17,16 @@ use crate::render::{ProjectError, Usage};
 use crate::{Backend, Cli, Command, DoctorFormat, EventsFormat, GraphFormatArg, QueryFormat, SelectionArgs};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let json = cli.log_format == crate::LogFormat::Json;
     match cli.command {
         Command::Init { dir } => init(&dir),
         Command::Validate { project } => validate(&project.project),
         Command::DryRun { project, backend, remote, selection } => {
-            dry_run(&project.project, backend, remote, selection)
+            dry_run(&project.project, backend, remote, selection, json)
         }
         Command::Graph { project, format } => graph(&project.project, format),
         Command::Run { project, backend, remote, selection, max_concurrent_flows, memory_limit } => {
-            run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit)
+            run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit, json)
         }
         Command::Query { project, sql, format } => query(&project.project, &sql, format),
         Command::Events { project, run, last: _, format } => events(&project.project, run, format),
@@ -80,7 +81,13 @@ fn spark_unavailable() -> anyhow::Error {
     ))
 }
 
-fn dry_run(start: &Path, backend: Backend, remote: Option<String>, sel: SelectionArgs) -> anyhow::Result<ExitCode> {
+fn dry_run(
+    start: &Path,
+    backend: Backend,
+    remote: Option<String>,
+    sel: SelectionArgs,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
     if backend == Backend::Spark {
         return spark_dry_run(start, &p, remote);
@@ -89,7 +96,7 @@ fn dry_run(start: &Path, backend: Backend, remote: Option<String>, sel: Selectio
     native.check(&p).map_err(|e| in_project(start, e))?;
     let options = RunOptions { selection: selection(sel), dry: true, max_concurrent_flows: 0 };
     let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-    let summary = follow(run)?;
+    let summary = follow(run, json)?;
     if summary.failed() {
         eprintln!("dry run found problems: fix the flows marked FAILED above");
         return Ok(ExitCode::from(2));
@@ -164,6 +171,7 @@ fn run(
     sel: SelectionArgs,
     max_concurrent_flows: usize,
     memory_limit: Option<String>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
     if backend == Backend::Spark {
@@ -174,17 +182,31 @@ fn run(
         NativeBackend::with_options(NativeOptions { engine: EngineOptions { memory_limit, target_partitions: 0 } });
     let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
     let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-    let summary = follow(run)?;
-    print_summary(&summary);
+    let summary = follow(run, json)?;
+    if !json {
+        print_summary(&summary);
+    }
     Ok(if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Prints events as they arrive and returns the run's summary.
-fn follow(mut run: impl RunHandle) -> anyhow::Result<RunSummary> {
-    let color = std::io::stdout().is_terminal();
+/// Prints events as they arrive (plain lines, or one JSON object per line) and returns the
+/// run's summary.
+fn follow(mut run: impl RunHandle, json: bool) -> anyhow::Result<RunSummary> {
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut out = std::io::stdout().lock();
     while let Some(events) = run.poll_events() {
         for e in events {
+            if json {
+                let line = serde_json::json!({
+                    "timestamp": rfc3339(e.timestamp),
+                    "element": e.element,
+                    "phase": e.phase.map(|p| p.as_str()),
+                    "message": e.message,
+                    "details": e.details,
+                });
+                writeln!(out, "{line}")?;
+                continue;
+            }
             let time = rfc3339(e.timestamp);
             let phase = e.phase.map(|p| p.as_str()).unwrap_or("");
             let (on, off) = match (color, e.phase) {

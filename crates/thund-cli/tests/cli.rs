@@ -187,3 +187,16 @@ fn spark_dry_run_refuses_expectations_without_a_server() {
     assert!(out.contains("a.sql:2:3") && out.contains("CONSTRAINT pos EXPECT (x > 0)"), "{out}");
     assert!(out.contains("a.sql:3:3") && out.contains("CONSTRAINT small EXPECT (x < 9)"), "{out}");
 }
+
+#[test]
+fn json_log_format_prints_one_event_per_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let o = thund(&["run", "-p", p(&demo), "--log-format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let events: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(events.iter().any(|e| e["phase"] == "COMPLETED" && e["details"]["rows_written"] == 60), "{events:?}");
+    assert_eq!(events.last().unwrap()["message"], "Run is COMPLETED.");
+}

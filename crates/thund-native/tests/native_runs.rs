@@ -243,3 +243,33 @@ fn tables_are_readable_by_an_independent_delta_reader() {
         "1 a 1.25 2026-01-01 2026-01-01T10:00:00+00:00\n2 b None 2026-01-02 2026-01-02T11:30:00+00:00\npartitions ['day']\n"
     );
 }
+
+#[test]
+fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
+    use knut_thund::backend::{ExecBackend, RunHandle};
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW sorted AS \
+             SELECT h, count(*) AS n, min(value) AS value FROM \
+             (SELECT value, md5(CAST(value AS STRING)) AS h FROM range(0, 600000)) GROUP BY h",
+        ),
+    ]);
+    let p = load(dir.path());
+    let run_with_limit = |limit: usize| {
+        let engine = thund_native::EngineOptions { memory_limit: Some(limit), target_partitions: 2 };
+        let backend = thund_native::NativeBackend::with_options(thund_native::NativeOptions { engine });
+        backend.run(&p).unwrap().finish().unwrap()
+    };
+    // The pool is really in force: 64 KiB cannot even hold one batch.
+    let starved = run_with_limit(64 << 10);
+    let err = starved.flows[0].error.clone().unwrap_or_default();
+    assert!(err.contains("Resources exhausted"), "{err}");
+    // A pool that holds the work completes with the same rows as an unlimited run.
+    let summary = run_with_limit(40 << 20);
+    assert!(!summary.failed(), "{:?}", summary.flows);
+    assert_eq!(summary.flows[0].rows_written, 600_000);
+    let r = sorted_rows(dir.path(), "SELECT count(*), sum(n), count(DISTINCT h) FROM sorted");
+    assert_eq!(r[0], ["600000", "600000", "600000"]);
+}
