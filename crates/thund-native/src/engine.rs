@@ -25,8 +25,8 @@ use datafusion_spark::SessionStateBuilderSpark;
 use knut_thund::frontend::query::{name_parts, normalize, parse, FILE_FORMATS};
 use knut_thund::ir::{FileSource, Query, Read, SourceLocation};
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Statement, TableFactor, VisitMut,
-    VisitorMut,
+    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Statement, TableAlias, TableFactor,
+    VisitMut, VisitorMut,
 };
 use sqlparser::parser::Parser;
 
@@ -95,6 +95,17 @@ static FILE_TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
 
 /// Plans a pipeline query. Relative file paths resolve against `root` (the project folder).
 pub async fn plan_query(ctx: &SessionContext, q: &Query, root: &Path) -> Result<LogicalPlan> {
+    plan_query_with_streams(ctx, q, root, Vec::new()).await
+}
+
+/// Plans a query whose `STREAM(…)` reads are replaced, in order, by the registered tables
+/// `streams` (each holding only the new rows of its source).
+pub async fn plan_query_with_streams(
+    ctx: &SessionContext,
+    q: &Query,
+    root: &Path,
+    streams: Vec<String>,
+) -> Result<LogicalPlan> {
     let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
     let normalized = normalize(&q.sql, &q.location).map_err(|d| plan_err(d.message))?;
     let mut ast = parse(&normalized.sql, &q.location).map_err(|d| plan_err(d.message))?;
@@ -103,23 +114,17 @@ pub async fn plan_query(ctx: &SessionContext, q: &Query, root: &Path) -> Result<
         .reads
         .iter()
         .filter_map(|r| match r {
-            Read::Files(f) => Some(f),
+            Read::Files(f) if !f.streaming => Some(f),
             _ => None,
         })
         .collect();
     let mut names = Vec::with_capacity(files.len());
     for f in &files {
-        if f.streaming {
-            return Err(plan_err(format!(
-                "streaming read of {} files at `{}` is not supported by this backend yet",
-                f.format, f.path
-            )));
-        }
         let name = format!("__thund_file_{}", FILE_TABLE_SEQ.fetch_add(1, Ordering::Relaxed));
         register_file_source(ctx, &name, f, root).await.map_err(|e| plan_err(e.to_string()))?;
         names.push(name);
     }
-    let mut rewriter = Rewriter { file_tables: names.into_iter(), error: None };
+    let mut rewriter = Rewriter { file_tables: names.into_iter(), stream_tables: streams.into_iter(), error: None };
     let _ = ast.visit(&mut rewriter);
     if let Some(e) = rewriter.error {
         return Err(plan_err(e));
@@ -140,8 +145,20 @@ fn describe_plan_error(e: &datafusion::error::DataFusionError) -> String {
     text.trim_start_matches("Error during planning: ").to_string()
 }
 
+/// The alias `STREAM(a.b.src)` gets when it has none: `src`.
+fn stream_source_alias(args: Option<&sqlparser::ast::TableFunctionArgs>) -> Option<TableAlias> {
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] = args?.args.as_slice() else { return None };
+    let ident = match e {
+        Expr::Identifier(i) => i.clone(),
+        Expr::CompoundIdentifier(ids) => ids.last()?.clone(),
+        _ => return None,
+    };
+    Some(TableAlias { explicit: true, name: ident, columns: Vec::new(), at: None })
+}
+
 struct Rewriter {
     file_tables: std::vec::IntoIter<String>,
+    stream_tables: std::vec::IntoIter<String>,
     error: Option<String>,
 }
 
@@ -182,7 +199,7 @@ impl VisitorMut for Rewriter {
     }
 
     fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<()> {
-        let TableFactor::Table { name, args, .. } = tf else {
+        let TableFactor::Table { name, args, alias, .. } = tf else {
             return ControlFlow::Continue(());
         };
         let Some(parts) = name_parts(name) else {
@@ -196,9 +213,24 @@ impl VisitorMut for Rewriter {
             && parts[1].quote_style == Some('`')
             && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str());
         if is_stream {
-            // Only reachable for batch-only backends that let a STREAM read through: say so.
-            self.error = Some("STREAM reads (streaming tables) are not supported by this backend yet".into());
-            return ControlFlow::Break(());
+            match self.stream_tables.next() {
+                Some(t) => {
+                    // `STREAM(src)` stays addressable as `src` in the rest of the query.
+                    if alias.is_none() {
+                        alias.clone_from(&stream_source_alias(args.as_ref()));
+                    }
+                    *name = ObjectName::from(vec![Ident::new(t)]);
+                    *args = None;
+                    // The replaced table holds the new rows; its inner read_files, if any, is gone.
+                    return ControlFlow::Continue(());
+                }
+                None => {
+                    self.error = Some(
+                        "STREAM(…) reads are only allowed in flows into streaming tables; read the source in batch here".into(),
+                    );
+                    return ControlFlow::Break(());
+                }
+            }
         }
         if is_read_files || is_format_path {
             match self.file_tables.next() {

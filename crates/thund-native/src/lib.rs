@@ -12,8 +12,10 @@
 //!     query ─engine::plan_query─▶ LogicalPlan   (sqlparser AST → DataFusion planner,
 //!        │                                      datafusion-spark functions, file sources)
 //!        ├─ view:              registered as a DataFusion view (inlined into readers)
-//!        └─ materialized view: conform (declared schema, Delta types)
-//!                              → delta-rs write, one Overwrite commit (streams the plan)
+//!        ├─ materialized view: conform (declared schema, Delta types)
+//!        │                     → delta-rs write, one Overwrite commit (streams the plan)
+//!        └─ streaming table:   only new input (stream.rs checkpoints) → one Append commit
+//!                              carrying the batch number, exactly once across crashes
 //!  events ─▶ channel (RunHandle::poll_events) + <storage>/events/<run>.jsonl
 //! ```
 //!
@@ -21,7 +23,7 @@
 //! or the new version and a failed flow leaves the previous version current. A failed flow does
 //! not stop independent ones; its downstream is SKIPPED. Storage layout: [`storage`].
 //!
-//! What the backend cannot run yet (streaming tables, sinks, expectations, event time, CDC) is
+//! What the backend cannot run yet (sinks, expectations, event time, CDC) is
 //! refused by `ExecBackend::check` before anything runs — see [`NativeBackend`]'s capabilities.
 //!
 //! ```no_run
@@ -41,6 +43,7 @@ pub mod error;
 pub mod query;
 pub mod run;
 pub mod storage;
+pub mod stream;
 pub mod types;
 
 pub use engine::EngineOptions;

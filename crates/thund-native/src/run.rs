@@ -20,6 +20,8 @@ use datafusion::dataframe::DataFrame;
 use datafusion::datasource::{MemTable, ViewTable};
 use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::Transaction;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use futures::StreamExt;
@@ -28,14 +30,18 @@ use knut_thund::backend::{
     RunSummary,
 };
 use knut_thund::error::ThundError;
-use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName};
+use knut_thund::ir::{Dataset, DatasetKind, Flow, FlowKind, Pipeline, QualifiedName};
 use knut_thund::plan::{plan, Plan};
 use knut_thund::validate::dependencies;
 use serde_json::json;
 
-use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
+use crate::engine::{ensure_schema, new_context, plan_query, plan_query_with_streams, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::storage::{RunLock, Storage};
+use crate::stream::{
+    app_id, checkpoint_dir, committed_batch, increments, table_checkpoints, Checkpoint, CheckpointStore,
+    CHECKPOINT_FORMAT_VERSION,
+};
 use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
 
 /// Settings of the native backend.
@@ -73,7 +79,7 @@ impl ExecBackend for NativeBackend {
         Capabilities {
             name: BACKEND_NAME.into(),
             batch: true,
-            streaming: false,
+            streaming: true,
             event_time: false,
             cdc: false,
             expectations: false,
@@ -322,8 +328,23 @@ impl Job {
         let p = &self.pipeline;
         let selected = self.plan.is_selected(&d.name);
         let mut out = Vec::new();
+        let reset = if selected && !upstream_broken && !self.dry && d.kind == DatasetKind::StreamingTable {
+            self.reset_if_asked(d).err()
+        } else {
+            None
+        };
         for f in p.flows_into(&d.name) {
             let started = Instant::now();
+            if let Some(e) = &reset {
+                let msg = e.to_string();
+                self.events.flow(f, RunPhase::Failed, EventDetails { error: Some(msg.clone()), ..Default::default() });
+                out.push((
+                    f.clone(),
+                    Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg) },
+                    started.elapsed(),
+                ));
+                continue;
+            }
             if !selected {
                 // Views are defined even when not selected (silently: they are EXCLUDED), since a
                 // selected dataset downstream may read them.
@@ -349,7 +370,24 @@ impl Job {
                 Outcome { phase: RunPhase::Stopped, rows: 0, error: None }
             } else {
                 match self.flow(ctx, d, f).await {
-                    Ok(rows) => {
+                    Ok(Written::Nothing) => {
+                        let took = started.elapsed();
+                        self.events.flow(
+                            f,
+                            RunPhase::Idle,
+                            EventDetails {
+                                rows_written: Some(0),
+                                duration_ms: Some(took.as_millis() as u64),
+                                ..Default::default()
+                            },
+                        );
+                        Outcome { phase: RunPhase::Idle, rows: 0, error: None }
+                    }
+                    Ok(written) => {
+                        let rows = match written {
+                            Written::Rows(n) => Some(n),
+                            _ => None,
+                        };
                         let took = started.elapsed();
                         self.events.flow(
                             f,
@@ -400,15 +438,18 @@ impl Job {
         Ok(())
     }
 
-    /// One flow; returns the rows it wrote (`None` for views, which write nothing).
-    async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Option<u64>> {
+    /// One flow: what it wrote.
+    async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Written> {
         let p = &self.pipeline;
         self.events.flow(f, RunPhase::Planning, EventDetails::default());
+        if d.kind == DatasetKind::StreamingTable {
+            return self.streaming_flow(ctx, d, f).await;
+        }
         let plan = plan_query(ctx, f.query(), &p.root).await?;
         match d.kind {
             DatasetKind::TemporaryView | DatasetKind::PersistentView => {
                 self.register_view(ctx, d, f, plan)?;
-                Ok(None)
+                Ok(Written::View)
             }
             DatasetKind::MaterializedView => {
                 let plan = conform(ctx, d, f, plan)?;
@@ -419,17 +460,232 @@ impl Job {
                     let empty = MemTable::try_new(schema, vec![vec![]])?;
                     let _ = ctx.deregister_table(table_ref(&d.name));
                     ctx.register_table(table_ref(&d.name), Arc::new(empty))?;
-                    return Ok(Some(0));
+                    return Ok(Written::Rows(0));
                 }
                 self.events.flow(f, RunPhase::Running, EventDetails::default());
                 let rows = write_overwrite(ctx, &self.storage, d, plan).await?;
-                Ok(Some(rows))
+                Ok(Written::Rows(rows))
             }
             DatasetKind::StreamingTable | DatasetKind::Sink => {
                 Err(NativeError::Execution(format!("{} `{}` cannot run on the native backend yet", d.kind, d.name)))
             }
         }
     }
+
+    /// `--full-refresh` of a streaming table: its data and its flows' checkpoints go, so all input
+    /// is processed again. A reset marker makes this crash-safe: a run that finds the marker
+    /// finishes the reset before anything else, so a half-done reset never leaves a table whose
+    /// checkpoints claim rows it no longer has (or the reverse).
+    fn reset_if_asked(&self, d: &Dataset) -> Result<()> {
+        let checkpoints = table_checkpoints(&self.storage, &d.name);
+        let marker = checkpoints.with_extension("reset");
+        let asked = self.plan.full_refresh.contains(&d.name);
+        if asked {
+            let allowed = d.details.properties.get("pipelines.reset.allowed").map(|v| !v.eq_ignore_ascii_case("false"));
+            if allowed == Some(false) {
+                return Err(NativeError::Plan {
+                    location: d.location.to_string(),
+                    message: format!(
+                        "`{}` has TBLPROPERTIES ('pipelines.reset.allowed' = 'false'): it cannot be fully refreshed",
+                        d.name
+                    ),
+                });
+            }
+            if let Some(dir) = marker.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
+            }
+            std::fs::write(&marker, b"").map_err(|e| NativeError::io(&marker, e))?;
+        }
+        if marker.exists() {
+            for dir in [self.storage.table_path(&d.name), checkpoints] {
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(NativeError::io(&dir, e)),
+                }
+            }
+            std::fs::remove_file(&marker).map_err(|e| NativeError::io(&marker, e))?;
+        }
+        Ok(())
+    }
+
+    /// One batch of a flow into a streaming table (see [`crate::stream`] for the protocol).
+    async fn streaming_flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Written> {
+        let p = &self.pipeline;
+        let store = CheckpointStore::new(checkpoint_dir(&self.storage, &d.name, &f.name));
+        let path = self.storage.table_path(&d.name);
+        let existing = if path.join("_delta_log").is_dir() {
+            Some(DeltaTable::try_from_url(dir_url(&path)?).await?)
+        } else {
+            None
+        };
+        let app = app_id(&f.name);
+        let state = store.recover(committed_batch(existing.as_ref(), &app).await?)?;
+        let mut next =
+            Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
+        let plan = match &f.kind {
+            FlowKind::Once { query, .. } => {
+                if state.once_done {
+                    return Ok(Written::Nothing);
+                }
+                next.once_done = true;
+                plan_query(ctx, query, &p.root).await?
+            }
+            FlowKind::Append { query, .. } => {
+                if !query.is_streaming() {
+                    return Err(NativeError::Plan {
+                        location: f.location.to_string(),
+                        message: format!(
+                            "flow `{}` into streaming table `{}` reads no STREAM source; read `STREAM(t)` or `STREAM read_files(…)`, or make it a backfill with `INSERT INTO ONCE`",
+                            f.name, d.name
+                        ),
+                    });
+                }
+                let inputs = increments(ctx, &self.storage, &p.root, &query.reads, &state)
+                    .await
+                    .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
+                if !inputs.iter().any(|(_, i)| i.has_data) {
+                    return Ok(Written::Nothing);
+                }
+                let mut names = Vec::with_capacity(inputs.len());
+                for (key, input) in inputs {
+                    let name = format!("__thund_stream_{}", STREAM_SEQ.fetch_add(1, Ordering::Relaxed));
+                    ctx.register_table(name.as_str(), input.provider)?;
+                    names.push(name);
+                    if let Some(o) = input.offset {
+                        next.sources.insert(key, o);
+                    }
+                }
+                let planned = plan_query_with_streams(ctx, query, &p.root, names.clone()).await;
+                for n in &names {
+                    let _ = ctx.deregister_table(n.as_str());
+                }
+                planned?
+            }
+            FlowKind::AutoCdc(_) => {
+                return Err(NativeError::Execution(format!(
+                    "AUTO CDC flow `{}` cannot run on the native backend yet",
+                    f.name
+                )))
+            }
+        };
+        let by_name = matches!(f.kind, FlowKind::Append { by_name: true, .. } | FlowKind::Once { by_name: true, .. });
+        let plan = conform(ctx, d, f, plan)?;
+        let plan = match &existing {
+            Some(t) if !f.implicit => align_to_target(ctx, f, plan, t, by_name).await?,
+            _ => plan,
+        };
+        self.events.flow(f, RunPhase::Starting, EventDetails::default());
+        if self.dry {
+            return Ok(Written::Rows(0));
+        }
+        self.events.flow(f, RunPhase::Running, EventDetails::default());
+        store.write_pending(&next)?;
+        let rows = write_append(ctx, &self.storage, d, plan, existing, Transaction::new(&app, next.batch)).await?;
+        store.commit(&next)?;
+        Ok(Written::Rows(rows))
+    }
+}
+
+/// What a flow wrote.
+enum Written {
+    /// A view was defined.
+    View,
+    /// Rows were committed.
+    Rows(u64),
+    /// No new input: nothing to do (IDLE).
+    Nothing,
+}
+
+static STREAM_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Matches a named flow's columns to the existing target: by name with `BY NAME`, else by
+/// position, as `INSERT INTO` does.
+async fn align_to_target(
+    ctx: &SessionContext,
+    f: &Flow,
+    plan: LogicalPlan,
+    target: &DeltaTable,
+    by_name: bool,
+) -> Result<LogicalPlan> {
+    let err = |message: String| NativeError::Plan { location: f.location.to_string(), message };
+    let target_schema = target.table_provider().await?.schema();
+    let df = DataFrame::new(ctx.state(), plan);
+    let got: Vec<String> = df.schema().fields().iter().map(|fl| fl.name().clone()).collect();
+    let want: Vec<&str> = target_schema.fields().iter().map(|fl| fl.name().as_str()).collect();
+    let exprs: Vec<Expr> = if by_name {
+        let missing: Vec<&str> =
+            want.iter().copied().filter(|w| !got.iter().any(|g| g.eq_ignore_ascii_case(w))).collect();
+        let extra: Vec<&str> =
+            got.iter().map(String::as_str).filter(|g| !want.iter().any(|w| w.eq_ignore_ascii_case(g))).collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            return Err(err(format!(
+                "flow `{}` does not match its target's columns by name (missing: {}; not in the target: {})",
+                f.name,
+                if missing.is_empty() { "none".to_string() } else { missing.join(", ") },
+                if extra.is_empty() { "none".to_string() } else { extra.join(", ") }
+            )));
+        }
+        want.iter()
+            .map(|w| {
+                let g = got.iter().find(|g| g.eq_ignore_ascii_case(w)).cloned().unwrap_or_default();
+                ident(g).alias(*w)
+            })
+            .collect()
+    } else {
+        if got.len() != want.len() {
+            return Err(err(format!(
+                "flow `{}` produces {} columns, its target has {} ({}); use `INSERT INTO … BY NAME` to match by name",
+                f.name,
+                got.len(),
+                want.len(),
+                want.join(", ")
+            )));
+        }
+        got.iter().zip(&want).map(|(g, w)| ident(g).alias(*w)).collect()
+    };
+    Ok(df.select(exprs)?.into_unoptimized_plan())
+}
+
+/// Appends the plan's rows in one Delta commit that also records the flow's batch number (an
+/// application transaction), which is how a restart tells whether the batch landed.
+async fn write_append(
+    ctx: &SessionContext,
+    storage: &Storage,
+    d: &Dataset,
+    plan: LogicalPlan,
+    existing: Option<DeltaTable>,
+    txn: Transaction,
+) -> Result<u64> {
+    let path = storage.table_path(&d.name);
+    std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
+    let table = match existing {
+        Some(t) => t,
+        None => deltalake::DeltaTableBuilder::from_url(dir_url(&path)?)?.build()?,
+    };
+    let mut builder = table
+        .write(Vec::<RecordBatch>::new())
+        .with_input_plan(plan)
+        .with_session_state(Arc::new(ctx.state()))
+        .with_save_mode(SaveMode::Append)
+        .with_table_name(d.name.name.clone())
+        .with_commit_properties(CommitProperties::default().with_application_transaction(txn));
+    if !d.details.partitioned_by.is_empty() {
+        builder = builder.with_partition_columns(d.details.partitioned_by.clone());
+    }
+    if !d.details.properties.is_empty() {
+        builder = builder.with_configuration(d.details.properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    }
+    if let Some(c) = &d.comment {
+        builder = builder.with_description(c.clone());
+    }
+    let table = builder.await?;
+    let rows = last_commit_rows(&table).await;
+    table.update_datafusion_session(&ctx.state())?;
+    let provider = table.table_provider().await?;
+    let _ = ctx.deregister_table(table_ref(&d.name));
+    ctx.register_table(table_ref(&d.name), provider)?;
+    Ok(rows)
 }
 
 /// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
@@ -448,7 +704,7 @@ pub async fn open_stored_table(
     Ok(Some(table.table_provider().await?))
 }
 
-fn dir_url(path: &std::path::Path) -> Result<url::Url> {
+pub(crate) fn dir_url(path: &std::path::Path) -> Result<url::Url> {
     url::Url::from_directory_path(path)
         .map_err(|_| NativeError::Storage(format!("`{}` is not an absolute path", path.display())))
 }

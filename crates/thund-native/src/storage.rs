@@ -4,6 +4,7 @@
 //! <storage>/
 //!   tables/<catalog>/<database>/<name>/     one Delta table per materialized view / streaming table
 //!   views/<catalog>/<database>/<name>.json  persistent view definitions (for `thund query`)
+//!   checkpoints/<catalog>/<database>/<table>/<flow>/state.json   streaming progress (see `stream`)
 //!   events/<run id>.jsonl                   the event log, one JSON object per line
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```

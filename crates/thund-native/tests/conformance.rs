@@ -62,14 +62,39 @@ fn native_backend_reproduces_sparks_tables() {
             skipped.push(format!("{name}: {e}"));
             continue;
         }
-        let (summary, _) = run(dir.path());
-        if summary.failed() {
-            let errs: Vec<String> = summary.flows.iter().filter_map(|f| f.error.clone()).collect();
-            failures.push(format!("{name}: run failed:\n  {}", errs.join("\n  ")));
-            continue;
-        }
-        for f in check_tables(dir.path(), &case.join("expected")) {
-            failures.push(format!("{name}/{f}"));
+        // Multi-run cases have a generator and expected/run<N>/: generate batch N-1, run, compare.
+        let generator = std::fs::read_dir(&case)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gen_")));
+        let runs: Vec<std::path::PathBuf> = match &generator {
+            Some(_) => {
+                let mut r: Vec<_> =
+                    std::fs::read_dir(case.join("expected")).unwrap().map(|e| e.unwrap().path()).collect();
+                r.sort();
+                r
+            }
+            None => vec![case.join("expected")],
+        };
+        for (batch, expected) in runs.iter().enumerate() {
+            if let Some(g) = &generator {
+                let out = std::process::Command::new("python3")
+                    .arg(g)
+                    .arg(dir.path().join("data"))
+                    .arg(batch.to_string())
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            }
+            let (summary, _) = run(dir.path());
+            if summary.failed() {
+                let errs: Vec<String> = summary.flows.iter().filter_map(|f| f.error.clone()).collect();
+                failures.push(format!("{name} (run {}): run failed:\n  {}", batch + 1, errs.join("\n  ")));
+                break;
+            }
+            for f in check_tables(dir.path(), expected) {
+                failures.push(format!("{name} (run {})/{f}", batch + 1));
+            }
         }
         ran.push(name);
     }
@@ -77,5 +102,7 @@ fn native_backend_reproduces_sparks_tables() {
         eprintln!("skipped (capability check refuses it): {s}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(ran.contains(&"sdp-basics".to_string()), "sdp-basics must run on the native backend; ran {ran:?}");
+    for must in ["sdp-basics", "stream-files"] {
+        assert!(ran.contains(&must.to_string()), "{must} must run on the native backend; ran {ran:?}");
+    }
 }

@@ -1,0 +1,422 @@
+//! Streaming tables: each run processes only the input that arrived since the last one, exactly
+//! once, even if the process is killed at any moment.
+//!
+//! A flow's progress is its checkpoint: per streaming source, how far it has read (a source
+//! table's Delta version, or the set of files processed), plus the number of the last batch.
+//! One batch is committed in three steps:
+//!
+//! ```text
+//!  1. write  pending.json  {batch: n+1, offsets: new}     (the intent: what batch n+1 covers)
+//!  2. commit the rows to the target Delta table, with application transaction (flow, n+1)
+//!  3. write  state.json    {batch: n+1, offsets: new}    and remove pending.json
+//! ```
+//! After a crash, a leftover `pending.json` is resolved against the target table: if the table's
+//! transaction version for the flow is n+1, the commit landed and the intent becomes the state;
+//! otherwise the intent is dropped and the batch is recomputed. Rows are therefore never lost and
+//! never written twice. Files are written with an atomic rename, so a checkpoint is never torn.
+//!
+//! Layout: `<storage>/checkpoints/<catalog>/<database>/<table>/<flow>/{state,pending}.json`,
+//! each holding `format_version` ([`CHECKPOINT_FORMAT_VERSION`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::json::JsonFormat;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use deltalake::DeltaTable;
+use knut_thund::ir::{FileSource, QualifiedName, Read};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{NativeError, Result};
+use crate::storage::{encode_component, Storage};
+
+/// Version of the checkpoint files' format.
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
+
+/// How far one flow has read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// [`CHECKPOINT_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// Number of the last committed batch (0: none yet).
+    pub batch: i64,
+    /// Per streaming source (keyed by [`source_key`]), its offset.
+    pub sources: BTreeMap<String, SourceOffset>,
+    /// A once flow has run.
+    #[serde(default)]
+    pub once_done: bool,
+}
+
+/// Progress through one streaming source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SourceOffset {
+    /// A Delta table (another streaming table): the last version read.
+    Table {
+        /// Delta version.
+        version: i64,
+        /// The table's id (Delta `metaData.id`): a full refresh creates a new table whose
+        /// version numbers start again, so the version alone cannot tell them apart.
+        #[serde(default)]
+        table_id: Option<String>,
+    },
+    /// Files: every file processed, and the schema fixed on the first batch.
+    Files {
+        /// Paths relative to the source folder.
+        processed: BTreeSet<String>,
+        /// The schema inferred from the first files, kept for all later files.
+        schema: Option<SchemaRef>,
+    },
+}
+
+/// The key of a streaming source in a checkpoint.
+pub fn source_key(r: &Read) -> String {
+    match r {
+        Read::Dataset { name, .. } => format!("table:{name}"),
+        Read::Files(f) => format!("files:{}:{}", f.format, f.path),
+    }
+}
+
+/// The checkpoint folder of `flow` writing `target`.
+pub fn checkpoint_dir(storage: &Storage, target: &QualifiedName, flow: &QualifiedName) -> PathBuf {
+    storage
+        .root()
+        .join("checkpoints")
+        .join(encode_component(&target.catalog))
+        .join(encode_component(&target.database))
+        .join(encode_component(&target.name))
+        .join(encode_component(&flow.to_string()))
+}
+
+/// Every checkpoint folder of flows writing `target`.
+pub fn table_checkpoints(storage: &Storage, target: &QualifiedName) -> PathBuf {
+    storage
+        .root()
+        .join("checkpoints")
+        .join(encode_component(&target.catalog))
+        .join(encode_component(&target.database))
+        .join(encode_component(&target.name))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| NativeError::Storage(format!("{}: unreadable checkpoint: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(NativeError::io(path, e)),
+    }
+}
+
+/// Writes JSON atomically: a reader (or a restart) sees the old or the new file, never half.
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(value).map_err(|e| NativeError::Storage(e.to_string()))?;
+    std::fs::write(&tmp, text).map_err(|e| NativeError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| NativeError::io(path, e))
+}
+
+/// A flow's checkpoint files.
+pub struct CheckpointStore {
+    dir: PathBuf,
+}
+
+impl CheckpointStore {
+    /// The store in `dir`.
+    pub fn new(dir: PathBuf) -> Self {
+        CheckpointStore { dir }
+    }
+
+    fn state_path(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+
+    fn pending_path(&self) -> PathBuf {
+        self.dir.join("pending.json")
+    }
+
+    /// Loads the state, first resolving an intent left by a crash: `committed_batch` is the
+    /// target table's transaction version for this flow.
+    pub fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+        let state: Checkpoint = read_json(&self.state_path())?
+            .unwrap_or(Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, ..Default::default() });
+        for c in [&state] {
+            if c.format_version > CHECKPOINT_FORMAT_VERSION {
+                return Err(NativeError::Storage(format!(
+                    "{}: checkpoint format {} is newer than this thund understands ({CHECKPOINT_FORMAT_VERSION})",
+                    self.dir.display(),
+                    c.format_version
+                )));
+            }
+        }
+        let Some(pending) = read_json::<Checkpoint>(&self.pending_path())? else {
+            return Ok(state);
+        };
+        if committed_batch.is_some_and(|b| b >= pending.batch) {
+            // The data commit of the pending batch landed: the intent is the truth.
+            write_json(&self.state_path(), &pending)?;
+            self.clear_pending()?;
+            Ok(pending)
+        } else {
+            self.clear_pending()?;
+            Ok(state)
+        }
+    }
+
+    /// Step 1: record what the next batch covers.
+    pub fn write_pending(&self, next: &Checkpoint) -> Result<()> {
+        write_json(&self.pending_path(), next)
+    }
+
+    /// Step 3: the batch is committed.
+    pub fn commit(&self, next: &Checkpoint) -> Result<()> {
+        write_json(&self.state_path(), next)?;
+        self.clear_pending()
+    }
+
+    fn clear_pending(&self) -> Result<()> {
+        match std::fs::remove_file(self.pending_path()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(NativeError::io(&self.pending_path(), e)),
+        }
+    }
+}
+
+/// The application id a flow's commits carry.
+pub fn app_id(flow: &QualifiedName) -> String {
+    format!("thund:{flow}")
+}
+
+/// The target's transaction version for `app`, if the table exists.
+pub async fn committed_batch(table: Option<&DeltaTable>, app: &str) -> Result<Option<i64>> {
+    let Some(table) = table else { return Ok(None) };
+    let Ok(state) = table.snapshot() else { return Ok(None) };
+    Ok(state.transaction_version(table.log_store().as_ref(), app).await?)
+}
+
+/// New input of one streaming source for the next batch.
+pub struct NewInput {
+    /// A provider over only the new rows (empty when there are none).
+    pub provider: Arc<dyn TableProvider>,
+    /// Whether there are new rows (files) at all.
+    pub has_data: bool,
+    /// The offset after this batch.
+    pub offset: Option<SourceOffset>,
+}
+
+/// The rows of a source table committed after `last` (`None`: from the start).
+pub async fn table_increment(
+    ctx: &SessionContext,
+    storage: &Storage,
+    name: &QualifiedName,
+    last: Option<&SourceOffset>,
+) -> Result<NewInput> {
+    let path = storage.table_path(name);
+    let (last_version, last_id) = match last {
+        Some(SourceOffset::Table { version, table_id }) => (Some(*version), table_id.clone()),
+        Some(SourceOffset::Files { .. }) => {
+            return Err(NativeError::Storage(format!("checkpoint of `{name}` is not a table offset")))
+        }
+        None => (None, None),
+    };
+    if !path.join("_delta_log").is_dir() {
+        // The source has not produced anything yet.
+        let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
+    }
+    let url = crate::run::dir_url(&path)?;
+    let table = deltalake::open_table(url.clone()).await?;
+    table.update_datafusion_session(&ctx.state())?;
+    let now = table.version().map_or(-1, |v| v as i64);
+    let table_id = table_id(&path);
+    let rewritten = || {
+        NativeError::Execution(format!(
+            "streaming source `{name}` was rewritten since it was last read (a full refresh?); full-refresh this table too"
+        ))
+    };
+    if last_id.is_some() && last_id != table_id {
+        return Err(rewritten());
+    }
+    let files_now: BTreeSet<String> = active_files(&table)?;
+    let files_before: BTreeSet<String> = match last_version {
+        Some(v) if v >= 0 => active_files(&deltalake::open_table_with_version(url, v as u64).await?)?,
+        _ => BTreeSet::new(),
+    };
+    if !files_before.is_subset(&files_now) {
+        return Err(rewritten());
+    }
+    let new: Vec<String> = files_now.difference(&files_before).cloned().collect();
+    let offset = Some(SourceOffset::Table { version: now, table_id });
+    if new.is_empty() {
+        let schema = table.table_provider().await?.schema();
+        let empty = MemTable::try_new(schema, vec![vec![]])?;
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    let provider = table.table_provider().with_file_paths(new).await?;
+    Ok(NewInput { provider, has_data: true, offset })
+}
+
+/// The Delta table id (`metaData.id` of its first commit, which never changes).
+fn table_id(path: &Path) -> Option<String> {
+    let first = std::fs::read_to_string(path.join("_delta_log/00000000000000000000.json")).ok()?;
+    first.lines().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        v.get("metaData")?.get("id")?.as_str().map(str::to_string)
+    })
+}
+
+fn active_files(table: &DeltaTable) -> Result<BTreeSet<String>> {
+    Ok(table.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect())
+}
+
+/// Files under `root` (recursively), relative to it, skipping hidden and `_`-prefixed entries
+/// (commit markers, checksums) as Spark does.
+fn list_files(root: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| NativeError::io(&dir, e))?;
+        for e in entries {
+            let e = e.map_err(|e| NativeError::io(&dir, e))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name.starts_with('_') {
+                continue;
+            }
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn file_format(f: &FileSource) -> Result<Arc<dyn FileFormat>> {
+    Ok(match f.format.as_str() {
+        "json" => Arc::new(JsonFormat::default()),
+        "csv" => {
+            let header = f.options.get("header").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            Arc::new(CsvFormat::default().with_has_header(header))
+        }
+        "parquet" => Arc::new(ParquetFormat::default()),
+        other => {
+            return Err(NativeError::Execution(format!(
+                "streaming reads of `{other}` files are not supported (json, csv and parquet are)"
+            )))
+        }
+    })
+}
+
+/// The files under a file source that no earlier batch processed.
+pub async fn files_increment(
+    ctx: &SessionContext,
+    f: &FileSource,
+    root: &Path,
+    last: Option<&SourceOffset>,
+) -> Result<NewInput> {
+    let dir = if Path::new(&f.path).is_absolute() { PathBuf::from(&f.path) } else { root.join(&f.path) };
+    let (mut processed, mut schema) = match last {
+        Some(SourceOffset::Files { processed, schema }) => (processed.clone(), schema.clone()),
+        Some(SourceOffset::Table { .. }) => {
+            return Err(NativeError::Storage(format!("checkpoint of `{}` is not a file offset", f.path)))
+        }
+        None => (BTreeSet::new(), None),
+    };
+    if !dir.is_dir() {
+        return Err(NativeError::Execution(format!("streaming source folder `{}` does not exist", dir.display())));
+    }
+    let new: Vec<String> = list_files(&dir)?.into_iter().filter(|p| !processed.contains(p)).collect();
+    let format = file_format(f)?;
+    if new.is_empty() {
+        let schema = schema.clone().unwrap_or_else(|| Arc::new(Schema::empty()));
+        let empty = MemTable::try_new(schema.clone(), vec![vec![]])?;
+        let offset = Some(SourceOffset::Files { processed, schema: Some(schema) });
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    let urls: Vec<ListingTableUrl> = new
+        .iter()
+        .map(|p| ListingTableUrl::parse(dir.join(p).to_string_lossy()))
+        .collect::<std::result::Result<_, _>>()?;
+    let options = ListingOptions::new(format).with_file_extension("");
+    let state = ctx.state();
+    let inferred = {
+        let mut schemas = Vec::new();
+        for u in &urls {
+            schemas.push(options.infer_schema(&state, u).await?);
+        }
+        let merged = Schema::try_merge(schemas.iter().map(|s| s.as_ref().clone()))
+            .map_err(|e| NativeError::Execution(format!("files under `{}` disagree on their schema: {e}", f.path)))?;
+        // Spark infers JSON fields sorted by name.
+        let mut fields: Vec<_> = merged.fields().iter().cloned().collect();
+        if f.format == "json" {
+            fields.sort_by(|a, b| a.name().cmp(b.name()));
+        }
+        Arc::new(Schema::new(fields))
+    };
+    let fixed = match schema.take() {
+        None => inferred,
+        Some(fixed) => {
+            let added: Vec<&str> = inferred
+                .fields()
+                .iter()
+                .filter(|n| fixed.field_with_name(n.name()).is_err())
+                .map(|n| n.name().as_str())
+                .collect();
+            let evolve = f.options.get("schemaevolutionmode").map(|m| m.to_ascii_lowercase());
+            if !added.is_empty() && evolve.as_deref() != Some("none") {
+                return Err(NativeError::Execution(format!(
+                    "new column(s) {} in files under `{}` that the stream's schema (fixed on its first batch) does not have; \
+                     full-refresh the table to take them, or set `schemaEvolutionMode => 'none'` to ignore them",
+                    added.join(", "),
+                    f.path
+                )));
+            }
+            fixed
+        }
+    };
+    let config =
+        ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(Arc::clone(&fixed));
+    let provider = ListingTable::try_new(config)?;
+    processed.extend(new);
+    Ok(NewInput {
+        provider: Arc::new(provider),
+        has_data: true,
+        offset: Some(SourceOffset::Files { processed, schema: Some(fixed) }),
+    })
+}
+
+/// The increment of every streaming read of a query, in the order the query names them.
+pub async fn increments(
+    ctx: &SessionContext,
+    storage: &Storage,
+    root: &Path,
+    reads: &[Read],
+    state: &Checkpoint,
+) -> Result<Vec<(String, NewInput)>> {
+    let mut out = Vec::new();
+    for r in reads.iter().filter(|r| r.is_streaming()) {
+        let key = source_key(r);
+        let last = state.sources.get(&key);
+        let input = match r {
+            Read::Dataset { name, .. } => table_increment(ctx, storage, name, last).await?,
+            Read::Files(f) => files_increment(ctx, f, root, last).await?,
+        };
+        out.push((key, input));
+    }
+    Ok(out)
+}

@@ -1,0 +1,166 @@
+//! Streaming tables across runs: only new input is processed, nothing is lost or duplicated.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use knut_thund::backend::{RunOptions, RunPhase};
+use knut_thund::plan::Selection;
+
+const SPEC: &str = "name: s\nlibraries:\n  - glob:\n      include: sql/**\n";
+
+fn write_batch(dir: &Path, folder: &str, ids: std::ops::Range<u32>) {
+    let path = dir.join("in").join(folder);
+    std::fs::create_dir_all(&path).unwrap();
+    let lines: String = ids.map(|i| format!("{{\"id\": {i}, \"v\": {}}}\n", i * 10)).collect();
+    std::fs::write(path.join(format!("part-{}.json", lines.len())), lines).unwrap();
+}
+
+fn ids(dir: &Path, sql: &str) -> Vec<i64> {
+    let mut v: Vec<i64> = rows(&query(dir, sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
+        .1
+        .iter()
+        .map(|r| r[0].parse().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn phase(summary: &knut_thund::backend::RunSummary, flow: &str) -> RunPhase {
+    summary.flows.iter().find(|f| f.flow.ends_with(&format!(".{flow}"))).unwrap_or_else(|| panic!("{flow}")).phase
+}
+
+const CHAIN: &str = "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+     CREATE STREAMING TABLE silver AS SELECT id, v * 2 AS v2 FROM STREAM(bronze) WHERE id % 2 = 0;\n\
+     CREATE MATERIALIZED VIEW totals AS SELECT count(*) AS n, sum(v2) AS s FROM silver;";
+
+#[test]
+fn each_run_processes_only_new_files_and_downstream_sees_everything() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "day1", 0..10);
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    assert_eq!(s1.flows.iter().find(|f| f.flow.ends_with(".bronze")).unwrap().rows_written, 10);
+    assert_eq!(ids(dir.path(), "SELECT id FROM silver"), vec![0, 2, 4, 6, 8]);
+
+    // No new input: streaming flows are IDLE and write nothing.
+    let (s2, _) = run(dir.path());
+    assert_eq!(phase(&s2, "bronze"), RunPhase::Idle);
+    assert_eq!(phase(&s2, "silver"), RunPhase::Idle);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze").len(), 10);
+
+    // New files, one in a new sub-folder.
+    write_batch(dir.path(), "day2", 10..15);
+    write_batch(dir.path(), "day2/late", 15..18);
+    let (s3, _) = run(dir.path());
+    assert!(!s3.failed(), "{:?}", s3.flows);
+    assert_eq!(s3.flows.iter().find(|f| f.flow.ends_with(".bronze")).unwrap().rows_written, 8);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), (0..18).collect::<Vec<_>>());
+    assert_eq!(ids(dir.path(), "SELECT id FROM silver"), (0..18).filter(|i| i % 2 == 0).collect::<Vec<_>>());
+    // 9 even ids, v2 = id * 20.
+    let expected_sum: i64 = (0..18).filter(|i| i % 2 == 0).map(|i| i * 20).sum();
+    assert_eq!(
+        rows(&query(dir.path(), "SELECT n, s FROM totals").unwrap()).1,
+        vec![vec!["9".to_string(), expected_sum.to_string()]]
+    );
+}
+
+#[test]
+fn several_append_flows_and_a_once_flow_fill_one_table_without_losing_rows() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("old/history.csv", "id,v\n-1,1\n-2,2\n"),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE a AS SELECT * FROM STREAM read_files('in/a', format => 'json');\n\
+             CREATE STREAMING TABLE b AS SELECT * FROM STREAM read_files('in/b', format => 'json');\n\
+             CREATE STREAMING TABLE merged;\n\
+             CREATE FLOW from_a AS INSERT INTO merged BY NAME SELECT id, v FROM STREAM(a);\n\
+             CREATE FLOW from_b AS INSERT INTO merged BY NAME SELECT v, id FROM STREAM(b);\n\
+             CREATE FLOW backfill AS INSERT INTO ONCE merged BY NAME SELECT CAST(id AS BIGINT) AS id, CAST(v AS BIGINT) AS v FROM read_files('old/history.csv', format => 'csv', header => true);",
+        ),
+    ]);
+    write_batch(dir.path(), "a", 0..5);
+    write_batch(dir.path(), "b", 100..103);
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    let mut want: Vec<i64> = (0..5).chain(100..103).chain([-1, -2]).collect();
+    want.sort();
+    assert_eq!(ids(dir.path(), "SELECT id FROM merged"), want);
+
+    write_batch(dir.path(), "a", 5..7);
+    let (s2, _) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    assert_eq!(phase(&s2, "backfill"), RunPhase::Idle, "a once flow runs once");
+    assert_eq!(phase(&s2, "from_b"), RunPhase::Idle);
+    want.extend([5, 6]);
+    want.sort();
+    assert_eq!(ids(dir.path(), "SELECT id FROM merged"), want);
+}
+
+#[test]
+fn full_refresh_reprocesses_everything_once_and_reset_protection_holds() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "d1", 0..4);
+    assert!(!run(dir.path()).0.failed());
+    write_batch(dir.path(), "d2", 4..6);
+    assert!(!run(dir.path()).0.failed());
+
+    let full = |names: &[&str]| RunOptions {
+        selection: Selection { full_refresh: names.iter().map(|s| s.to_string()).collect(), ..Default::default() },
+        ..Default::default()
+    };
+    let (s, _) = run_with(dir.path(), full(&["bronze", "silver"]));
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), (0..6).collect::<Vec<_>>());
+    assert_eq!(ids(dir.path(), "SELECT id FROM silver"), vec![0, 2, 4]);
+
+    // Refreshing only the upstream table rewrites silver's source: silver must say so.
+    let (s, _) = run_with(dir.path(), full(&["bronze"]));
+    assert!(!s.failed(), "{:?}", s.flows);
+    let (s, _) = run(dir.path());
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".silver")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("was rewritten") && err.contains("full-refresh"), "{err}");
+
+    std::fs::write(
+        dir.path().join("sql/a.sql"),
+        CHAIN.replace(
+            "CREATE STREAMING TABLE bronze AS",
+            "CREATE STREAMING TABLE bronze TBLPROPERTIES ('pipelines.reset.allowed' = 'false') AS",
+        ),
+    )
+    .unwrap();
+    let (s, _) = run_with(dir.path(), full(&["bronze"]));
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".bronze")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("pipelines.reset.allowed"), "{err}");
+    assert_eq!(
+        ids(dir.path(), "SELECT id FROM bronze"),
+        (0..6).collect::<Vec<_>>(),
+        "a protected table keeps its data"
+    );
+}
+
+#[test]
+fn a_new_column_in_later_files_is_a_clear_error() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "d1", 0..3);
+    assert!(!run(dir.path()).0.failed());
+    std::fs::write(dir.path().join("in/d1/extra.json"), "{\"id\": 9, \"v\": 1, \"surprise\": true}\n").unwrap();
+    let (s, _) = run(dir.path());
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".bronze")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("new column(s) surprise") && err.contains("sql/a.sql:1:"), "{err}");
+    assert_eq!(phase(&s, "silver"), RunPhase::Skipped);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), vec![0, 1, 2]);
+}
+
+#[test]
+fn a_batch_query_into_a_streaming_table_is_refused_clearly() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW m AS SELECT 1 AS x;\nCREATE STREAMING TABLE s AS SELECT x FROM m;"),
+    ]);
+    let (s, _) = run(dir.path());
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".s")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("reads no STREAM source") && err.contains("INSERT INTO ONCE"), "{err}");
+}
