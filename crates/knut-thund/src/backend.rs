@@ -249,6 +249,34 @@ pub struct EventDetails {
     /// Where the flow is defined (`file:line:col`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// Expectation metrics of the rows the flow processed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_quality: Option<DataQuality>,
+}
+
+/// Expectation metrics of one flow, shaped like DLT's event log
+/// (`details.flow_progress.data_quality`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataQuality {
+    /// One entry per expectation.
+    pub expectations: Vec<ExpectationMetrics>,
+    /// Rows removed by `ON VIOLATION DROP ROW` rules.
+    pub dropped_records: u64,
+}
+
+/// Counts of one expectation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationMetrics {
+    /// The constraint's name.
+    pub name: String,
+    /// The dataset it is declared on.
+    pub dataset: String,
+    /// What a violation does.
+    pub action: crate::ir::ViolationAction,
+    /// Rows that satisfied the predicate.
+    pub passed_records: u64,
+    /// Rows that did not (false or NULL).
+    pub failed_records: u64,
 }
 
 /// One event of a run.
@@ -302,6 +330,8 @@ pub struct FlowOutcome {
     pub duration: Duration,
     /// Error of a failed flow.
     pub error: Option<String>,
+    /// Expectation metrics, for flows into datasets with expectations.
+    pub data_quality: Option<DataQuality>,
 }
 
 impl RunSummary {

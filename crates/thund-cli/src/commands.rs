@@ -244,6 +244,25 @@ fn print_summary(s: &RunSummary) {
     for f in &s.flows {
         println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), f.rows_written, f.duration.as_secs_f64());
     }
+    let checked: Vec<_> = s.flows.iter().filter_map(|f| f.data_quality.as_ref()).collect();
+    if checked.is_empty() {
+        return;
+    }
+    println!("\n{:w$}  {:24}  {:>8}  {:>10}  action", "dataset", "expectation", "passed", "rows");
+    for dq in checked {
+        for e in &dq.expectations {
+            let total = e.passed_records + e.failed_records;
+            let rate = if total == 0 { 100.0 } else { 100.0 * e.passed_records as f64 / total as f64 };
+            let action = format!("{:?}", e.action).to_ascii_lowercase();
+            println!(
+                "{:w$}  {:24}  {:>7.1}%  {:>10}  {action}",
+                e.dataset,
+                e.name,
+                rate,
+                format!("{}/{total}", e.passed_records)
+            );
+        }
+    }
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

@@ -124,19 +124,55 @@ fn unsupported_features_are_refused_before_running() {
         .unwrap();
     std::fs::write(
         tmp.path().join("a.sql"),
-        "CREATE MATERIALIZED VIEW a (CONSTRAINT pos EXPECT (x > 0) ON VIOLATION DROP ROW) AS SELECT 1 AS x;\n\
-         CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('in', format => 'json');\n",
+        "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE w AS SELECT count(*) AS n FROM STREAM(src) WATERMARK ts DELAY OF INTERVAL 5 MINUTES GROUP BY window(ts, '1 minute');\n\
+         CREATE STREAMING TABLE t;\n\
+         CREATE FLOW cdc AS AUTO CDC INTO t FROM STREAM(src) KEYS (id) SEQUENCE BY ts;\n",
     )
     .unwrap();
     let o = thund(&["run", "-p", p(tmp.path())]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     assert!(
-        out.contains("a.sql:1:") && out.contains("expectations") && out.contains("CONSTRAINT pos EXPECT (x > 0)"),
+        out.contains("a.sql:2:")
+            && out.contains("event time")
+            && out.contains("WATERMARK ts DELAY OF INTERVAL 5 MINUTES"),
         "{out}"
     );
-    assert!(out.contains("a.sql:2:") && out.contains("streaming"), "{out}");
+    assert!(out.contains("a.sql:4:") && out.contains("CDC"), "{out}");
     assert!(!tmp.path().join(".thund/tables").exists());
+}
+
+#[test]
+fn expectation_metrics_reach_the_summary_and_the_event_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE MATERIALIZED VIEW m (CONSTRAINT positive EXPECT (x > 0) ON VIOLATION DROP ROW)\n\
+         AS SELECT * FROM VALUES (1), (2), (-3), (NULL) AS t(x);\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(tmp.path())]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o)
+            .lines()
+            .any(|l| l.contains("positive") && l.contains("50.0%") && l.contains("2/4") && l.contains("drop")),
+        "{}",
+        text(&o)
+    );
+    let o = thund(&["events", "-p", p(tmp.path()), "--last", "--format", "jsonl"]);
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let done = lines.iter().find(|l| l["event_type"] == "flow_progress" && l["phase"] == "COMPLETED").unwrap();
+    let dq = &done["details"]["data_quality"];
+    assert_eq!(dq["dropped_records"], 2, "{done}");
+    assert_eq!(dq["expectations"][0]["name"], "positive");
+    assert_eq!(dq["expectations"][0]["dataset"], "spark_catalog.default.m");
+    assert_eq!(dq["expectations"][0]["passed_records"], 2);
+    assert_eq!(dq["expectations"][0]["failed_records"], 2);
 }
 
 #[test]

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 use arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use datafusion::dataframe::DataFrame;
+use datafusion::datasource::provider_as_source;
 use datafusion::datasource::{MemTable, ViewTable};
-use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan};
+use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::SessionContext;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::Transaction;
@@ -26,8 +27,8 @@ use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use futures::StreamExt;
 use knut_thund::backend::{
-    rfc3339, Capabilities, EventDetails, ExecBackend, FlowOutcome, RunEvent, RunHandle, RunOptions, RunPhase,
-    RunSummary,
+    rfc3339, Capabilities, DataQuality, EventDetails, ExecBackend, FlowOutcome, RunEvent, RunHandle, RunOptions,
+    RunPhase, RunSummary,
 };
 use knut_thund::error::ThundError;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, FlowKind, Pipeline, QualifiedName};
@@ -37,6 +38,7 @@ use serde_json::json;
 
 use crate::engine::{ensure_schema, new_context, plan_query, plan_query_with_streams, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
+use crate::expect::Checker;
 use crate::storage::{RunLock, Storage};
 use crate::stream::{
     app_id, checkpoint_dir, committed_batch, increments, table_checkpoints, Checkpoint, CheckpointStore,
@@ -82,7 +84,7 @@ impl ExecBackend for NativeBackend {
             streaming: true,
             event_time: false,
             cdc: false,
-            expectations: false,
+            expectations: true,
             output_modes: Vec::new(),
             sinks: false,
             persistent_views: true,
@@ -119,6 +121,7 @@ impl ExecBackend for NativeBackend {
             dry: options.dry,
             events: Events { tx, log: Mutex::new(log), run_id: run_id.clone() },
             cancel: Arc::clone(&cancel),
+            checked_views: Mutex::new(Vec::new()),
             _lock: lock,
         };
         let thread = std::thread::Builder::new()
@@ -228,6 +231,8 @@ struct Job {
     dry: bool,
     events: Events,
     cancel: Arc<AtomicBool>,
+    /// Views with expectations, whose counts are reported when the run ends.
+    checked_views: Mutex<Vec<(Flow, Arc<Checker>)>>,
     _lock: Option<RunLock>,
 }
 
@@ -239,6 +244,7 @@ struct Outcome {
     phase: RunPhase,
     rows: u64,
     error: Option<String>,
+    data_quality: Option<DataQuality>,
 }
 
 impl Job {
@@ -292,8 +298,25 @@ impl Job {
                         rows_written: o.rows,
                         duration: took,
                         error: o.error,
+                        data_quality: o.data_quality,
                     });
                 }
+            }
+        }
+        let views: Vec<(Flow, Arc<Checker>)> =
+            self.checked_views.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+        for (f, checker) in views {
+            let metrics = checker.metrics();
+            let mut ev = RunEvent::now(
+                f.name.to_string(),
+                None,
+                format!("Expectations of view {} checked where it was read.", f.target),
+            );
+            ev.details.data_quality = Some(metrics.clone());
+            ev.details.location = Some(f.location.to_string());
+            self.events.emit(Some(&f), Some(&f.target), ev);
+            if let Some(o) = summary.flows.iter_mut().find(|o| o.flow == f.name.to_string()) {
+                o.data_quality = Some(metrics);
             }
         }
         let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
@@ -340,7 +363,7 @@ impl Job {
                 self.events.flow(f, RunPhase::Failed, EventDetails { error: Some(msg.clone()), ..Default::default() });
                 out.push((
                     f.clone(),
-                    Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg) },
+                    Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg), data_quality: None },
                     started.elapsed(),
                 ));
                 continue;
@@ -364,12 +387,14 @@ impl Job {
                         ..Default::default()
                     },
                 );
-                Outcome { phase: RunPhase::Skipped, rows: 0, error: None }
+                Outcome { phase: RunPhase::Skipped, rows: 0, error: None, data_quality: None }
             } else if self.cancel.load(Ordering::SeqCst) {
                 self.events.flow(f, RunPhase::Stopped, EventDetails::default());
-                Outcome { phase: RunPhase::Stopped, rows: 0, error: None }
+                Outcome { phase: RunPhase::Stopped, rows: 0, error: None, data_quality: None }
             } else {
-                match self.flow(ctx, d, f).await {
+                let mut dq = None;
+                let result = self.flow(ctx, d, f, &mut dq).await;
+                match result {
                     Ok(Written::Nothing) => {
                         let took = started.elapsed();
                         self.events.flow(
@@ -381,7 +406,7 @@ impl Job {
                                 ..Default::default()
                             },
                         );
-                        Outcome { phase: RunPhase::Idle, rows: 0, error: None }
+                        Outcome { phase: RunPhase::Idle, rows: 0, error: None, data_quality: None }
                     }
                     Ok(written) => {
                         let rows = match written {
@@ -395,10 +420,11 @@ impl Job {
                             EventDetails {
                                 rows_written: rows,
                                 duration_ms: Some(took.as_millis() as u64),
+                                data_quality: dq.clone(),
                                 ..Default::default()
                             },
                         );
-                        Outcome { phase: RunPhase::Completed, rows: rows.unwrap_or(0), error: None }
+                        Outcome { phase: RunPhase::Completed, rows: rows.unwrap_or(0), error: None, data_quality: dq }
                     }
                     Err(e) => {
                         let msg = e.to_string();
@@ -408,10 +434,11 @@ impl Job {
                             EventDetails {
                                 error: Some(msg.clone()),
                                 duration_ms: Some(started.elapsed().as_millis() as u64),
+                                data_quality: dq.clone(),
                                 ..Default::default()
                             },
                         );
-                        Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg) }
+                        Outcome { phase: RunPhase::Failed, rows: 0, error: Some(msg), data_quality: dq }
                     }
                 }
             };
@@ -428,10 +455,21 @@ impl Job {
     }
 
     /// Registers a view (inlined into its readers) and stores a persistent view's definition.
+    /// A view with expectations is checked where it is read; its counts are reported at the end
+    /// of the run.
     fn register_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<()> {
-        let view = ViewTable::new(plan, Some(f.query().sql.clone()));
         let _ = ctx.deregister_table(table_ref(&d.name));
-        ctx.register_table(table_ref(&d.name), Arc::new(view))?;
+        if d.expectations.is_empty() {
+            let view = ViewTable::new(plan, Some(f.query().sql.clone()));
+            ctx.register_table(table_ref(&d.name), Arc::new(view))?;
+        } else {
+            let checker = Checker::new(ctx, d, &plan)?;
+            let checked = CheckedView { plan, checker: Arc::new(checker), ctx: ctx.clone() };
+            if let Ok(mut v) = self.checked_views.lock() {
+                v.push((f.clone(), Arc::clone(&checked.checker)));
+            }
+            ctx.register_table(table_ref(&d.name), Arc::new(checked))?;
+        }
         if d.kind == DatasetKind::PersistentView && !self.dry {
             store_view_definition(&self.storage, d, f)?;
         }
@@ -439,11 +477,11 @@ impl Job {
     }
 
     /// One flow: what it wrote.
-    async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Written> {
+    async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, dq: &mut Option<DataQuality>) -> Result<Written> {
         let p = &self.pipeline;
         self.events.flow(f, RunPhase::Planning, EventDetails::default());
         if d.kind == DatasetKind::StreamingTable {
-            return self.streaming_flow(ctx, d, f).await;
+            return self.streaming_flow(ctx, d, f, dq).await;
         }
         let plan = plan_query(ctx, f.query(), &p.root).await?;
         match d.kind {
@@ -453,6 +491,10 @@ impl Job {
             }
             DatasetKind::MaterializedView => {
                 let plan = conform(ctx, d, f, plan)?;
+                let checker = match d.expectations.is_empty() {
+                    true => None,
+                    false => Some(Checker::new(ctx, d, &plan)?),
+                };
                 self.events.flow(f, RunPhase::Starting, EventDetails::default());
                 if self.dry {
                     // Downstream datasets plan against an empty table of the right schema.
@@ -463,8 +505,13 @@ impl Job {
                     return Ok(Written::Rows(0));
                 }
                 self.events.flow(f, RunPhase::Running, EventDetails::default());
-                let rows = write_overwrite(ctx, &self.storage, d, plan).await?;
-                Ok(Written::Rows(rows))
+                let plan = match &checker {
+                    Some(c) => checked_plan(ctx, c, plan).await?,
+                    None => plan,
+                };
+                let written = write_overwrite(ctx, &self.storage, d, plan).await;
+                *dq = checker.map(|c| c.metrics());
+                Ok(Written::Rows(written?))
             }
             DatasetKind::StreamingTable | DatasetKind::Sink => {
                 Err(NativeError::Execution(format!("{} `{}` cannot run on the native backend yet", d.kind, d.name)))
@@ -510,7 +557,13 @@ impl Job {
     }
 
     /// One batch of a flow into a streaming table (see [`crate::stream`] for the protocol).
-    async fn streaming_flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<Written> {
+    async fn streaming_flow(
+        &self,
+        ctx: &SessionContext,
+        d: &Dataset,
+        f: &Flow,
+        dq: &mut Option<DataQuality>,
+    ) -> Result<Written> {
         let p = &self.pipeline;
         let store = CheckpointStore::new(checkpoint_dir(&self.storage, &d.name, &f.name));
         let path = self.storage.table_path(&d.name);
@@ -579,11 +632,66 @@ impl Job {
         if self.dry {
             return Ok(Written::Rows(0));
         }
+        let checker = match d.expectations.is_empty() {
+            true => None,
+            false => Some(Checker::new(ctx, d, &plan)?),
+        };
         self.events.flow(f, RunPhase::Running, EventDetails::default());
+        let plan = match &checker {
+            Some(c) => checked_plan(ctx, c, plan).await?,
+            None => plan,
+        };
         store.write_pending(&next)?;
-        let rows = write_append(ctx, &self.storage, d, plan, existing, Transaction::new(&app, next.batch)).await?;
+        let written = write_append(ctx, &self.storage, d, plan, existing, Transaction::new(&app, next.batch)).await;
+        *dq = checker.map(|c| c.metrics());
+        let rows = written?;
         store.commit(&next)?;
         Ok(Written::Rows(rows))
+    }
+}
+
+/// The plan's rows, checked against the dataset's expectations, as a plan to write from.
+async fn checked_plan(ctx: &SessionContext, checker: &Checker, plan: LogicalPlan) -> Result<LogicalPlan> {
+    let table = checker.wrap(ctx, plan).await?;
+    Ok(LogicalPlanBuilder::scan("checked", provider_as_source(table), None)?.build()?)
+}
+
+/// A view whose rows are checked against its expectations each time a reader scans it.
+struct CheckedView {
+    plan: LogicalPlan,
+    checker: Arc<Checker>,
+    ctx: SessionContext,
+}
+
+impl std::fmt::Debug for CheckedView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckedView")
+    }
+}
+
+#[async_trait::async_trait]
+impl TableProvider for CheckedView {
+    fn schema(&self) -> arrow::datatypes::SchemaRef {
+        Arc::clone(self.plan.schema().inner())
+    }
+
+    fn table_type(&self) -> datafusion::logical_expr::TableType {
+        datafusion::logical_expr::TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        let table = self
+            .checker
+            .wrap(&self.ctx, self.plan.clone())
+            .await
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        table.scan(state, projection, filters, limit).await
     }
 }
 

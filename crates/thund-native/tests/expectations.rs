@@ -1,0 +1,117 @@
+//! Expectations: warn / drop / fail, counted on every row, NULL as a violation.
+
+mod common;
+
+use common::*;
+use knut_thund::backend::{DataQuality, RunPhase};
+
+const SPEC: &str = "name: e\nlibraries:\n  - glob:\n      include: sql/**\n";
+
+fn metrics(summary: &knut_thund::backend::RunSummary, flow: &str) -> DataQuality {
+    summary
+        .flows
+        .iter()
+        .find(|f| f.flow.ends_with(&format!(".{flow}")))
+        .and_then(|f| f.data_quality.clone())
+        .unwrap_or_else(|| panic!("no metrics for {flow}: {:?}", summary.flows))
+}
+
+fn counts(dq: &DataQuality) -> Vec<(String, u64, u64)> {
+    dq.expectations.iter().map(|e| (e.name.clone(), e.passed_records, e.failed_records)).collect()
+}
+
+// Rows (x, y): (5,'a') (-1,NULL) (NULL,'b') (10,'c') (0,'d').
+// x > 0 holds for 5 and 10 only (NULL is a violation): 2 pass, 3 fail.
+// y IS NOT NULL fails for the row x = -1 only: 4 pass, 1 fail, that row is dropped.
+const DATA: &str = "VALUES (5, 'a'), (-1, NULL), (NULL, 'b'), (10, 'c'), (0, 'd') AS t(x, y)";
+
+#[test]
+fn warn_counts_and_drop_removes_violating_rows() {
+    let sql = format!(
+        "CREATE MATERIALIZED VIEW m (\n  CONSTRAINT positive EXPECT (x > 0),\n  CONSTRAINT has_y EXPECT (y IS NOT NULL) ON VIOLATION DROP ROW\n) AS SELECT * FROM {DATA}"
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let dq = metrics(&s, "m");
+    assert_eq!(counts(&dq), [("positive".to_string(), 2, 3), ("has_y".to_string(), 4, 1)]);
+    assert_eq!(dq.dropped_records, 1);
+    assert_eq!(s.flows[0].rows_written, 4);
+    let mut ys: Vec<String> =
+        rows(&query(dir.path(), "SELECT y FROM m").unwrap()).1.into_iter().map(|r| r[0].clone()).collect();
+    ys.sort();
+    assert_eq!(ys, ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn fail_update_fails_the_flow_and_keeps_the_previous_version() {
+    let ok = "CREATE MATERIALIZED VIEW m (CONSTRAINT small EXPECT (x < 8) ON VIOLATION FAIL UPDATE) AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(x, y);\n\
+              CREATE MATERIALIZED VIEW after AS SELECT count(*) AS n FROM m;";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", ok)]);
+    assert!(!run(dir.path()).0.failed());
+    let bad = format!(
+        "CREATE MATERIALIZED VIEW m (CONSTRAINT small EXPECT (x < 8) ON VIOLATION FAIL UPDATE) AS SELECT * FROM {DATA};\n\
+         CREATE MATERIALIZED VIEW after AS SELECT count(*) AS n FROM m;"
+    );
+    std::fs::write(dir.path().join("sql/a.sql"), bad).unwrap();
+    let (s, _) = run(dir.path());
+    let m = s.flows.iter().find(|f| f.flow.ends_with(".m")).unwrap();
+    assert_eq!(m.phase, RunPhase::Failed);
+    let err = m.error.clone().unwrap();
+    // x < 8 fails for 10 and NULL: two rows, both shown.
+    for needle in
+        ["`small`", "spark_catalog.default.m", "x < 8", "2 row(s)", "x=10, y=c", "x=NULL, y=b", "sql/a.sql:1:"]
+    {
+        assert!(err.contains(needle), "missing {needle} in {err}");
+    }
+    assert_eq!(counts(m.data_quality.as_ref().unwrap()), [("small".to_string(), 3, 2)]);
+    assert_eq!(s.flows.iter().find(|f| f.flow.ends_with(".after")).unwrap().phase, RunPhase::Skipped);
+    let mut xs: Vec<String> =
+        rows(&query(dir.path(), "SELECT x FROM m").unwrap()).1.into_iter().map(|r| r[0].clone()).collect();
+    xs.sort();
+    assert_eq!(xs, ["1", "2"], "the previous version stays readable and unchanged");
+}
+
+#[test]
+fn streaming_tables_count_each_runs_own_rows() {
+    let sql = "CREATE STREAMING TABLE s (CONSTRAINT even EXPECT (id % 2 = 0) ON VIOLATION DROP ROW)\n\
+               AS SELECT * FROM STREAM read_files('in', format => 'json');";
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", sql),
+        ("in/a.json", "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 4}\n"),
+    ]);
+    let (s1, _) = run(dir.path());
+    assert_eq!(counts(&metrics(&s1, "s")), [("even".to_string(), 2, 1)]);
+    std::fs::write(dir.path().join("in/b.json"), "{\"id\": 5}\n{\"id\": 7}\n{\"id\": 8}\n{\"id\": null}\n").unwrap();
+    let (s2, _) = run(dir.path());
+    assert_eq!(counts(&metrics(&s2, "s")), [("even".to_string(), 1, 3)]);
+    let mut ids: Vec<String> =
+        rows(&query(dir.path(), "SELECT id FROM s").unwrap()).1.into_iter().map(|r| r[0].clone()).collect();
+    ids.sort();
+    assert_eq!(ids, ["2", "4", "8"]);
+}
+
+#[test]
+fn temporary_view_expectations_are_checked_where_the_view_is_read() {
+    let sql = format!(
+        "CREATE TEMPORARY VIEW v (CONSTRAINT positive EXPECT (x > 0) ON VIOLATION DROP ROW) AS SELECT * FROM {DATA};\n\
+         CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM v;"
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    let (s, events) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(rows(&query(dir.path(), "SELECT n FROM m").unwrap()).1, vec![vec!["2".to_string()]]);
+    assert_eq!(counts(&metrics(&s, "v")), [("positive".to_string(), 2, 3)]);
+    assert!(events.iter().any(|e| e.details.data_quality.is_some() && e.element.ends_with(".v")));
+}
+
+#[test]
+fn a_predicate_on_an_unknown_column_is_an_error_at_its_line() {
+    let sql = "CREATE MATERIALIZED VIEW m (\n  CONSTRAINT bad EXPECT (nope > 1)\n) AS SELECT 1 AS x;";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    let options = knut_thund::backend::RunOptions { dry: true, ..Default::default() };
+    let (s, _) = run_with(dir.path(), options);
+    let err = s.flows[0].error.clone().unwrap_or_default();
+    assert!(err.contains("sql/a.sql:2:3") && err.contains("expectation `bad`") && err.contains("nope"), "{err}");
+}
