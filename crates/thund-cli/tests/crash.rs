@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 const SQL: &str = "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
      CREATE STREAMING TABLE silver AS SELECT id, v FROM STREAM(bronze) WHERE id % 2 = 0;\n\
-     CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM silver;";
+     CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n FROM silver;\n\
+     CREATE SINK exported USING parquet OPTIONS (path 'out');\n\
+     CREATE FLOW export AS INSERT INTO exported SELECT id FROM STREAM(bronze);";
 
 fn thund(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
@@ -80,5 +82,6 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     assert_eq!(ids(dir, "bronze"), all, "bronze after kills (seed {seed})");
     let even: Vec<u64> = (0..210).filter(|i| i % 2 == 0).collect();
     assert_eq!(ids(dir, "silver"), even, "silver after kills (seed {seed})");
+    assert_eq!(ids(dir, "parquet.`out`"), all, "parquet sink after kills (seed {seed})");
     assert!(kills_during_run >= 10, "only {kills_during_run} of 20 kills hit a running process (seed {seed})");
 }

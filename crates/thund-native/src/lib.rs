@@ -23,7 +23,7 @@
 //! or the new version and a failed flow leaves the previous version current. A failed flow does
 //! not stop independent ones; its downstream is SKIPPED. Storage layout: [`storage`].
 //!
-//! What the backend cannot run yet (sinks, event time, CDC) is
+//! What the backend cannot run yet (event time, CDC) is
 //! refused by `ExecBackend::check` before anything runs — see [`NativeBackend`]'s capabilities.
 //!
 //! ```no_run
@@ -43,6 +43,7 @@ pub mod error;
 pub mod expect;
 pub mod query;
 pub mod run;
+pub mod sink;
 pub mod storage;
 pub mod stream;
 pub mod types;

@@ -39,6 +39,7 @@ use serde_json::json;
 use crate::engine::{ensure_schema, new_context, plan_query, plan_query_with_streams, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
+use crate::sink::FileSink;
 use crate::storage::{RunLock, Storage};
 use crate::stream::{
     app_id, checkpoint_dir, committed_batch, increments, table_checkpoints, Checkpoint, CheckpointStore,
@@ -86,7 +87,7 @@ impl ExecBackend for NativeBackend {
             cdc: false,
             expectations: true,
             output_modes: Vec::new(),
-            sinks: false,
+            sinks: true,
             persistent_views: true,
             file_sources: true,
         }
@@ -480,7 +481,7 @@ impl Job {
     async fn flow(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, dq: &mut Option<DataQuality>) -> Result<Written> {
         let p = &self.pipeline;
         self.events.flow(f, RunPhase::Planning, EventDetails::default());
-        if d.kind == DatasetKind::StreamingTable {
+        if matches!(d.kind, DatasetKind::StreamingTable | DatasetKind::Sink) {
             return self.streaming_flow(ctx, d, f, dq).await;
         }
         let plan = plan_query(ctx, f.query(), &p.root).await?;
@@ -566,14 +567,35 @@ impl Job {
     ) -> Result<Written> {
         let p = &self.pipeline;
         let store = CheckpointStore::new(checkpoint_dir(&self.storage, &d.name, &f.name));
-        let path = self.storage.table_path(&d.name);
-        let existing = if path.join("_delta_log").is_dir() {
+        // Where the rows go: the table's own Delta folder, or the sink's path.
+        let sink = match d.kind {
+            DatasetKind::Sink => Some(FileSink::of(d, &p.root)?),
+            _ => None,
+        };
+        let path = match &sink {
+            Some(s) => s.path.clone(),
+            None => self.storage.table_path(&d.name),
+        };
+        let delta = sink.as_ref().is_none_or(|s| s.format == "delta");
+        let existing = if delta && path.join("_delta_log").is_dir() {
             Some(DeltaTable::try_from_url(dir_url(&path)?).await?)
         } else {
             None
         };
         let app = app_id(&f.name);
-        let state = store.recover(committed_batch(existing.as_ref(), &app).await?)?;
+        let committed = match &sink {
+            Some(s) if !delta => {
+                let pending = store.pending_batch()?;
+                let done = s.committed_batch(&f.name, pending);
+                if let (Some(b), None) = (pending, done) {
+                    // The intent's files may be half renamed: remove them before recomputing.
+                    s.discard(&f.name, b)?;
+                }
+                done
+            }
+            _ => committed_batch(existing.as_ref(), &app).await?,
+        };
+        let state = store.recover(committed)?;
         let mut next =
             Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
         let plan = match &f.kind {
@@ -589,8 +611,8 @@ impl Job {
                     return Err(NativeError::Plan {
                         location: f.location.to_string(),
                         message: format!(
-                            "flow `{}` into streaming table `{}` reads no STREAM source; read `STREAM(t)` or `STREAM read_files(…)`, or make it a backfill with `INSERT INTO ONCE`",
-                            f.name, d.name
+                            "flow `{}` into {} `{}` reads no STREAM source; read `STREAM(t)` or `STREAM read_files(…)`, or make it a backfill with `INSERT INTO ONCE`",
+                            f.name, d.kind, d.name
                         ),
                     });
                 }
@@ -623,6 +645,7 @@ impl Job {
             }
         };
         let by_name = matches!(f.kind, FlowKind::Append { by_name: true, .. } | FlowKind::Once { by_name: true, .. });
+        // Appends to an existing table line up with its columns; file sinks take rows as they come.
         let plan = conform(ctx, d, f, plan)?;
         let plan = match &existing {
             Some(t) if !f.implicit => align_to_target(ctx, f, plan, t, by_name).await?,
@@ -642,7 +665,13 @@ impl Job {
             None => plan,
         };
         store.write_pending(&next)?;
-        let written = write_append(ctx, &self.storage, d, plan, existing, Transaction::new(&app, next.batch)).await;
+        let written = match &sink {
+            Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
+            _ => {
+                let register = d.kind == DatasetKind::StreamingTable;
+                write_append(ctx, &path, d, plan, existing, Transaction::new(&app, next.batch), register).await
+            }
+        };
         *dq = checker.map(|c| c.metrics());
         let rows = written?;
         store.commit(&next)?;
@@ -759,17 +788,17 @@ async fn align_to_target(
 /// application transaction), which is how a restart tells whether the batch landed.
 async fn write_append(
     ctx: &SessionContext,
-    storage: &Storage,
+    path: &std::path::Path,
     d: &Dataset,
     plan: LogicalPlan,
     existing: Option<DeltaTable>,
     txn: Transaction,
+    register: bool,
 ) -> Result<u64> {
-    let path = storage.table_path(&d.name);
-    std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
+    std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
     let table = match existing {
         Some(t) => t,
-        None => deltalake::DeltaTableBuilder::from_url(dir_url(&path)?)?.build()?,
+        None => deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?,
     };
     let mut builder = table
         .write(Vec::<RecordBatch>::new())
@@ -789,10 +818,12 @@ async fn write_append(
     }
     let table = builder.await?;
     let rows = last_commit_rows(&table).await;
-    table.update_datafusion_session(&ctx.state())?;
-    let provider = table.table_provider().await?;
-    let _ = ctx.deregister_table(table_ref(&d.name));
-    ctx.register_table(table_ref(&d.name), provider)?;
+    if register {
+        table.update_datafusion_session(&ctx.state())?;
+        let provider = table.table_provider().await?;
+        let _ = ctx.deregister_table(table_ref(&d.name));
+        ctx.register_table(table_ref(&d.name), provider)?;
+    }
     Ok(rows)
 }
 

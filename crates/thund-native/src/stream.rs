@@ -174,6 +174,11 @@ impl CheckpointStore {
         }
     }
 
+    /// The batch number of a leftover intent, if any.
+    pub fn pending_batch(&self) -> Result<Option<i64>> {
+        Ok(read_json::<Checkpoint>(&self.pending_path())?.map(|c| c.batch))
+    }
+
     /// Step 1: record what the next batch covers.
     pub fn write_pending(&self, next: &Checkpoint) -> Result<()> {
         write_json(&self.pending_path(), next)

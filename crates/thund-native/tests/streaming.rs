@@ -164,3 +164,60 @@ fn a_batch_query_into_a_streaming_table_is_refused_clearly() {
     let err = s.flows.iter().find(|f| f.flow.ends_with(".s")).and_then(|f| f.error.clone()).unwrap_or_default();
     assert!(err.contains("reads no STREAM source") && err.contains("INSERT INTO ONCE"), "{err}");
 }
+
+#[test]
+fn sinks_receive_each_new_row_once_in_their_format() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE SINK out_parquet USING parquet OPTIONS (path 'out/p');\n\
+             CREATE SINK out_csv USING csv OPTIONS (path 'out/c');\n\
+             CREATE SINK out_delta USING delta OPTIONS (path 'out/d');\n\
+             CREATE FLOW to_parquet AS INSERT INTO out_parquet SELECT id, v FROM STREAM(bronze);\n\
+             CREATE FLOW to_csv AS INSERT INTO out_csv SELECT id, v FROM STREAM(bronze) WHERE id >= 2;\n\
+             CREATE FLOW to_delta AS INSERT INTO out_delta SELECT id FROM STREAM(bronze);",
+        ),
+    ]);
+    write_batch(dir.path(), "d1", 0..4);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    write_batch(dir.path(), "d2", 4..6);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let (s, _) = run(dir.path());
+    assert!(s.flows.iter().filter(|f| f.flow.contains(".to_")).all(|f| f.phase == RunPhase::Idle), "{:?}", s.flows);
+
+    // Read the sinks back as plain files, the way any other tool would.
+    let q = |sql: &str| {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let ctx = datafusion::prelude::SessionContext::new();
+            let root = dir.path().join("out");
+            ctx.register_parquet("p", format!("{}/p/", root.display()), Default::default()).await.unwrap();
+            let csv = datafusion::prelude::CsvReadOptions::new().has_header(true);
+            ctx.register_csv("c", format!("{}/c/", root.display()), csv).await.unwrap();
+            let b = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            let mut v: Vec<i64> = rows(&b).1.iter().map(|r| r[0].parse().unwrap()).collect();
+            v.sort();
+            v
+        })
+    };
+    assert_eq!(q("SELECT id FROM p"), (0..6).collect::<Vec<_>>());
+    assert_eq!(q("SELECT id FROM c"), (2..6).collect::<Vec<_>>());
+    let files: Vec<String> = std::fs::read_dir(dir.path().join("out/p"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(files.iter().any(|f| f.starts_with("_thund_commits")));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let n = rt.block_on(async {
+        let t = deltalake::open_table(url::Url::from_directory_path(dir.path().join("out/d")).unwrap()).await.unwrap();
+        let ctx = datafusion::prelude::SessionContext::new();
+        t.update_datafusion_session(&ctx.state()).unwrap();
+        ctx.register_table("d", t.table_provider().await.unwrap()).unwrap();
+        rows(&ctx.sql("SELECT count(*), count(DISTINCT id) FROM d").await.unwrap().collect().await.unwrap()).1
+    });
+    assert_eq!(n, vec![vec!["6".to_string(), "6".to_string()]]);
+}
