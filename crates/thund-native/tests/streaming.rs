@@ -221,3 +221,19 @@ fn sinks_receive_each_new_row_once_in_their_format() {
     });
     assert_eq!(n, vec![vec!["6".to_string(), "6".to_string()]]);
 }
+
+#[test]
+fn a_malformed_record_is_a_clear_error_and_nothing_is_committed() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "d1", 0..3);
+    assert!(!run(dir.path()).0.failed());
+    std::fs::write(dir.path().join("in/d1/broken.json"), "{\"id\": 7, \"v\": 1}\n{\"id\": 8, \"v\": \n").unwrap();
+    let (s, _) = run(dir.path());
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".bronze")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("sql/a.sql:1:") && err.to_lowercase().contains("json"), "{err}");
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), vec![0, 1, 2], "no partial batch is committed");
+    // Once the file is fixed, its rows arrive exactly once.
+    std::fs::write(dir.path().join("in/d1/broken.json"), "{\"id\": 7, \"v\": 1}\n{\"id\": 8, \"v\": 2}\n").unwrap();
+    assert!(!run(dir.path()).0.failed());
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), vec![0, 1, 2, 7, 8]);
+}

@@ -1,0 +1,167 @@
+"""TPC-H medallion pipeline, side by side: Þund (native, release) vs DuckDB vs raw DataFusion.
+
+    python3 bench/tpch.py [--sf 0.1] [--runs 3]
+
+Generates TPC-H Parquet with `tpchgen-cli`, runs the same six datasets on every engine (each
+materializes every dataset: Þund as Delta tables, DuckDB and DataFusion as Parquet files),
+checks that the gold tables agree (row counts and a checksum), and prints wall time (median),
+peak RSS and the ratio to Þund. Needs a venv with `tpchgen-cli duckdb datafusion pyarrow`
+(bench/README.md). Spark SDP is not started by this script yet.
+"""
+import argparse
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from common import median_of, save, table, thund_binary, timed
+
+# Each dataset: (name, SQL with {src:table} for a TPC-H source and plain names for datasets).
+DATASETS = [
+    ("silver_lineitem", """
+SELECT l.l_orderkey, l.l_linenumber, l.l_quantity, l.l_extendedprice, l.l_discount, l.l_tax,
+       l.l_returnflag, l.l_linestatus, l.l_shipdate, l.l_commitdate, l.l_receiptdate, l.l_shipmode,
+       o.o_custkey, o.o_orderdate, o.o_shippriority,
+       l.l_extendedprice * (1 - l.l_discount) AS net_revenue
+FROM {src:lineitem} l JOIN {src:orders} o ON l.l_orderkey = o.o_orderkey
+WHERE l.l_quantity > 0"""),
+    ("revenue_by_nation_year", """
+SELECT n.n_name AS nation, EXTRACT(YEAR FROM s.o_orderdate) AS year, sum(s.net_revenue) AS revenue, count(*) AS lines
+FROM silver_lineitem s
+JOIN {src:customer} c ON s.o_custkey = c.c_custkey
+JOIN {src:nation} n ON c.c_nationkey = n.n_nationkey
+GROUP BY n.n_name, EXTRACT(YEAR FROM s.o_orderdate)"""),
+    ("top_customers", """
+SELECT o_custkey, sum(net_revenue) AS revenue, count(DISTINCT l_orderkey) AS orders
+FROM silver_lineitem GROUP BY o_custkey ORDER BY revenue DESC, o_custkey LIMIT 100"""),
+    ("shipping_delay", """
+SELECT l_shipmode, count(*) AS shipments,
+       avg(CAST(l_receiptdate - l_shipdate AS INT)) AS avg_days,
+       max(CAST(l_receiptdate - l_shipdate AS INT)) AS max_days,
+       sum(CASE WHEN l_receiptdate > l_commitdate THEN 1 ELSE 0 END) AS late
+FROM silver_lineitem GROUP BY l_shipmode"""),
+    ("pricing_summary", """
+SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, sum(l_extendedprice) AS sum_base_price,
+       sum(net_revenue) AS sum_disc_price, sum(net_revenue * (1 + l_tax)) AS sum_charge,
+       avg(l_quantity) AS avg_qty, avg(l_extendedprice) AS avg_price, avg(l_discount) AS avg_disc, count(*) AS count_order
+FROM silver_lineitem WHERE l_shipdate <= DATE '1998-09-02'
+GROUP BY l_returnflag, l_linestatus"""),
+    ("shipping_priority", """
+SELECT s.l_orderkey, sum(s.net_revenue) AS revenue, s.o_orderdate, s.o_shippriority
+FROM silver_lineitem s JOIN {src:customer} c ON s.o_custkey = c.c_custkey
+WHERE c.c_mktsegment = 'BUILDING' AND s.o_orderdate < DATE '1995-03-15' AND s.l_shipdate > DATE '1995-03-15'
+GROUP BY s.l_orderkey, s.o_orderdate, s.o_shippriority
+ORDER BY revenue DESC, s.o_orderdate, s.l_orderkey LIMIT 100"""),
+]
+SOURCES = ["lineitem", "orders", "customer", "nation"]
+# Per gold dataset: a checksum query every engine answers the same way.
+CHECKS = {
+    "revenue_by_nation_year": "SELECT count(*), round(sum(revenue), 2) FROM {t}",
+    "top_customers": "SELECT count(*), round(sum(revenue), 2) FROM {t}",
+    "shipping_delay": "SELECT count(*), sum(shipments), sum(late) FROM {t}",
+    "pricing_summary": "SELECT count(*), sum(count_order), round(sum(sum_charge), 2) FROM {t}",
+    "shipping_priority": "SELECT count(*), round(sum(revenue), 2) FROM {t}",
+}
+
+
+def sql_for(engine, data):
+    def src(name):
+        path = f"{data}/{name}.parquet"
+        return {"thund": f"parquet.`{path}`", "duckdb": f"read_parquet('{path}')", "datafusion": name}[engine]
+
+    out = []
+    for name, q in DATASETS:
+        for s in SOURCES:
+            q = q.replace("{src:%s}" % s, src(s))
+        out.append((name, q.strip()))
+    return out
+
+
+DUCKDB = """
+import duckdb, sys, json
+out, stmts = sys.argv[1], json.loads(sys.argv[2])
+con = duckdb.connect()
+for name, q in stmts:
+    con.execute(f"CREATE TABLE {name} AS {q}")
+    con.execute(f"COPY {name} TO '{out}/{name}.parquet' (FORMAT parquet)")
+"""
+
+DATAFUSION = """
+import datafusion, sys, json
+data, out, stmts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+ctx = datafusion.SessionContext()
+for s in ["lineitem", "orders", "customer", "nation"]:
+    ctx.register_parquet(s, f"{data}/{s}.parquet")
+for name, q in stmts:
+    ctx.sql(q).write_parquet(f"{out}/{name}.parquet")
+    ctx.register_parquet(name, f"{out}/{name}.parquet")
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sf", default="0.1")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
+    args = ap.parse_args()
+    py = args.python
+    thund = thund_binary()
+    data = pathlib.Path(__file__).resolve().parent / "data" / f"sf{args.sf}"
+    if not (data / "lineitem.parquet").exists():
+        data.mkdir(parents=True, exist_ok=True)
+        tpchgen = str(pathlib.Path(py).parent / "tpchgen-cli")
+        subprocess.run([tpchgen, "parquet", "-s", args.sf, "--output-dir", str(data)], check=True)
+    import json
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        # Þund project.
+        proj = tmp / "thund"
+        (proj / "sql").mkdir(parents=True)
+        (proj / "spark-pipeline.yml").write_text("name: tpch\nlibraries:\n  - glob:\n      include: sql/**\n")
+        (proj / "sql" / "medallion.sql").write_text(
+            "\n".join(f"CREATE MATERIALIZED VIEW {n} AS\n{q};\n" for n, q in sql_for("thund", data)))
+        results["thund native"] = median_of(args.runs, lambda: timed([thund, "run", "-p", str(proj)]))
+
+        def fresh(name):
+            d = tmp / name
+            shutil.rmtree(d, ignore_errors=True)
+            d.mkdir()
+            return str(d)
+
+        duck = json.dumps(sql_for("duckdb", data))
+        results["duckdb → parquet"] = median_of(args.runs, lambda: timed([py, "-c", DUCKDB, fresh("duck"), duck]))
+        dfq = json.dumps(sql_for("datafusion", data))
+        results["datafusion-python → parquet"] = median_of(
+            args.runs, lambda: timed([py, "-c", DATAFUSION, str(data), fresh("df"), dfq]))
+
+        # Gold tables must agree across engines.
+        mismatches = []
+        for t, check in CHECKS.items():
+            q = subprocess.run([thund, "query", "-p", str(proj), check.format(t=t), "--format", "csv"],
+                               capture_output=True, text=True, check=True).stdout.splitlines()[1]
+            for engine in ["duck", "df"]:
+                other = subprocess.run([py, "-c", (
+                    "import duckdb,sys; print(','.join(str(v) for v in duckdb.sql(sys.argv[1]).fetchone()))")
+                    , check.format(t=f"read_parquet('{tmp / engine / t}.parquet')")],
+                    capture_output=True, text=True, check=True).stdout.strip()
+                norm = lambda s: [float(x) if x else None for x in s.split(",")]
+                a, b = norm(q), norm(other)
+                if any(abs((x or 0) - (y or 0)) > 1e-6 * max(1.0, abs(x or 0)) for x, y in zip(a, b)):
+                    mismatches.append(f"{t}: thund {q} vs {engine} {other}")
+    base = results["thund native"][0]
+    rows = [[k, f"{v[0]:.3f}s", f"{v[1]:.0f} MiB", f"{v[0] / base:.2f}×"] for k, v in results.items()]
+    print(f"TPC-H SF {args.sf}, 6 datasets, median of {args.runs}")
+    print(table(rows, ["system", "wall", "peak RSS", "vs thund"]))
+    print("gold tables agree" if not mismatches else "MISMATCH:\n  " + "\n  ".join(mismatches))
+    path = save(f"tpch_sf{args.sf}", {"sf": args.sf, "runs": args.runs, "mismatches": mismatches,
+                                       "systems": {k: {"wall_s": v[0], "peak_rss_mib": v[1]} for k, v in results.items()}})
+    print(f"written {path}")
+    if mismatches:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
