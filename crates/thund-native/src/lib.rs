@@ -46,6 +46,7 @@ pub mod run;
 pub mod sink;
 pub mod storage;
 pub mod stream;
+pub mod table;
 pub mod types;
 
 pub use engine::EngineOptions;

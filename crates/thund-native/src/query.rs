@@ -11,8 +11,8 @@ use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLo
 
 use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
-use crate::run::open_stored_table;
 use crate::storage::Storage;
+use crate::table::open_stored_table;
 
 /// A query's result: its schema (known even when there are no rows) and its batches.
 #[derive(Debug, Clone)]

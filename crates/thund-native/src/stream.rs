@@ -87,13 +87,7 @@ pub fn source_key(r: &Read) -> String {
 
 /// The checkpoint folder of `flow` writing `target`.
 pub fn checkpoint_dir(storage: &Storage, target: &QualifiedName, flow: &QualifiedName) -> PathBuf {
-    storage
-        .root()
-        .join("checkpoints")
-        .join(encode_component(&target.catalog))
-        .join(encode_component(&target.database))
-        .join(encode_component(&target.name))
-        .join(encode_component(&flow.to_string()))
+    table_checkpoints(storage, target).join(encode_component(&flow.to_string()))
 }
 
 /// Every checkpoint folder of flows writing `target`.
@@ -241,7 +235,7 @@ pub async fn table_increment(
         let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
     }
-    let url = crate::run::dir_url(&path)?;
+    let url = crate::table::dir_url(&path)?;
     let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
     let now = table.version().map_or(-1, |v| v as i64);

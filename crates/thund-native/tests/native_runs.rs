@@ -257,17 +257,18 @@ fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
         ),
     ]);
     let p = load(dir.path());
-    let run_with_limit = |limit: usize| {
-        let engine = thund_native::EngineOptions { memory_limit: Some(limit), target_partitions: 2 };
+    let run_with_limit = |limit: usize, target_partitions: usize| {
+        let engine = thund_native::EngineOptions { memory_limit: Some(limit), target_partitions };
         let backend = thund_native::NativeBackend::with_options(thund_native::NativeOptions { engine });
         backend.run(&p).unwrap().finish().unwrap()
     };
-    // The pool is really in force: 64 KiB cannot even hold one batch.
-    let starved = run_with_limit(64 << 10);
+    // The pool is really in force: 64 KiB cannot even hold one batch. One partition: with two,
+    // DataFusion 55 occasionally hangs in a starved repartition instead of failing.
+    let starved = run_with_limit(64 << 10, 1);
     let err = starved.flows[0].error.clone().unwrap_or_default();
     assert!(err.contains("Resources exhausted"), "{err}");
     // A pool that holds the work completes with the same rows as an unlimited run.
-    let summary = run_with_limit(40 << 20);
+    let summary = run_with_limit(40 << 20, 2);
     assert!(!summary.failed(), "{:?}", summary.flows);
     assert_eq!(summary.flows[0].rows_written, 600_000);
     let r = sorted_rows(dir.path(), "SELECT count(*), sum(n), count(DISTINCT h) FROM sorted");

@@ -1,0 +1,257 @@
+//! Delta tables: opening them, shaping a query's rows to fit a table, and the two commits a
+//! flow makes — an overwrite (materialized views) and an append that records the flow's batch
+//! number (streaming tables, Delta sinks).
+
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan};
+use datafusion::prelude::SessionContext;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::Transaction;
+use deltalake::operations::write::WriteBuilder;
+use deltalake::protocol::SaveMode;
+use deltalake::DeltaTable;
+use futures::StreamExt;
+use knut_thund::ir::{Dataset, Flow, QualifiedName};
+
+use crate::engine::table_ref;
+use crate::error::{NativeError, Result};
+use crate::storage::Storage;
+use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
+
+/// Creation-time details of the dataset's table: partitioning, properties, comment.
+fn with_table_details(mut builder: WriteBuilder, d: &Dataset) -> WriteBuilder {
+    if !d.details.partitioned_by.is_empty() {
+        builder = builder.with_partition_columns(d.details.partitioned_by.clone());
+    }
+    if !d.details.properties.is_empty() {
+        builder = builder.with_configuration(d.details.properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    }
+    if let Some(c) = &d.comment {
+        builder = builder.with_description(c.clone());
+    }
+    builder
+}
+
+/// Makes the new version of a dataset's table what later flows in this run read.
+async fn register_written(ctx: &SessionContext, d: &Dataset, table: &DeltaTable) -> Result<()> {
+    table.update_datafusion_session(&ctx.state())?;
+    let provider = table.table_provider().await?;
+    let _ = ctx.deregister_table(table_ref(&d.name));
+    ctx.register_table(table_ref(&d.name), provider)?;
+    Ok(())
+}
+
+/// Matches a named flow's columns to the existing target: by name with `BY NAME`, else by
+/// position, as `INSERT INTO` does.
+pub(crate) async fn align_to_target(
+    ctx: &SessionContext,
+    f: &Flow,
+    plan: LogicalPlan,
+    target: &DeltaTable,
+    by_name: bool,
+) -> Result<LogicalPlan> {
+    let err = |message: String| NativeError::Plan { location: f.location.to_string(), message };
+    let target_schema = target.table_provider().await?.schema();
+    let df = DataFrame::new(ctx.state(), plan);
+    let got: Vec<String> = df.schema().fields().iter().map(|fl| fl.name().clone()).collect();
+    let want: Vec<&str> = target_schema.fields().iter().map(|fl| fl.name().as_str()).collect();
+    let exprs: Vec<Expr> = if by_name {
+        let missing: Vec<&str> =
+            want.iter().copied().filter(|w| !got.iter().any(|g| g.eq_ignore_ascii_case(w))).collect();
+        let extra: Vec<&str> =
+            got.iter().map(String::as_str).filter(|g| !want.iter().any(|w| w.eq_ignore_ascii_case(g))).collect();
+        if !missing.is_empty() || !extra.is_empty() {
+            return Err(err(format!(
+                "flow `{}` does not match its target's columns by name (missing: {}; not in the target: {})",
+                f.name,
+                if missing.is_empty() { "none".to_string() } else { missing.join(", ") },
+                if extra.is_empty() { "none".to_string() } else { extra.join(", ") }
+            )));
+        }
+        want.iter()
+            .map(|w| {
+                let g = got.iter().find(|g| g.eq_ignore_ascii_case(w)).cloned().unwrap_or_default();
+                ident(g).alias(*w)
+            })
+            .collect()
+    } else {
+        if got.len() != want.len() {
+            return Err(err(format!(
+                "flow `{}` produces {} columns, its target has {} ({}); use `INSERT INTO … BY NAME` to match by name",
+                f.name,
+                got.len(),
+                want.len(),
+                want.join(", ")
+            )));
+        }
+        got.iter().zip(&want).map(|(g, w)| ident(g).alias(*w)).collect()
+    };
+    Ok(df.select(exprs)?.into_unoptimized_plan())
+}
+
+/// Appends the plan's rows in one Delta commit that also records the flow's batch number (an
+/// application transaction), which is how a restart tells whether the batch landed.
+pub(crate) async fn write_append(
+    ctx: &SessionContext,
+    path: &std::path::Path,
+    d: &Dataset,
+    plan: LogicalPlan,
+    existing: Option<DeltaTable>,
+    txn: Transaction,
+    register: bool,
+) -> Result<u64> {
+    std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
+    let table = match existing {
+        Some(t) => t,
+        None => deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?,
+    };
+    let builder = table
+        .write(Vec::<RecordBatch>::new())
+        .with_input_plan(plan)
+        .with_session_state(Arc::new(ctx.state()))
+        .with_save_mode(SaveMode::Append)
+        .with_table_name(d.name.name.clone())
+        .with_commit_properties(CommitProperties::default().with_application_transaction(txn));
+    let builder = with_table_details(builder, d);
+    let table = builder.await?;
+    let rows = last_commit_rows(&table).await;
+    if register {
+        register_written(ctx, d, &table).await?;
+    }
+    Ok(rows)
+}
+
+/// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
+pub async fn open_stored_table(
+    ctx: &SessionContext,
+    storage: &Storage,
+    name: &QualifiedName,
+) -> Result<Option<Arc<dyn TableProvider>>> {
+    let path = storage.table_path(name);
+    if !path.join("_delta_log").is_dir() {
+        return Ok(None);
+    }
+    let url = dir_url(&path)?;
+    let table = deltalake::open_table(url).await?;
+    table.update_datafusion_session(&ctx.state())?;
+    Ok(Some(table.table_provider().await?))
+}
+
+pub(crate) fn dir_url(path: &std::path::Path) -> Result<url::Url> {
+    url::Url::from_directory_path(path)
+        .map_err(|_| NativeError::Storage(format!("`{}` is not an absolute path", path.display())))
+}
+
+/// Makes the query's result fit the table: the declared schema (names must match; values are
+/// cast to the declared types), Delta-storable types, and column names Delta accepts.
+pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<LogicalPlan> {
+    let err = |message: String| NativeError::Plan { location: f.location.to_string(), message };
+    let df = DataFrame::new(ctx.state(), plan);
+    let fields: Vec<(String, arrow::datatypes::DataType)> =
+        df.schema().fields().iter().map(|fl| (fl.name().clone(), fl.data_type().clone())).collect();
+    let mut exprs: Vec<Expr> = Vec::with_capacity(fields.len());
+    let declared = &d.details.columns;
+    if !declared.is_empty() {
+        let got: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        let want: Vec<&str> = declared.iter().map(|c| c.name.as_str()).collect();
+        let same = got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a.eq_ignore_ascii_case(b));
+        if !same {
+            return Err(err(format!(
+                "the query's columns ({}) do not match the declared schema of `{}` ({})",
+                got.join(", "),
+                d.name,
+                want.join(", ")
+            )));
+        }
+    }
+    let mut changed = false;
+    for (i, (name, dt)) in fields.iter().enumerate() {
+        if let Some(bad) = name.chars().find(|c| INVALID_COLUMN_CHARS.contains(c)) {
+            return Err(err(format!(
+                "column `{name}` of `{}` has the character {bad:?}, which Delta tables do not allow in names",
+                d.name
+            ))
+            .with_hint_alias());
+        }
+        let target = match declared.get(i) {
+            Some(c) => Some(parse_type(&c.data_type).map_err(|m| err(format!("column `{}`: {m}", c.name)))?),
+            None => None,
+        };
+        let target = target.map(|t| delta_storable(&t).unwrap_or(t)).or_else(|| delta_storable(dt));
+        let out_name = declared.get(i).map_or(name.as_str(), |c| c.name.as_str());
+        match target {
+            Some(t) if &t != dt => {
+                changed = true;
+                exprs.push(cast(ident(name), t).alias(out_name));
+            }
+            _ if out_name != name => {
+                changed = true;
+                exprs.push(ident(name).alias(out_name));
+            }
+            _ => exprs.push(ident(name)),
+        }
+    }
+    let df = if changed { df.select(exprs)? } else { df };
+    Ok(df.into_unoptimized_plan())
+}
+
+trait WithHint {
+    fn with_hint_alias(self) -> Self;
+}
+
+impl WithHint for NativeError {
+    fn with_hint_alias(self) -> Self {
+        match self {
+            NativeError::Plan { location, message } => {
+                NativeError::Plan { location, message: format!("{message} (hint: give it a name with `AS`)") }
+            }
+            other => other,
+        }
+    }
+}
+
+/// Replaces the table's contents with the plan's rows in one Delta commit: readers see the old
+/// or the new version, never a partial one; on failure no commit happens and the old version
+/// stays current.
+pub(crate) async fn write_overwrite(
+    ctx: &SessionContext,
+    storage: &Storage,
+    d: &Dataset,
+    plan: LogicalPlan,
+) -> Result<u64> {
+    let path = storage.table_path(&d.name);
+    std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
+    let url = dir_url(&path)?;
+    // Loading a location that holds no table yet only produces noise; build it unloaded instead.
+    let table = if path.join("_delta_log").is_dir() {
+        DeltaTable::try_from_url(url).await?
+    } else {
+        deltalake::DeltaTableBuilder::from_url(url)?.build()?
+    };
+    let builder = table
+        .write(Vec::<RecordBatch>::new())
+        .with_input_plan(plan)
+        .with_session_state(Arc::new(ctx.state()))
+        .with_save_mode(SaveMode::Overwrite)
+        .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
+        .with_table_name(d.name.name.clone());
+    let builder = with_table_details(builder, d);
+    let table = builder.await?;
+    let rows = last_commit_rows(&table).await;
+    register_written(ctx, d, &table).await?;
+    Ok(rows)
+}
+
+/// Rows added by the table's latest commit, from its operation metrics.
+async fn last_commit_rows(table: &DeltaTable) -> u64 {
+    let Some(Ok(last)) = table.history(Some(1)).next().await else { return 0 };
+    last.info
+        .get("operationMetrics")
+        .cloned()
+        .and_then(|m| m.get("num_added_rows").and_then(|v| v.as_u64()))
+        .unwrap_or(0)
+}
