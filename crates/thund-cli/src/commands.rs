@@ -105,15 +105,23 @@ fn dry_run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The Spark capability check that needs no server: against the oldest targeted line (4.1),
+/// as the server's version is not known without a client.
+fn spark_check(start: &Path, p: &Pipeline) -> anyhow::Result<()> {
+    let caps = knut_thund::backend::spark_capabilities("4.1.0").context("no facts for Spark 4.1")?;
+    let gaps = caps.gaps(p);
+    if gaps.is_empty() {
+        Ok(())
+    } else {
+        Err(in_project(start, ThundError::Unsupported { backend: caps.name, gaps }))
+    }
+}
+
 /// Without a Spark Connect client in this build, a Spark dry run checks everything that needs no
 /// server: capabilities (against the oldest targeted line, 4.1, as the server version is
 /// unknown) and the lowered dataflow graph. It says plainly that nothing was sent.
 fn spark_dry_run(start: &Path, p: &Pipeline, remote: Option<String>) -> anyhow::Result<ExitCode> {
-    let caps = knut_thund::backend::spark_capabilities("4.1.0").context("no facts for Spark 4.1")?;
-    let gaps = caps.gaps(p);
-    if !gaps.is_empty() {
-        return Err(in_project(start, ThundError::Unsupported { backend: caps.name, gaps }));
-    }
+    spark_check(start, p)?;
     let g = p.to_sdp();
     g.validate().context("the lowered dataflow graph is invalid")?;
     println!(
@@ -175,6 +183,8 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
     if backend == Backend::Spark {
+        // Refuse what Spark cannot run before anything could reach a cluster.
+        spark_check(start, &p)?;
         return Err(spark_unavailable());
     }
     let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;

@@ -222,6 +222,9 @@ fn spark_dry_run_refuses_expectations_without_a_server() {
     let out = text(&o);
     assert!(out.contains("a.sql:2:3") && out.contains("CONSTRAINT pos EXPECT (x > 0)"), "{out}");
     assert!(out.contains("a.sql:3:3") && out.contains("CONSTRAINT small EXPECT (x < 9)"), "{out}");
+    let o = thund(&["run", "--backend", "spark", "-p", p(tmp.path()), "--remote", "sc://127.0.0.1:1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("CONSTRAINT pos EXPECT (x > 0)"), "{}", text(&o));
 }
 
 #[test]
