@@ -144,7 +144,7 @@ def main():
                                capture_output=True, text=True, check=True).stdout.splitlines()[1]
             for engine in ["duck", "df"]:
                 other = subprocess.run([py, "-c", (
-                    "import duckdb,sys; print(','.join(str(v) for v in duckdb.sql(sys.argv[1]).fetchone()))")
+                    "import duckdb,sys; print(','.join(str(v) for v in duckdb.sql(sys.argv[1]).fetchall()[0]))")
                     , check.format(t=f"read_parquet('{tmp / engine / t}.parquet')")],
                     capture_output=True, text=True, check=True).stdout.strip()
                 norm = lambda s: [float(x) if x else None for x in s.split(",")]
