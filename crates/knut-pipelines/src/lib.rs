@@ -7,7 +7,7 @@
 //! server would otherwise only report half-way through a run ([`DataflowGraph::validate`]).
 //!
 //! ```text
-//!   knut_thund::ir::Pipeline ──to_sdp()──▶ DataflowGraph ──validate()──▶ (gRPC client, feature `spark`)
+//!   knut_thund::ir::Pipeline ──to_sdp()──▶ DataflowGraph ──validate()──▶ (gRPC client: not yet built)
 //!                                            ├─ outputs: Output { name, OutputType, TableDetails, SinkDetails }
 //!                                            ├─ flows:   Flow { name, target, FlowDetails }
 //!                                            └─ sql_elements: SqlGraphElements (persistent views)
@@ -15,8 +15,9 @@
 //!
 //! The model deliberately mirrors the protocol's names (`OutputType::Table` is what the IR calls a
 //! streaming table; a persistent view has no output type and travels as SQL graph elements), so
-//! the gRPC conversion is a field-by-field copy. The live client sits behind the `spark` feature;
-//! lowering and validation need no network and no protobuf.
+//! a gRPC conversion is a field-by-field copy. The live Spark Connect client is not part of this
+//! crate yet (the `spark` feature is reserved for it); lowering and validation need no network
+//! and no protobuf.
 //!
 //! ```
 //! use knut_pipelines::{DataflowGraph, Output, OutputType, Flow, FlowDetails, Relation};

@@ -14,20 +14,26 @@ use knut_thund::status::{functional_status, render_table, status_rows};
 use thund_native::{EngineOptions, NativeBackend, NativeOptions, Storage};
 
 use crate::render::{ProjectError, Usage};
-use crate::{Backend, Cli, Command, DoctorFormat, EventsFormat, GraphFormatArg, QueryFormat, SelectionArgs};
+use crate::{
+    Backend, BackendArgs, Cli, Command, DoctorFormat, EventsFormat, GraphFormatArg, QueryFormat, SelectionArgs,
+};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let json = cli.log_format == crate::LogFormat::Json;
     match cli.command {
         Command::Init { dir } => init(&dir),
         Command::Validate { project } => validate(&project.project),
-        Command::DryRun { project, backend, remote, selection } => {
+        Command::DryRun { project, target: BackendArgs { backend, remote }, selection } => {
             dry_run(&project.project, backend, remote, selection, json)
         }
         Command::Graph { project, format } => graph(&project.project, format),
-        Command::Run { project, backend, remote, selection, max_concurrent_flows, memory_limit } => {
-            run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit, json)
-        }
+        Command::Run {
+            project,
+            target: BackendArgs { backend, remote },
+            selection,
+            max_concurrent_flows,
+            memory_limit,
+        } => run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit, json),
         Command::Query { project, sql, format } => query(&project.project, &sql, format),
         Command::Events { project, run, last: _, format } => events(&project.project, run, format),
         Command::Doctor { remote, format } => doctor(remote, format),

@@ -45,6 +45,16 @@ struct ProjectArg {
 }
 
 #[derive(Debug, clap::Args)]
+struct BackendArgs {
+    /// Where to run (or check) the pipeline.
+    #[arg(long, value_enum, default_value_t = Backend::Native)]
+    backend: Backend,
+    /// Spark Connect URL (`sc://host:port`).
+    #[arg(long, env = "SPARK_REMOTE")]
+    remote: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
 struct SelectionArgs {
     /// Refresh only these datasets (comma-separated; `+name` adds upstream, `name+` downstream).
     #[arg(long, value_delimiter = ',')]
@@ -74,12 +84,8 @@ enum Command {
     DryRun {
         #[command(flatten)]
         project: ProjectArg,
-        /// Backend to check against.
-        #[arg(long, value_enum, default_value_t = Backend::Native)]
-        backend: Backend,
-        /// Spark Connect URL (`sc://host:port`).
-        #[arg(long, env = "SPARK_REMOTE")]
-        remote: Option<String>,
+        #[command(flatten)]
+        target: BackendArgs,
         #[command(flatten)]
         selection: SelectionArgs,
     },
@@ -95,12 +101,8 @@ enum Command {
     Run {
         #[command(flatten)]
         project: ProjectArg,
-        /// Where to run it.
-        #[arg(long, value_enum, default_value_t = Backend::Native)]
-        backend: Backend,
-        /// Spark Connect URL (`sc://host:port`).
-        #[arg(long, env = "SPARK_REMOTE")]
-        remote: Option<String>,
+        #[command(flatten)]
+        target: BackendArgs,
         #[command(flatten)]
         selection: SelectionArgs,
         /// Flows run at once (default: number of cores).
