@@ -41,6 +41,7 @@
 pub mod engine;
 pub mod error;
 pub mod expect;
+pub mod freshness;
 pub mod query;
 pub mod run;
 pub mod sink;

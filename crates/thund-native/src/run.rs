@@ -35,6 +35,7 @@ use serde_json::json;
 use crate::engine::{ensure_schema, new_context, plan_query, plan_query_with_streams, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
+use crate::freshness;
 use crate::sink::FileSink;
 use crate::storage::{RunLock, Storage};
 use crate::stream::{
@@ -481,6 +482,18 @@ impl Job {
         if matches!(d.kind, DatasetKind::StreamingTable | DatasetKind::Sink) {
             return self.streaming_flow(ctx, d, f, dq).await;
         }
+        // An unchanged materialized view is not recomputed (see `freshness`).
+        let fingerprint = match d.kind {
+            DatasetKind::MaterializedView if !self.dry && !self.plan.full_refresh.contains(&d.name) => {
+                freshness::fingerprint(p, &self.storage, d, f.query())
+            }
+            _ => None,
+        };
+        if let Some(fp) = &fingerprint {
+            if freshness::is_fresh(&self.storage, d, fp) {
+                return Ok(Written::Nothing);
+            }
+        }
         let plan = plan_query(ctx, f.query(), &p.root).await?;
         match d.kind {
             DatasetKind::TemporaryView | DatasetKind::PersistentView => {
@@ -509,7 +522,11 @@ impl Job {
                 };
                 let written = write_overwrite(ctx, &self.storage, d, plan).await;
                 *dq = checker.map(|c| c.metrics());
-                Ok(Written::Rows(written?))
+                let rows = written?;
+                if let Some(fp) = fingerprint {
+                    freshness::record(&self.storage, d, fp)?;
+                }
+                Ok(Written::Rows(rows))
             }
             DatasetKind::StreamingTable | DatasetKind::Sink => {
                 Err(NativeError::Execution(format!("{} `{}` cannot run on the native backend yet", d.kind, d.name)))

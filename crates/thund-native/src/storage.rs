@@ -5,6 +5,7 @@
 //!   tables/<catalog>/<database>/<name>/     one Delta table per materialized view / streaming table
 //!   views/<catalog>/<database>/<name>.json  persistent view definitions (for `thund query`)
 //!   checkpoints/<catalog>/<database>/<table>/<flow>/state.json   streaming progress (see `stream`)
+//!   fingerprints/<catalog>/<database>/<name>.json   what each materialized view was computed from
 //!   events/<run id>.jsonl                   the event log, one JSON object per line
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```

@@ -268,7 +268,7 @@ pub async fn table_increment(
 }
 
 /// The Delta table id (`metaData.id` of its first commit, which never changes).
-fn table_id(path: &Path) -> Option<String> {
+pub fn table_id(path: &Path) -> Option<String> {
     let first = std::fs::read_to_string(path.join("_delta_log/00000000000000000000.json")).ok()?;
     first.lines().find_map(|l| {
         let v: serde_json::Value = serde_json::from_str(l).ok()?;

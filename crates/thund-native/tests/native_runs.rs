@@ -93,7 +93,7 @@ fn a_failing_flow_keeps_the_old_table_skips_downstream_and_spares_the_rest() {
     assert!(second.failed());
     assert_eq!(phase_of(&second, "doubled"), RunPhase::Failed);
     assert_eq!(phase_of(&second, "after"), RunPhase::Skipped);
-    assert_eq!(phase_of(&second, "other"), RunPhase::Completed);
+    assert_eq!(phase_of(&second, "other"), RunPhase::Idle, "independent and unchanged: neither failed nor skipped");
     let err = second.flows.iter().find(|f| f.phase == RunPhase::Failed).and_then(|f| f.error.clone()).unwrap();
     assert!(err.contains("sql/a.sql:2:") && err.contains("no_such_column"), "{err}");
     assert!(events.iter().any(|e| e.phase == Some(RunPhase::Skipped)));
@@ -273,4 +273,47 @@ fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
     assert_eq!(summary.flows[0].rows_written, 600_000);
     let r = sorted_rows(dir.path(), "SELECT count(*), sum(n), count(DISTINCT h) FROM sorted");
     assert_eq!(r[0], ["600000", "600000", "600000"]);
+}
+
+#[test]
+fn unchanged_materialized_views_are_not_recomputed() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("data/a.csv", "x\n1\n2\n"),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW src AS SELECT * FROM read_files('data/a.csv', format => 'csv', header => true);\n\
+             CREATE TEMPORARY VIEW v AS SELECT x * 10 AS y FROM src;\n\
+             CREATE MATERIALIZED VIEW total AS SELECT sum(y) AS s FROM v;\n\
+             CREATE MATERIALIZED VIEW stamped AS SELECT count(*) AS n, current_timestamp() AS at FROM src;",
+        ),
+    ]);
+    let phases = |s: &knut_thund::backend::RunSummary| -> Vec<(String, RunPhase)> {
+        s.flows.iter().map(|f| (f.target.rsplit('.').next().unwrap().to_string(), f.phase)).collect()
+    };
+    let (first, _) = run(dir.path());
+    assert!(!first.failed(), "{:?}", first.flows);
+    let (second, _) = run(dir.path());
+    let p = phases(&second);
+    assert!(p.contains(&("src".into(), RunPhase::Idle)) && p.contains(&("total".into(), RunPhase::Idle)), "{p:?}");
+    assert!(p.contains(&("stamped".into(), RunPhase::Completed)), "non-deterministic views always run: {p:?}");
+
+    // A changed input file recomputes the chain through the temporary view.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.path().join("data/a.csv"), "x\n1\n2\n3\n").unwrap();
+    let (third, _) = run(dir.path());
+    let p = phases(&third);
+    assert!(
+        p.contains(&("src".into(), RunPhase::Completed)) && p.contains(&("total".into(), RunPhase::Completed)),
+        "{p:?}"
+    );
+    assert_eq!(sorted_rows(dir.path(), "SELECT s FROM total"), vec![vec!["60".to_string()]]);
+
+    // --full-refresh recomputes even when nothing changed.
+    let options = RunOptions {
+        selection: Selection { full_refresh: vec!["total".into()], ..Default::default() },
+        ..Default::default()
+    };
+    let (fourth, _) = run_with(dir.path(), options);
+    assert_eq!(phases(&fourth), vec![("total".to_string(), RunPhase::Completed)]);
 }
