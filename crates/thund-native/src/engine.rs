@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -31,6 +31,7 @@ use sqlparser::ast::{
 use sqlparser::parser::Parser;
 
 use crate::error::{NativeError, Result};
+use crate::storage::resolve_project_path;
 use crate::types::parse_ddl_schema;
 
 /// Engine settings.
@@ -248,22 +249,13 @@ impl VisitorMut for Rewriter {
     }
 }
 
-fn resolve_path(path: &str, root: &Path) -> PathBuf {
-    let p = Path::new(path.strip_prefix("file://").unwrap_or(path));
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
-}
-
 fn truthy(options: &BTreeMap<String, String>, key: &str) -> Option<bool> {
     options.get(key).map(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// Registers a batch file source as table `name` in the session's default schema.
 async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, root: &Path) -> Result<()> {
-    let path = resolve_path(&f.path, root);
+    let path = resolve_project_path(&f.path, root);
     if !path.exists() {
         return Err(NativeError::Execution(format!("{} source `{}` does not exist", f.format, path.display())));
     }

@@ -14,8 +14,8 @@ use knut_thund::ir::{Dataset, FileSource, Pipeline, Query, Read};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::error::{NativeError, Result};
-use crate::storage::{encode_component, Storage};
+use crate::error::Result;
+use crate::storage::{encode_component, resolve_project_path, write_json, Storage};
 
 /// Function names whose result changes from run to run.
 const NON_DETERMINISTIC: [&str; 9] =
@@ -62,8 +62,7 @@ fn file_state(path: &Path) -> Value {
 }
 
 fn files_state(f: &FileSource, root: &Path) -> Value {
-    let p = Path::new(f.path.strip_prefix("file://").unwrap_or(&f.path));
-    let p = if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
+    let p = resolve_project_path(&f.path, root);
     let mut entries = vec![file_state(&p)];
     if p.is_dir() {
         let mut children: Vec<PathBuf> =
@@ -124,13 +123,6 @@ pub fn is_fresh(storage: &Storage, d: &Dataset, fingerprint: &str) -> bool {
 
 /// Records that the view's table, at its current version, holds the result of `fingerprint`.
 pub fn record(storage: &Storage, d: &Dataset, fingerprint: String) -> Result<()> {
-    let path = stored_path(storage, d);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
-    }
     let stored = Stored { fingerprint, table_version: delta_version(&storage.table_path(&d.name)) };
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string(&stored).map_err(|e| NativeError::Storage(e.to_string()))?)
-        .map_err(|e| NativeError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| NativeError::io(&path, e))
+    write_json(&stored_path(storage, d), &stored)
 }

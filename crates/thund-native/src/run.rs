@@ -37,7 +37,7 @@ use crate::error::{NativeError, Result};
 use crate::expect::Checker;
 use crate::freshness;
 use crate::sink::FileSink;
-use crate::storage::{RunLock, Storage};
+use crate::storage::{write_json, RunLock, Storage};
 use crate::stream::{
     app_id, checkpoint_dir, committed_batch, increments, table_checkpoints, Checkpoint, CheckpointStore,
     CHECKPOINT_FORMAT_VERSION,
@@ -752,13 +752,5 @@ static STREAM_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsi
 
 /// Persists a persistent view's definition for `thund query`.
 fn store_view_definition(storage: &Storage, d: &Dataset, f: &Flow) -> Result<()> {
-    let path = storage.view_path(&d.name);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
-    }
-    let def = json!({ "name": d.name, "query": f.query(), "comment": d.comment });
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, def.to_string()).map_err(|e| NativeError::io(&tmp, e))?;
-    // Rename is atomic: a reader never sees half a definition.
-    std::fs::rename(&tmp, &path).map_err(|e| NativeError::io(&path, e))
+    write_json(&storage.view_path(&d.name), &json!({ "name": d.name, "query": f.query(), "comment": d.comment }))
 }

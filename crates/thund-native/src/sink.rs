@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, QualifiedName};
 
 use crate::error::{NativeError, Result};
-use crate::storage::encode_component;
+use crate::storage::{encode_component, resolve_project_path};
 
 /// Where a sink writes and in what format.
 pub struct FileSink {
@@ -43,9 +43,7 @@ impl FileSink {
             location: d.location.to_string(),
             message: format!("sink `{}` has no `path` option", d.name),
         })?;
-        let raw = raw.strip_prefix("file://").unwrap_or(raw);
-        let path = if Path::new(raw).is_absolute() { PathBuf::from(raw) } else { root.join(raw) };
-        Ok(FileSink { path, format })
+        Ok(FileSink { path: resolve_project_path(raw, root), format })
     }
 
     fn marker(&self, flow: &QualifiedName, batch: i64) -> PathBuf {

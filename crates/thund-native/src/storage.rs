@@ -125,6 +125,40 @@ impl Storage {
     }
 }
 
+/// A path a user wrote (a source, a sink), as a plain path or a `file://` URL; relative paths are
+/// relative to the project root.
+pub fn resolve_project_path(path: &str, root: &Path) -> PathBuf {
+    let p = Path::new(path.strip_prefix("file://").unwrap_or(path));
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+/// Reads a JSON file Þund wrote; `None` when it does not exist.
+pub fn read_json<T: for<'de> serde::Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| NativeError::Storage(format!("{}: unreadable: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(NativeError::io(path, e)),
+    }
+}
+
+/// Writes JSON atomically (a temporary file renamed into place): a reader, or a restart after a
+/// crash, sees the old or the new file, never half of one.
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(value).map_err(|e| NativeError::Storage(e.to_string()))?;
+    std::fs::write(&tmp, text).map_err(|e| NativeError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| NativeError::io(path, e))
+}
+
 /// Held for the duration of a run; the OS releases it when the process ends, even on a crash.
 #[derive(Debug)]
 pub struct RunLock {

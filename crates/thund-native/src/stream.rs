@@ -36,7 +36,7 @@ use knut_thund::ir::{FileSource, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{NativeError, Result};
-use crate::storage::{encode_component, Storage};
+use crate::storage::{encode_component, read_json, resolve_project_path, write_json, Storage};
 
 /// Version of the checkpoint files' format.
 pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
@@ -100,27 +100,6 @@ pub fn table_checkpoints(storage: &Storage, target: &QualifiedName) -> PathBuf {
         .join(encode_component(&target.name))
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| NativeError::Storage(format!("{}: unreadable checkpoint: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(NativeError::io(path, e)),
-    }
-}
-
-/// Writes JSON atomically: a reader (or a restart) sees the old or the new file, never half.
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(value).map_err(|e| NativeError::Storage(e.to_string()))?;
-    std::fs::write(&tmp, text).map_err(|e| NativeError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| NativeError::io(path, e))
-}
-
 /// A flow's checkpoint files.
 pub struct CheckpointStore {
     dir: PathBuf,
@@ -145,14 +124,12 @@ impl CheckpointStore {
     pub fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
         let state: Checkpoint = read_json(&self.state_path())?
             .unwrap_or(Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, ..Default::default() });
-        for c in [&state] {
-            if c.format_version > CHECKPOINT_FORMAT_VERSION {
-                return Err(NativeError::Storage(format!(
-                    "{}: checkpoint format {} is newer than this thund understands ({CHECKPOINT_FORMAT_VERSION})",
-                    self.dir.display(),
-                    c.format_version
-                )));
-            }
+        if state.format_version > CHECKPOINT_FORMAT_VERSION {
+            return Err(NativeError::Storage(format!(
+                "{}: checkpoint format {} is newer than this thund understands ({CHECKPOINT_FORMAT_VERSION})",
+                self.dir.display(),
+                state.format_version
+            )));
         }
         let Some(pending) = read_json::<Checkpoint>(&self.pending_path())? else {
             return Ok(state);
@@ -328,7 +305,7 @@ pub async fn files_increment(
     root: &Path,
     last: Option<&SourceOffset>,
 ) -> Result<NewInput> {
-    let dir = if Path::new(&f.path).is_absolute() { PathBuf::from(&f.path) } else { root.join(&f.path) };
+    let dir = resolve_project_path(&f.path, root);
     let (mut processed, mut schema) = match last {
         Some(SourceOffset::Files { processed, schema }) => (processed.clone(), schema.clone()),
         Some(SourceOffset::Table { .. }) => {

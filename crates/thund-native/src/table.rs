@@ -172,10 +172,10 @@ pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: Logical
     for (i, (name, dt)) in fields.iter().enumerate() {
         if let Some(bad) = name.chars().find(|c| INVALID_COLUMN_CHARS.contains(c)) {
             return Err(err(format!(
-                "column `{name}` of `{}` has the character {bad:?}, which Delta tables do not allow in names",
+                "column `{name}` of `{}` has the character {bad:?}, which Delta tables do not allow in names \
+                 (hint: give it a name with `AS`)",
                 d.name
-            ))
-            .with_hint_alias());
+            )));
         }
         let target = match declared.get(i) {
             Some(c) => Some(parse_type(&c.data_type).map_err(|m| err(format!("column `{}`: {m}", c.name)))?),
@@ -197,21 +197,6 @@ pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: Logical
     }
     let df = if changed { df.select(exprs)? } else { df };
     Ok(df.into_unoptimized_plan())
-}
-
-trait WithHint {
-    fn with_hint_alias(self) -> Self;
-}
-
-impl WithHint for NativeError {
-    fn with_hint_alias(self) -> Self {
-        match self {
-            NativeError::Plan { location, message } => {
-                NativeError::Plan { location, message: format!("{message} (hint: give it a name with `AS`)") }
-            }
-            other => other,
-        }
-    }
 }
 
 /// Replaces the table's contents with the plan's rows in one Delta commit: readers see the old

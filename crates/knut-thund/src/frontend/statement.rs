@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::query::{analyze, ident_name, matching_paren, NameContext};
+use super::query::{analyze, matching_paren, NameContext};
 use super::text::{tokenize, Tok, DIALECT};
 use crate::error::Diagnostic;
 use crate::ir::{
@@ -683,12 +683,6 @@ fn column_selection(c: &mut Cursor<'_>) -> PResult<ColumnSelection> {
         return Ok(ColumnSelection::All);
     }
     Ok(ColumnSelection::Include(c.ident_list(true)?))
-}
-
-/// Lower-cases an identifier the way names are stored (used by the CLI's selections).
-pub fn normalize_ident(raw: &str) -> String {
-    let ident = sqlparser::ast::Ident::new(raw);
-    ident_name(&ident)
 }
 
 #[cfg(test)]
