@@ -185,8 +185,9 @@ pub enum ScdType {
 /// `auto_cdc_flow_details`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutoCdcDetails {
-    /// The change feed.
-    pub source: Relation,
+    /// The dataset the change feed is read from (streamed); the protocol names a dataset here,
+    /// not a relation, so a query is lowered to a temporary view first.
+    pub source: String,
     /// Key columns.
     pub keys: Vec<String>,
     /// Ordering expression (SQL).

@@ -29,8 +29,20 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "spark")]
+mod client;
+#[cfg(feature = "spark")]
+mod convert;
 mod graph;
+#[cfg(feature = "spark")]
+pub mod proto;
 pub mod versions;
+
+#[cfg(feature = "spark")]
+pub use client::{
+    ClientError, ClientOptions, ConnectUrl, PipelineEvent, PipelineEventSink, PipelineRun, PipelinesClient,
+    ServerError, DEFAULT_PORT,
+};
 
 pub use graph::{
     AutoCdcDetails, DataflowGraph, Flow, FlowDetails, GraphError, Output, OutputType, Relation, ScdType, SinkDetails,

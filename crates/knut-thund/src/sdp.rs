@@ -99,13 +99,23 @@ impl Pipeline {
             let details = match &f.kind {
                 FlowKind::Append { .. } | FlowKind::Once { .. } => FlowDetails::Relation(relation),
                 FlowKind::AutoCdc(c) => {
+                    // The protocol names the change feed's dataset rather than carrying a
+                    // relation: the query becomes a temporary view the AutoCDC flow reads.
+                    let source = format!("{}.{}.__thund_cdc_{fi}", self.catalog, self.database);
+                    let mut o = Output::new(&source, OutputType::TemporaryView);
+                    o.location = location(&f.location);
+                    g.outputs.push(o);
+                    g.flows.push(GFlow {
+                        location: location(&f.location),
+                        ..GFlow::new(&source, &source, FlowDetails::Relation(relation))
+                    });
                     let (column_list, except_column_list) = match &c.columns {
                         ColumnSelection::All => (vec![], vec![]),
                         ColumnSelection::Include(v) => (v.clone(), vec![]),
                         ColumnSelection::Except(v) => (vec![], v.clone()),
                     };
                     FlowDetails::AutoCdc(AutoCdcDetails {
-                        source: relation,
+                        source,
                         keys: c.keys.clone(),
                         sequence_by: c.sequence_by.clone().unwrap_or_default(),
                         apply_as_deletes: c.apply_as_delete.clone(),
