@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy (warnings are errors), and the whole test suite
-# with nextest. Installs what the tests need (cargo-nextest, a Python venv with `deltalake` for
-# the Delta interop test) on first use.
+# with nextest. Installs what the tests need on first use: cargo-nextest, a Python venv with
+# `deltalake` for the Delta interop test, and real Spark Connect servers (pyspark 4.1.4 and
+# 4.3.0 from PyPI, Java 17) that the Spark tests run against; the servers are stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,19 @@ fi
 . scripts/python-env.sh
 export THUND_PYTHON
 
+# Real Spark Connect servers for the spark-connect-sdp tests, unless explicitly skipped.
+if [ -z "${THUND_SKIP_SPARK:-}" ]; then
+  scripts/spark-server.sh install 4.1.4
+  scripts/spark-server.sh install 4.3.0
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --doc
+if [ -z "${THUND_SKIP_SPARK:-}" ]; then
+  trap 'scripts/spark-server.sh stop 4.1.4; scripts/spark-server.sh stop 4.3.0' EXIT
+  THUND_SPARK_REMOTE="$(scripts/spark-server.sh start 4.1.4)"
+  THUND_SPARK_REMOTE_4_3="$(scripts/spark-server.sh start 4.3.0)"
+  export THUND_SPARK_REMOTE THUND_SPARK_REMOTE_4_3
+fi
 cargo nextest run --workspace --no-fail-fast

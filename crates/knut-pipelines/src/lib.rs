@@ -7,17 +7,26 @@
 //! server would otherwise only report half-way through a run ([`DataflowGraph::validate`]).
 //!
 //! ```text
-//!   knut_thund::ir::Pipeline ──to_sdp()──▶ DataflowGraph ──validate()──▶ (gRPC client: not yet built)
-//!                                            ├─ outputs: Output { name, OutputType, TableDetails, SinkDetails }
-//!                                            ├─ flows:   Flow { name, target, FlowDetails }
-//!                                            └─ sql_elements: SqlGraphElements (persistent views)
+//!   knut_thund::ir::Pipeline ──to_sdp()──▶ DataflowGraph ──validate()──▶ PipelinesClient (feature `spark`)
+//!                                            ├─ outputs: Output { name, OutputType, … }      define_graph: CreateDataflowGraph,
+//!                                            ├─ flows:   Flow { name, target, FlowDetails }    DefineOutput*, DefineFlow*,
+//!                                            └─ sql_elements (persistent views)             DefineSqlGraphElements*
+//!                                                                                         start_run ─▶ PipelineEventSink
+//!                                                                                         sql ─▶ Arrow RecordBatches
 //! ```
 //!
 //! The model deliberately mirrors the protocol's names (`OutputType::Table` is what the IR calls a
 //! streaming table; a persistent view has no output type and travels as SQL graph elements), so
-//! a gRPC conversion is a field-by-field copy. The live Spark Connect client is not part of this
-//! crate yet (the `spark` feature is reserved for it); lowering and validation need no network
-//! and no protobuf.
+//! the gRPC conversion (`convert.rs`) is a field-by-field copy.
+//!
+//! The live client ([`PipelinesClient`], feature `spark`) speaks our own subset of the Spark
+//! Connect protocol (`proto/*.proto`, compiled by protox at build time — no system `protoc`;
+//! generated code stays in [`proto`]). The subset is checked field by field against the pyspark
+//! wheel of every targeted Spark version by `tests/proto_drift.rs`. Connection strings follow
+//! Spark's `sc://host:port/;token=…;use_ssl=true;user_id=…;session_id=…`; a token implies TLS
+//! (rustls) and is never shown in errors or logs. Server failures become [`ClientError::Server`]
+//! with Spark's error class and SQLSTATE taken from the status details. Without the feature,
+//! lowering and validation need no network and no protobuf.
 //!
 //! ```
 //! use knut_pipelines::{DataflowGraph, Output, OutputType, Flow, FlowDetails, Relation};

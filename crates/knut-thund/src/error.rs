@@ -106,6 +106,12 @@ pub enum ThundError {
     /// A refresh selection names something that is not in the pipeline, or conflicts.
     #[error("selection: {0}")]
     Selection(String),
+    /// A command-line or connection setting is wrong (a bad `--remote` URL, say).
+    #[error("{0}")]
+    Usage(String),
+    /// A query (`thund query`) was rejected: bad SQL or an unknown table.
+    #[error("query failed: {0}")]
+    Query(String),
     /// A file could not be read or written.
     #[error("{}: {source}", .path.display())]
     Io {
@@ -135,6 +141,8 @@ impl ThundError {
                 | ThundError::Validation(_)
                 | ThundError::Unsupported { .. }
                 | ThundError::Selection(_)
+                | ThundError::Usage(_)
+                | ThundError::Query(_)
         )
     }
 

@@ -3,7 +3,9 @@
 //! Þund runs declarative data pipelines written in the Spark Declarative Pipelines (SDP) SQL
 //! dialect. This crate turns a project folder into a checked, planned pipeline and defines the
 //! contract every execution backend implements. It holds no engine: it builds in seconds, and
-//! the DataFusion backend (`thund-native`) and the Spark Connect backend plug in from outside.
+//! the DataFusion backend (`thund-native`) plugs in from outside. The Spark Connect backend
+//! ([`spark::SparkBackend`], feature `spark`) is a thin adaptor over `knut-pipelines`: lower with
+//! [`ir::Pipeline::to_sdp`], define, start, fold the server's event sentences into [`backend::RunEvent`]s.
 //!
 //! ```text
 //!  spark-pipeline.yml + *.sql
@@ -12,7 +14,7 @@
 //!  ir::Pipeline                    (closed enums: datasets, flows, expectations, event time)
 //!        │ validate()             (every problem at once, file:line + hint)
 //!        │ plan::plan(selection)  (topological stages, --refresh / --full-refresh)
-//!        ├── to_sdp() ──▶ knut_pipelines::DataflowGraph   (Spark backend)
+//!        ├── to_sdp() ──▶ knut_pipelines::DataflowGraph ──▶ spark::SparkBackend (feature `spark`)
 //!        ▼
 //!  backend::ExecBackend::check()  (refuse what the backend lacks, all gaps at once)
 //!        │ run_with()
@@ -45,6 +47,8 @@ pub mod ir;
 pub mod plan;
 pub mod render;
 pub mod sdp;
+#[cfg(feature = "spark")]
+pub mod spark;
 pub mod spec;
 pub mod status;
 pub mod validate;

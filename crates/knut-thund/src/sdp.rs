@@ -2,9 +2,10 @@
 //!
 //! Datasets become outputs (streaming table → `TABLE`), each flow's query travels as SQL text with
 //! configuration already substituted, and persistent views — which have no output type — travel
-//! as SQL graph elements. Streaming file sources cannot be SQL on Spark (`STREAM json.\`p\`` is a
-//! batch relation there), so each becomes a temporary view fed by a streaming `Read` relation,
-//! and the query reads that view instead.
+//! as SQL graph elements. File sources become temporary views fed by `Read` relations and the
+//! query reads the view instead: streaming ones cannot be SQL on Spark (`STREAM json.\`p\`` is a
+//! batch relation there), open-source Spark has no `read_files`, and a relative path must be
+//! resolved against the project folder, not the server's working directory.
 
 use std::collections::BTreeMap;
 
@@ -24,17 +25,39 @@ pub fn file_view_name(flow_index: usize, read_index: usize) -> String {
     format!("__thund_files_{flow_index}_{read_index}")
 }
 
-fn read_relation(fs: &FileSource) -> Relation {
+fn read_relation(fs: &FileSource, root: &std::path::Path) -> Relation {
     let mut options: BTreeMap<String, String> = fs.options.clone();
+    options.remove("format");
     let schema = options.remove("schema");
-    // read_files looks into sub-folders; Spark's file source only does with this option.
-    options.entry("recursiveFileLookup".into()).or_insert_with(|| "true".into());
+    if fs.syntax == crate::ir::FileSyntax::ReadFiles {
+        // read_files looks into sub-folders; Spark's file source only does with this option.
+        options.entry("recursiveFileLookup".into()).or_insert_with(|| "true".into());
+        // read_files infers CSV column types; Spark's CSV reader reads strings unless asked.
+        if fs.format.eq_ignore_ascii_case("csv") && schema.is_none() {
+            options.entry("inferSchema".into()).or_insert_with(|| "true".into());
+        }
+    }
+    let path = if fs.path.contains("://") || std::path::Path::new(&fs.path).is_absolute() {
+        fs.path.clone()
+    } else {
+        root.join(&fs.path).to_string_lossy().into_owned()
+    };
     Relation::Read {
-        format: fs.format.clone(),
+        format: fs.format.to_ascii_lowercase(),
         schema,
         options,
-        paths: vec![fs.path.clone()],
+        paths: vec![path],
         is_streaming: fs.streaming,
+    }
+}
+
+/// The name an output is defined under: temporary views have one-part names on Spark
+/// (`MULTIPART_TEMPORARY_VIEW_NAME_NOT_SUPPORTED`), everything else is fully qualified.
+fn output_name(kind: DatasetKind, name: &crate::ir::QualifiedName) -> String {
+    if kind == DatasetKind::TemporaryView {
+        name.name.clone()
+    } else {
+        name.to_string()
     }
 }
 
@@ -51,7 +74,7 @@ impl Pipeline {
                 DatasetKind::Sink => OutputType::Sink,
                 DatasetKind::PersistentView => continue, // sent as SQL below
             };
-            let mut o = Output::new(d.name.to_string(), output_type);
+            let mut o = Output::new(output_name(d.kind, &d.name), output_type);
             o.comment = d.comment.clone();
             o.location = location(&d.location);
             if d.kind.is_table() {
@@ -79,21 +102,36 @@ impl Pipeline {
                 continue;
             }
             let mut sql = f.query().sql.clone();
-            for (ri, r) in f.query().reads.iter().enumerate() {
-                let Read::Files(fs) = r else { continue };
-                if !fs.streaming {
-                    continue;
-                }
-                let view = file_view_name(fi, ri);
-                let qualified = format!("{}.{}.{view}", self.catalog, self.database);
+            let mut used = vec![false; f.query().reads.len()];
+            let mut next_view = 0;
+            while let Some(occ) = next_file_source(&sql) {
+                // Match the occurrence to its read by path and streaming-ness, in text order.
+                let found = f.query().reads.iter().enumerate().find_map(|(ri, r)| match r {
+                    Read::Files(fs) if !used[ri] && fs.path == occ.path && fs.streaming == occ.streaming => {
+                        Some((ri, fs))
+                    }
+                    _ => None,
+                });
+                let Some((ri, fs)) = found else { break };
+                used[ri] = true;
+                let view = file_view_name(fi, next_view);
+                next_view += 1;
+                // Temporary views have one-part names on Spark.
+                let qualified = view.clone();
                 let mut o = Output::new(&qualified, OutputType::TemporaryView);
                 o.location = location(&fs.location);
                 g.outputs.push(o);
                 g.flows.push(GFlow {
                     location: location(&fs.location),
-                    ..GFlow::new(&qualified, &qualified, FlowDetails::Relation(read_relation(fs)))
+                    ..GFlow::new(&qualified, &qualified, FlowDetails::Relation(read_relation(fs, &self.root)))
                 });
-                sql = replace_stream_read_files(&sql, &view);
+                if fs.streaming && !fs.options.contains_key("schema") {
+                    // A streaming file source needs a schema on Spark unless inference is on;
+                    // read_files infers one.
+                    g.sql_conf.insert("spark.sql.streaming.schemaInference".into(), "true".into());
+                }
+                let replacement = if fs.streaming { format!("STREAM({view})") } else { view };
+                sql = format!("{}{replacement}{}", &sql[..occ.start], &sql[occ.end..]);
             }
             let relation = Relation::Sql { query: sql };
             let details = match &f.kind {
@@ -101,7 +139,7 @@ impl Pipeline {
                 FlowKind::AutoCdc(c) => {
                     // The protocol names the change feed's dataset rather than carrying a
                     // relation: the query becomes a temporary view the AutoCDC flow reads.
-                    let source = format!("{}.{}.__thund_cdc_{fi}", self.catalog, self.database);
+                    let source = format!("__thund_cdc_{fi}");
                     let mut o = Output::new(&source, OutputType::TemporaryView);
                     o.location = location(&f.location);
                     g.outputs.push(o);
@@ -133,7 +171,15 @@ impl Pipeline {
                     })
                 }
             };
-            let mut gf = GFlow::new(f.name.to_string(), f.target.to_string(), details);
+            let target_kind = target_kind.unwrap_or(DatasetKind::MaterializedView);
+            // Spark wants one-part names for temporary views and for explicit flows
+            // (`MULTIPART_FLOW_NAME_NOT_SUPPORTED`); an implicit flow carries its dataset's name.
+            let (name, target) = match (target_kind, f.implicit) {
+                (DatasetKind::TemporaryView, _) => (f.target.name.clone(), f.target.name.clone()),
+                (_, false) => (f.name.name.clone(), f.target.to_string()),
+                (_, true) => (f.name.to_string(), f.target.to_string()),
+            };
+            let mut gf = GFlow::new(name, target, details);
             gf.once = matches!(f.kind, FlowKind::Once { .. });
             gf.location = location(&f.location);
             gf.sql_conf = f.sql_conf.clone();
@@ -143,33 +189,59 @@ impl Pipeline {
     }
 }
 
-/// Replaces the first `STREAM read_files(…)` / `STREAM(read_files(…))` in `sql` by
-/// `STREAM(view)`. Works on tokens so strings and comments are never touched.
-fn replace_stream_read_files(sql: &str, view: &str) -> String {
+/// A file source found in SQL text: its byte range (including a leading `STREAM`), path and
+/// whether it streams.
+#[derive(Debug, PartialEq, Eq)]
+struct FileOccurrence {
+    start: usize,
+    end: usize,
+    path: String,
+    streaming: bool,
+}
+
+/// Finds the first file source in `sql`: `read_files(…)` or `` fmt.`path` ``, optionally
+/// streamed with `STREAM x` or `STREAM(x)`. Works on tokens so strings and comments are never
+/// touched.
+fn next_file_source(sql: &str) -> Option<FileOccurrence> {
+    use sqlparser::tokenizer::Token;
     let base = SourceLocation::new("", 1, 1);
-    let Ok(toks) = crate::frontend::text::tokenize(sql, Some(&base), "") else {
-        return sql.to_string();
-    };
+    let toks = crate::frontend::text::tokenize(sql, Some(&base), "").ok()?;
     for (i, t) in toks.iter().enumerate() {
-        if !t.is_word("STREAM") {
-            continue;
+        // `read_files(` …
+        let (first, last, path) =
+            if t.is_word("read_files") && toks.get(i + 1).is_some_and(|n| n.token == Token::LParen) {
+                let close = crate::frontend::query::matching_paren(&toks, i + 1)?;
+                let path = toks[i + 2..close].iter().find_map(|x| match &x.token {
+                    Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                })?;
+                (i, close, path)
+            } else if let (Token::Word(w), Some(dot), Some(p)) = (&t.token, toks.get(i + 1), toks.get(i + 2)) {
+                // … or ``fmt.`path` ``
+                let is_format = crate::frontend::query::FILE_FORMATS.iter().any(|f| w.value.eq_ignore_ascii_case(f));
+                match &p.token {
+                    Token::Word(pw) if is_format && dot.token == Token::Period && pw.quote_style == Some('`') => {
+                        (i, i + 2, pw.value.clone())
+                    }
+                    _ => continue,
+                }
+            } else {
+                continue;
+            };
+        // A leading `STREAM` or `STREAM(` makes it a streaming read.
+        let (mut start_tok, mut end_tok, mut streaming) = (first, last, false);
+        if first >= 1 && toks[first - 1].is_word("STREAM") {
+            (start_tok, streaming) = (first - 1, true);
+        } else if first >= 2
+            && toks[first - 1].token == Token::LParen
+            && toks[first - 2].is_word("STREAM")
+            && toks.get(last + 1).is_some_and(|x| x.token == Token::RParen)
+        {
+            (start_tok, end_tok, streaming) = (first - 2, last + 1, true);
         }
-        let (rf, wrapped) = match toks.get(i + 1) {
-            Some(n) if n.is_word("read_files") => (i + 1, false),
-            Some(n)
-                if n.token == sqlparser::tokenizer::Token::LParen
-                    && toks.get(i + 2).is_some_and(|x| x.is_word("read_files")) =>
-            {
-                (i + 2, true)
-            }
-            _ => continue,
-        };
-        let Some(close) = crate::frontend::query::matching_paren(&toks, rf + 1) else { continue };
-        let end = if wrapped { close + 1 } else { close };
-        let Some(last) = toks.get(end) else { continue };
-        return format!("{}STREAM({view}){}", &sql[..t.start], &sql[last.end..]);
+        return Some(FileOccurrence { start: toks[start_tok].start, end: toks[end_tok].end, path, streaming });
     }
-    sql.to_string()
+    None
 }
 
 #[cfg(test)]
@@ -177,14 +249,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn replaces_streaming_file_reads_with_their_view() {
+    fn finds_file_sources_in_every_spelling() {
+        let q = "SELECT * FROM STREAM read_files('/x', format => 'json') WHERE a";
+        let o = next_file_source(q).unwrap();
         assert_eq!(
-            replace_stream_read_files("SELECT * FROM STREAM read_files('/x', format => 'json') WHERE a", "v"),
-            "SELECT * FROM STREAM(v) WHERE a"
+            (&q[o.start..o.end], o.path.as_str(), o.streaming),
+            ("STREAM read_files('/x', format => 'json')", "/x", true)
         );
-        assert_eq!(
-            replace_stream_read_files("SELECT * FROM STREAM(read_files('/x', format => 'json'))", "v"),
-            "SELECT * FROM STREAM(v)"
-        );
+        let q = "SELECT * FROM STREAM(read_files('/x', format => 'json'))";
+        let o = next_file_source(q).unwrap();
+        assert_eq!(&q[o.start..o.end], "STREAM(read_files('/x', format => 'json'))");
+        let q = "SELECT * FROM parquet.`data/p` AS t -- read_files('no')";
+        let o = next_file_source(q).unwrap();
+        assert_eq!((&q[o.start..o.end], o.path.as_str(), o.streaming), ("parquet.`data/p`", "data/p", false));
+        assert_eq!(next_file_source("SELECT 'read_files(1)' FROM t"), None);
     }
 }

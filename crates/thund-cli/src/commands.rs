@@ -34,7 +34,9 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             max_concurrent_flows,
             memory_limit,
         } => run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit, json),
-        Command::Query { project, sql, format } => query(&project.project, &sql, format),
+        Command::Query { project, target: BackendArgs { backend, remote }, sql, format } => {
+            query(&project.project, backend, remote, &sql, format)
+        }
         Command::Events { project, run, last: _, format } => events(&project.project, run, format),
         Command::Doctor { remote, format } => doctor(remote, format),
     }
@@ -81,10 +83,18 @@ fn validate(start: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn spark_unavailable() -> anyhow::Error {
-    anyhow::Error::new(Usage(
-        "the spark-connect-sdp backend is not part of this build yet; `thund graph --format sdp` shows the dataflow graph it would send".into(),
-    ))
+/// The Spark backend for `--remote` / `SPARK_REMOTE`.
+#[cfg(feature = "spark")]
+fn spark_backend(remote: Option<String>) -> anyhow::Result<knut_thund::spark::SparkBackend> {
+    match remote {
+        Some(url) => Ok(knut_thund::spark::SparkBackend::new(url)),
+        None => bail!(Usage("--backend spark needs a server: pass --remote sc://host:port or set SPARK_REMOTE".into())),
+    }
+}
+
+#[cfg(not(feature = "spark"))]
+fn spark_backend(_remote: Option<String>) -> anyhow::Result<std::convert::Infallible> {
+    bail!(Usage("this thund was built without the `spark` feature: rebuild with `--features spark`".into()))
 }
 
 fn dry_run(
@@ -96,7 +106,24 @@ fn dry_run(
 ) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
     if backend == Backend::Spark {
-        return spark_dry_run(start, &p, remote);
+        if remote.is_none() {
+            return spark_dry_run(start, &p);
+        }
+        let spark = spark_backend(remote)?;
+        let options = RunOptions { selection: selection(sel), dry: true, max_concurrent_flows: 0 };
+        #[cfg(feature = "spark")]
+        {
+            let run = spark.run_with(&p, &options).map_err(|e| in_project(start, e))?;
+            let summary = follow(run, json)?;
+            if summary.failed() {
+                eprintln!("the server's dry run found problems: fix the flows marked FAILED above");
+                return Ok(ExitCode::from(2));
+            }
+            println!("dry run ok on {}: graph defined and resolved by the server, nothing written", spark.version());
+            return Ok(ExitCode::SUCCESS);
+        }
+        #[cfg(not(feature = "spark"))]
+        match (spark, options) {}
     }
     let native = NativeBackend::new();
     native.check(&p).map_err(|e| in_project(start, e))?;
@@ -123,10 +150,10 @@ fn spark_check(start: &Path, p: &Pipeline) -> anyhow::Result<()> {
     }
 }
 
-/// Without a Spark Connect client in this build, a Spark dry run checks everything that needs no
-/// server: capabilities (against the oldest targeted line, 4.1, as the server version is
-/// unknown) and the lowered dataflow graph. It says plainly that nothing was sent.
-fn spark_dry_run(start: &Path, p: &Pipeline, remote: Option<String>) -> anyhow::Result<ExitCode> {
+/// Without a server, a Spark dry run checks everything that needs none: capabilities (against
+/// the oldest targeted line, 4.1, as the server version is unknown) and the lowered dataflow
+/// graph. It says plainly that nothing was sent.
+fn spark_dry_run(start: &Path, p: &Pipeline) -> anyhow::Result<ExitCode> {
     spark_check(start, p)?;
     let g = p.to_sdp();
     g.validate().context("the lowered dataflow graph is invalid")?;
@@ -135,8 +162,7 @@ fn spark_dry_run(start: &Path, p: &Pipeline, remote: Option<String>) -> anyhow::
         g.outputs.len(),
         g.flows.len()
     );
-    let target = remote.map(|r| format!(" to {r}")).unwrap_or_default();
-    println!("nothing was sent{target}: the Spark Connect client is not part of this build yet");
+    println!("nothing was sent: pass --remote sc://host:port (or set SPARK_REMOTE) to have the server resolve it");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -181,7 +207,7 @@ fn parse_size(s: &str) -> anyhow::Result<usize> {
 fn run(
     start: &Path,
     backend: Backend,
-    _remote: Option<String>,
+    remote: Option<String>,
     sel: SelectionArgs,
     max_concurrent_flows: usize,
     memory_limit: Option<String>,
@@ -191,7 +217,19 @@ fn run(
     if backend == Backend::Spark {
         // Refuse what Spark cannot run before anything could reach a cluster.
         spark_check(start, &p)?;
-        return Err(spark_unavailable());
+        let spark = spark_backend(remote)?;
+        let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
+        #[cfg(feature = "spark")]
+        {
+            let run = spark.run_with(&p, &options).map_err(|e| in_project(start, e))?;
+            let summary = follow(run, json)?;
+            if !json {
+                print_summary(&summary);
+            }
+            return Ok(if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS });
+        }
+        #[cfg(not(feature = "spark"))]
+        match (spark, options) {}
     }
     let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
     let native =
@@ -285,7 +323,34 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
-fn query(start: &Path, sql: &str, format: QueryFormat) -> anyhow::Result<ExitCode> {
+fn query(
+    start: &Path,
+    backend: Backend,
+    remote: Option<String>,
+    sql: &str,
+    format: QueryFormat,
+) -> anyhow::Result<ExitCode> {
+    if backend == Backend::Spark {
+        let spark = spark_backend(remote)?;
+        // Inside a project, unqualified names resolve to its catalog and database, as in a run.
+        let namespace = knut_thund::frontend::load(start).ok().map(|p| (p.catalog, p.database));
+        #[cfg(feature = "spark")]
+        {
+            let batches = match spark.query_in(namespace.as_ref().map(|(c, d)| (c.as_str(), d.as_str())), sql) {
+                Ok(b) => b,
+                Err(e @ ThundError::Query(_)) => bail!(Usage(e.to_string())),
+                Err(e) => return Err(e.into()),
+            };
+            let schema = match batches.first() {
+                Some(b) => b.schema(),
+                None => std::sync::Arc::new(arrow::datatypes::Schema::empty()),
+            };
+            print!("{}", crate::render::batches(&schema, &batches, format)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        #[cfg(not(feature = "spark"))]
+        match (spark, namespace) {}
+    }
     let p = load(start)?;
     let result = runtime()?.block_on(thund_native::query(&p, sql, &EngineOptions::default()));
     let result = match result {
@@ -398,29 +463,7 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCo
         }
     }
     if let Some(url) = remote {
-        let target = url.trim_start_matches("sc://").split(['/', ';']).next().unwrap_or_default().to_string();
-        let target = if target.contains(':') { target } else { format!("{target}:15002") };
-        let reach = std::net::ToSocketAddrs::to_socket_addrs(&target)
-            .map_err(|e| e.to_string())
-            .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
-            .and_then(|a| {
-                std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(3)).map_err(|e| e.to_string())
-            });
-        functional_status(
-            "knut-pipelines/transport",
-            "tcp_connect",
-            reach.is_ok(),
-            match reach {
-                Ok(_) => format!("sc://{target}"),
-                Err(e) => format!("sc://{target}: {e}"),
-            },
-        );
-        functional_status(
-            "knut-pipelines/client",
-            "spark_connect_grpc",
-            false,
-            "the Spark Connect client is not part of this build yet",
-        );
+        spark_doctor(&url, frontend.as_ref().ok(), dir.path())?;
     }
     let rows = status_rows();
     match format {
@@ -428,6 +471,85 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCo
         DoctorFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
     }
     Ok(if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Spark rows of `thund doctor`: reachable, version, capabilities, lowering, a live run.
+#[cfg(feature = "spark")]
+fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow::Result<()> {
+    use knut_thund::spark::SparkBackend;
+    let spark = SparkBackend::new(url);
+    let version = spark.detect_version();
+    let reachable = functional_status(
+        "knut-pipelines/client",
+        "connect_and_version",
+        version.is_ok(),
+        match &version {
+            Ok(v) => format!("Spark {v}"),
+            Err(e) => e.to_string(),
+        },
+    );
+    if !reachable {
+        return Ok(());
+    }
+    let caps = spark.capabilities();
+    let supported = knut_thund::backend::spark_capabilities(spark.version()).is_some();
+    functional_status(
+        "knut-thund/backend_spark",
+        "capabilities",
+        supported,
+        format!(
+            "batch={} streaming={} cdc={} expectations={} event_time={} sinks={} persistent_views={}",
+            caps.batch, caps.streaming, caps.cdc, caps.expectations, caps.event_time, caps.sinks, caps.persistent_views
+        ),
+    );
+    if let Some(p) = sample {
+        let checked = spark
+            .check(p)
+            .map(|_| p.to_sdp())
+            .and_then(|g| g.validate().map(|_| g).map_err(|e| knut_thund::error::ThundError::Internal(e.to_string())));
+        functional_status(
+            "knut-thund/backend_spark",
+            "lower_sample_pipeline",
+            checked.is_ok(),
+            match checked {
+                Ok(g) => format!("{} outputs, {} flows", g.outputs.len(), g.flows.len()),
+                Err(e) => e.to_string().replace('\n', " "),
+            },
+        );
+    }
+    // A server-side dry run of a two-dataset pipeline: defines the graph and has Spark resolve it,
+    // writing nothing (works against remote servers too, which cannot see local files).
+    let project = scratch.join("spark-doctor");
+    std::fs::create_dir_all(&project)?;
+    std::fs::write(
+        project.join("spark-pipeline.yml"),
+        "name: doctor\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+    )?;
+    std::fs::write(
+        project.join("a.sql"),
+        "CREATE MATERIALIZED VIEW thund_doctor_a AS SELECT 1 AS x;\n\
+         CREATE MATERIALIZED VIEW thund_doctor_b AS SELECT x + 1 AS y FROM thund_doctor_a;\n",
+    )?;
+    let outcome = load(&project).and_then(|p| {
+        let options = RunOptions { dry: true, ..Default::default() };
+        Ok(spark.run_with(&p, &options)?.finish()?)
+    });
+    functional_status(
+        "knut-thund/backend_spark",
+        "live_dry_run",
+        matches!(&outcome, Ok(s) if !s.failed()),
+        match outcome {
+            Ok(s) => s.flows.iter().map(|f| format!("{} {}", f.flow, f.phase)).collect::<Vec<_>>().join(", "),
+            Err(e) => e.to_string(),
+        },
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "spark"))]
+fn spark_doctor(_url: &str, _sample: Option<&Pipeline>, _scratch: &Path) -> anyhow::Result<()> {
+    functional_status("knut-pipelines/client", "connect_and_version", false, "built without the `spark` feature");
+    Ok(())
 }
 
 #[cfg(test)]

@@ -116,6 +116,8 @@ enum Command {
     Query {
         #[command(flatten)]
         project: ProjectArg,
+        #[command(flatten)]
+        target: BackendArgs,
         /// The query (Spark SQL).
         sql: String,
         /// Output format.

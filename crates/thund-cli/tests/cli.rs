@@ -204,7 +204,7 @@ fn doctor_reports_green_rows_for_what_works_here() {
     // An unreachable Spark server is a red row, not a pass.
     let o = thund(&["doctor", "--remote", "sc://127.0.0.1:1"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(text(&o).lines().any(|l| l.contains("tcp_connect") && l.contains("FAIL")), "{}", text(&o));
+    assert!(text(&o).lines().any(|l| l.contains("connect_and_version") && l.contains("FAIL")), "{}", text(&o));
 }
 
 #[test]

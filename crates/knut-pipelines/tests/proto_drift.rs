@@ -1,0 +1,157 @@
+//! Protocol drift: every message field and enum value of our `.proto` subset must have the same
+//! name, number and type in the pyspark wheel of each target Spark version — except the fields
+//! listed in `SINCE`, which must be absent from older wheels (so the list stays true).
+#![cfg(feature = "spark")]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use prost::Message;
+use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorSet};
+
+/// Target wheels.
+const VERSIONS: &[&str] = &["4.1.4", "4.3.0"];
+
+/// Parts of our subset that only newer lines have: (full name, field or value or `*`, first version).
+const SINCE: &[(&str, &str, (u32, u32))] = &[
+    ("spark.connect.PipelineCommand.DefineFlow", "auto_cdc_flow_details", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails", "*", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow.SCDType", "*", (4, 3)),
+];
+
+#[derive(Default)]
+struct Facts {
+    /// message → field → (number, type)
+    messages: BTreeMap<String, BTreeMap<String, (i64, String)>>,
+    /// enum → value → number
+    enums: BTreeMap<String, BTreeMap<String, i64>>,
+}
+
+fn walk_enum(prefix: &str, e: &EnumDescriptorProto, f: &mut Facts) {
+    let values = e.value.iter().map(|v| (v.name().to_string(), i64::from(v.number()))).collect();
+    f.enums.insert(format!("{prefix}{}", e.name()), values);
+}
+
+fn walk_message(prefix: &str, m: &DescriptorProto, f: &mut Facts) {
+    let name = format!("{prefix}{}", m.name());
+    let fields = m
+        .field
+        .iter()
+        .map(|fd| {
+            let kind = if fd.type_name().is_empty() {
+                fd.r#type.unwrap_or_default().to_string()
+            } else {
+                fd.type_name().trim_start_matches('.').to_string()
+            };
+            (fd.name().to_string(), (i64::from(fd.number()), kind))
+        })
+        .collect();
+    f.messages.insert(name.clone(), fields);
+    for n in &m.nested_type {
+        walk_message(&format!("{name}."), n, f);
+    }
+    for e in &m.enum_type {
+        walk_enum(&format!("{name}."), e, f);
+    }
+}
+
+fn ours() -> Facts {
+    let fds = FileDescriptorSet::decode(knut_pipelines::proto::FILE_DESCRIPTOR_SET).unwrap();
+    let mut f = Facts::default();
+    for file in fds.file.iter().filter(|f| !f.name().starts_with("google/protobuf/")) {
+        let prefix = format!("{}.", file.package());
+        for m in &file.message_type {
+            walk_message(&prefix, m, &mut f);
+        }
+        for e in &file.enum_type {
+            walk_enum(&prefix, e, &mut f);
+        }
+    }
+    f
+}
+
+fn wheel(version: &str) -> Facts {
+    let cache = std::env::var_os("THUND_SPARK_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/thund-spark"));
+    let python = cache.join(version).join("bin/python");
+    assert!(
+        python.exists(),
+        "no pyspark {version} venv at {}: run `scripts/spark-server.sh install {version}`",
+        python.display()
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/proto_fields.py");
+    let out = Command::new(&python).arg(script).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["version"], version);
+    let mut f = Facts::default();
+    for (m, fields) in json["messages"].as_object().unwrap() {
+        let fields = fields
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), (v[0].as_i64().unwrap(), v[1].as_str().unwrap().to_string())))
+            .collect();
+        f.messages.insert(m.clone(), fields);
+    }
+    for (e, values) in json["enums"].as_object().unwrap() {
+        let values = values.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_i64().unwrap())).collect();
+        f.enums.insert(e.clone(), values);
+    }
+    f
+}
+
+fn since(name: &str, member: &str) -> Option<(u32, u32)> {
+    SINCE.iter().find(|(n, m, _)| *n == name && (*m == member || *m == "*")).map(|(_, _, v)| *v)
+}
+
+fn line(version: &str) -> (u32, u32) {
+    let mut p = version.split('.').map(|x| x.parse().unwrap());
+    (p.next().unwrap(), p.next().unwrap())
+}
+
+#[test]
+fn our_protocol_subset_matches_every_target_wheel() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        eprintln!("THUND_SKIP_SPARK is set: skipping the protocol drift test");
+        return;
+    }
+    let ours = ours();
+    assert!(ours.messages.contains_key("spark.connect.PipelineCommand.StartRun"));
+    let mut problems = Vec::new();
+    for version in VERSIONS {
+        let theirs = wheel(version);
+        let line = line(version);
+        for (m, fields) in &ours.messages {
+            for (name, (number, kind)) in fields {
+                let expected_absent = since(m, name).is_some_and(|v| line < v);
+                match theirs.messages.get(m).and_then(|f| f.get(name)) {
+                    Some(_) if expected_absent => {
+                        problems.push(format!("{version}: {m}.{name} exists, but SINCE says it is newer"))
+                    }
+                    None if !expected_absent => problems.push(format!("{version}: {m}.{name} does not exist")),
+                    Some((n, k)) if (n, k) != (number, kind) => {
+                        problems.push(format!("{version}: {m}.{name} is {n} {k}, ours is {number} {kind}"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (e, values) in &ours.enums {
+            for (name, number) in values {
+                let expected_absent = since(e, name).is_some_and(|v| line < v);
+                match theirs.enums.get(e).and_then(|v| v.get(name)) {
+                    Some(_) if expected_absent => {
+                        problems.push(format!("{version}: {e}.{name} exists, but SINCE says it is newer"))
+                    }
+                    None if !expected_absent => problems.push(format!("{version}: {e}.{name} does not exist")),
+                    Some(n) if n != number => problems.push(format!("{version}: {e}.{name} = {n}, ours = {number}")),
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "our proto subset drifted from the wheels:\n{}", problems.join("\n"));
+}

@@ -1,0 +1,342 @@
+//! The spark-connect-sdp backend against real Spark Connect servers: 4.1.4 at
+//! `THUND_SPARK_REMOTE` and 4.3.0 at `THUND_SPARK_REMOTE_4_3` (`scripts/test.sh` starts both).
+//! A missing URL fails the test; `THUND_SKIP_SPARK=1` opts out explicitly.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use arrow::record_batch::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use knut_thund::backend::{ExecBackend, RunEvent, RunHandle, RunOptions, RunPhase, RunSummary};
+use knut_thund::error::ThundError;
+use knut_thund::spark::SparkBackend;
+
+fn remote(var: &str) -> Option<String> {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        eprintln!("THUND_SKIP_SPARK is set: skipping a live Spark test");
+        return None;
+    }
+    Some(std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: start a server with `scripts/spark-server.sh start` and export its URL")
+    }))
+}
+
+/// A unique database per test: tests share one server.
+fn database(test: &str) -> String {
+    format!("t_{test}_{}", std::process::id())
+}
+
+fn project(db: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "name: {db}\nstorage: {}\ndatabase: {db}\nconfiguration:\n  spark.sql.pipelines.maxFlowRetryAttempts: '0'\n\
+         libraries:\n  - glob:\n      include: transformations/**\n",
+        dir.path().join("storage").display()
+    );
+    std::fs::write(dir.path().join("spark-pipeline.yml"), spec).unwrap();
+    for (name, text) in files {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    dir
+}
+
+fn run(url: &str, dir: &Path, options: RunOptions) -> (RunSummary, Vec<RunEvent>) {
+    let p = knut_thund::frontend::load(dir).unwrap();
+    let mut run = SparkBackend::new(url).run_with(&p, &options).unwrap_or_else(|e| panic!("{e}"));
+    let mut events = Vec::new();
+    while let Some(evs) = run.poll_events() {
+        events.extend(evs);
+    }
+    (run.finish().unwrap(), events)
+}
+
+/// Sorted rows as strings (NULL as empty).
+fn rows(batches: &[RecordBatch]) -> Vec<String> {
+    let opts = FormatOptions::default().with_null("");
+    let mut out = Vec::new();
+    for b in batches {
+        let f: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
+        for r in 0..b.num_rows() {
+            out.push(f.iter().map(|x| x.value(r).to_string()).collect::<Vec<_>>().join(","));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn query(url: &str, sql: &str) -> Vec<String> {
+    rows(&SparkBackend::new(url).query(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+fn phases_of(events: &[RunEvent], element: &str) -> Vec<RunPhase> {
+    events.iter().filter(|e| e.element == element).filter_map(|e| e.phase).collect()
+}
+
+#[test]
+fn runs_materialized_and_temporary_and_persistent_views_on_spark() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("views");
+    let dir = project(
+        &db,
+        &[(
+            "transformations/a.sql",
+            "CREATE TEMPORARY VIEW raw AS SELECT * FROM VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 5) AS t(id, k, v);\n\
+             CREATE MATERIALIZED VIEW totals AS SELECT k, sum(v) AS total, count(*) AS n FROM raw GROUP BY k;\n\
+             CREATE VIEW big AS SELECT k FROM totals WHERE total > 12;\n\
+             CREATE MATERIALIZED VIEW from_view AS SELECT k FROM big;\n",
+        )],
+    );
+    let (summary, events) = run(&url, dir.path(), RunOptions::default());
+    assert!(!summary.failed(), "{summary:#?}");
+    let totals = format!("spark_catalog.{db}.totals");
+    let phases = phases_of(&events, &totals);
+    let pos = |p: RunPhase| phases.iter().position(|x| *x == p).unwrap_or_else(|| panic!("{p} missing: {phases:?}"));
+    assert!(pos(RunPhase::Queued) < pos(RunPhase::Running) && pos(RunPhase::Running) < pos(RunPhase::Completed));
+    let last = events.last().unwrap();
+    assert_eq!((last.element.as_str(), last.phase), ("run", Some(RunPhase::Completed)), "{events:#?}");
+    assert_eq!(query(&url, &format!("SELECT k, total, n FROM {db}.totals")), ["a,15,2", "b,20,1"]);
+    assert_eq!(query(&url, &format!("SELECT k FROM {db}.from_view")), ["a", "b"]);
+    // The persistent view is a catalog object that outlives the run.
+    assert_eq!(query(&url, &format!("SELECT k FROM {db}.big")), ["a", "b"]);
+}
+
+#[test]
+fn streams_new_files_into_streaming_tables_across_runs() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("stream");
+    let data = tempfile::tempdir().unwrap();
+    let sql = format!(
+        "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+         CREATE STREAMING TABLE silver;\n\
+         CREATE FLOW to_silver AS INSERT INTO silver BY NAME SELECT id, v * 2 AS v2 FROM STREAM(bronze) WHERE v > 0;\n\
+         CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n, sum(v2) AS s FROM silver;\n",
+        data.path().display()
+    );
+    let dir = project(&db, &[("transformations/s.sql", &sql)]);
+    std::fs::create_dir_all(data.path().join("day=1")).unwrap();
+    std::fs::write(data.path().join("day=1/a.json"), "{\"id\": 1, \"v\": 5}\n{\"id\": 2, \"v\": -1}\n").unwrap();
+    let (s1, _) = run(&url, dir.path(), RunOptions::default());
+    assert!(!s1.failed(), "{s1:#?}");
+    // The explicit flow is reported under its own name.
+    let flow = s1.flows.iter().find(|f| f.flow.ends_with(".to_silver")).unwrap();
+    assert_eq!(flow.phase, RunPhase::Completed, "{s1:#?}");
+    assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10"]);
+    // A second batch in a new sub-folder: only it is read.
+    std::fs::create_dir_all(data.path().join("day=2")).unwrap();
+    std::fs::write(data.path().join("day=2/b.json"), "{\"id\": 3, \"v\": 7}\n").unwrap();
+    let (s2, _) = run(&url, dir.path(), RunOptions::default());
+    assert!(!s2.failed(), "{s2:#?}");
+    assert_eq!(query(&url, &format!("SELECT id FROM {db}.bronze")), ["1", "2", "3"]);
+    assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10", "3,14"]);
+    assert_eq!(query(&url, &format!("SELECT n, s FROM {db}.total")), ["2,24"]);
+}
+
+#[test]
+fn refuses_several_flows_into_a_parquet_streaming_table_before_sending_anything() {
+    // Spark 4.1.4 keeps only one flow's commits in a parquet streaming table (rows are lost), so
+    // the backend refuses, naming every flow; no server is needed to refuse.
+    let p = project(
+        "unused",
+        &[(
+            "transformations/f.sql",
+            "CREATE STREAMING TABLE t;\n\
+             CREATE FLOW a AS INSERT INTO t BY NAME SELECT * FROM STREAM(s1);\n\
+             CREATE FLOW b AS INSERT INTO t BY NAME SELECT * FROM STREAM(s2);\n\
+             CREATE STREAMING TABLE s1 AS SELECT 1 AS x;\n\
+             CREATE STREAMING TABLE s2 AS SELECT 2 AS x;\n",
+        )],
+    );
+    let p = knut_thund::frontend::load(p.path()).unwrap();
+    let err = SparkBackend::new("sc://127.0.0.1:1").check(&p).unwrap_err();
+    let ThundError::Unsupported { gaps, .. } = &err else { panic!("{err}") };
+    assert_eq!(gaps.len(), 2, "{err}");
+    let text = err.to_string();
+    assert!(text.contains("transformations/f.sql:2") && text.contains("transformations/f.sql:3"), "{text}");
+    assert!(text.contains("USING delta"), "{text}");
+}
+
+#[test]
+fn a_failing_flow_fails_with_the_spark_error_and_its_file_line() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("fail");
+    let dir = project(
+        &db,
+        &[(
+            "transformations/f.sql",
+            "CREATE MATERIALIZED VIEW ok AS SELECT 1 AS x;\n\
+             CREATE MATERIALIZED VIEW bad AS SELECT x, raise_error('boom') AS y FROM ok;\n\
+             CREATE MATERIALIZED VIEW down AS SELECT * FROM bad;\n",
+        )],
+    );
+    let (summary, events) = run(&url, dir.path(), RunOptions::default());
+    assert!(summary.failed());
+    let by_target = |t: &str| summary.flows.iter().find(|f| f.target.ends_with(t)).unwrap();
+    assert_eq!(by_target(".ok").phase, RunPhase::Completed);
+    assert_eq!(by_target(".bad").phase, RunPhase::Failed);
+    assert_eq!(by_target(".down").phase, RunPhase::Skipped);
+    let failed = events.iter().find(|e| e.phase == Some(RunPhase::Failed) && e.element.ends_with(".bad")).unwrap();
+    let error = failed.details.error.as_deref().unwrap();
+    assert!(error.contains("transformations/f.sql:2") && error.contains("USER_RAISED_EXCEPTION"), "{error}");
+    assert_eq!(events.last().unwrap().phase, Some(RunPhase::Failed));
+}
+
+#[test]
+fn an_analysis_error_points_at_the_flow_and_skips_its_downstream() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("analysis");
+    let dir = project(
+        &db,
+        &[(
+            "transformations/f.sql",
+            "CREATE MATERIALIZED VIEW ok AS SELECT 1 AS x;\n\
+             CREATE MATERIALIZED VIEW bad AS SELECT no_such_column FROM ok;\n\
+             CREATE MATERIALIZED VIEW down AS SELECT * FROM bad;\n",
+        )],
+    );
+    let (summary, _) = run(&url, dir.path(), RunOptions::default());
+    let bad = summary.flows.iter().find(|f| f.target.ends_with(".bad")).unwrap();
+    assert_eq!(bad.phase, RunPhase::Failed);
+    assert!(bad.error.as_deref().unwrap().contains("UNRESOLVED_COLUMN"), "{bad:?}");
+    let down = summary.flows.iter().find(|f| f.target.ends_with(".down")).unwrap();
+    assert_eq!(down.phase, RunPhase::Skipped);
+}
+
+#[test]
+fn capabilities_follow_the_server_version() {
+    let Some(url41) = remote("THUND_SPARK_REMOTE") else { return };
+    let Some(url43) = remote("THUND_SPARK_REMOTE_4_3") else { return };
+    let b41 = SparkBackend::new(&url41);
+    assert!(b41.detect_version().unwrap().starts_with("4.1"));
+    assert!(!b41.capabilities().cdc);
+    let b43 = SparkBackend::new(&url43);
+    assert_eq!(b43.detect_version().unwrap(), "4.3.0");
+    assert!(b43.capabilities().cdc);
+    assert!(!b43.capabilities().expectations);
+    // Forcing a version wins over detection.
+    assert!(SparkBackend::new(&url43).with_version("4.1.4").capabilities().name.contains("4.1.4"));
+}
+
+#[test]
+fn auto_cdc_is_refused_into_a_table_without_merge_and_its_wire_form_is_accepted_by_spark_4_3() {
+    let Some(url) = remote("THUND_SPARK_REMOTE_4_3") else { return };
+    let db = database("cdc");
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("c.json"), "{\"id\": 1, \"v\": \"a\", \"seq\": 1}\n").unwrap();
+    let cdc = format!(
+        "CREATE STREAMING TABLE changes AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+         CREATE STREAMING TABLE current;\n\
+         CREATE FLOW apply AS AUTO CDC INTO current FROM STREAM(changes) KEYS (id) SEQUENCE BY seq STORED AS SCD TYPE 1;\n",
+        data.path().display()
+    );
+    let dir = project(&db, &[("transformations/c.sql", &cdc)]);
+    let p = knut_thund::frontend::load(dir.path()).unwrap();
+    let spark = SparkBackend::new(&url);
+    spark.detect_version().unwrap();
+    let err = spark.check(&p).unwrap_err().to_string();
+    assert!(err.contains("MERGE") && err.contains("transformations/c.sql:3"), "{err}");
+    // The lowered AutoCDC flow is a valid protocol message for 4.3: the server accepts the
+    // definition and only fails the run on the missing MERGE, as measured by hand.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut c = knut_pipelines::PipelinesClient::connect(&url).await.unwrap();
+        c.sql(&format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
+        c.sql("SET spark.sql.streaming.schemaInference=true").await.unwrap();
+        let id = c.define_graph(&p.to_sdp()).await.unwrap();
+        let run = knut_pipelines::PipelineRun {
+            graph_id: id,
+            storage: Some(format!("file://{}", dir.path().join("storage").display())),
+            ..Default::default()
+        };
+        let mut messages = Vec::new();
+        let outcome = c.start_run(&run, &mut |e: knut_pipelines::PipelineEvent| messages.push(e.message)).await;
+        let all = format!("{outcome:?} {messages:?}");
+        assert!(all.contains("AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE"), "{all}");
+    });
+}
+
+fn thund() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_thund"))
+}
+
+#[test]
+fn cli_runs_the_sample_project_on_spark_and_queries_it() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    assert!(thund().arg("init").arg(&demo).status().unwrap().success());
+    let spec = demo.join("spark-pipeline.yml");
+    let db = database("sample");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}database: {db}\n")).unwrap();
+    let out = thund().args(["run", "--backend", "spark", "--remote", &url, "-p"]).arg(&demo).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("COMPLETED"), "{stdout}");
+    // The same rows as the embedded backend computes.
+    let sql = "SELECT * FROM revenue_by_region ORDER BY 1";
+    let spark = thund()
+        .args(["query", "--backend", "spark", "--format", "csv", "-p"])
+        .arg(&demo)
+        .arg(sql)
+        .env("SPARK_REMOTE", &url)
+        .output()
+        .unwrap();
+    assert!(spark.status.success(), "{}", String::from_utf8_lossy(&spark.stderr));
+    assert!(thund().arg("run").arg("-p").arg(&demo).output().unwrap().status.success());
+    let native = thund().args(["query", "--format", "csv", "-p"]).arg(&demo).arg(sql).output().unwrap();
+    let sorted = |out: &[u8]| {
+        let mut lines: Vec<String> = String::from_utf8_lossy(out).lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let (spark, native) = (sorted(&spark.stdout), sorted(&native.stdout));
+    assert!(spark.len() > 1, "{spark:?}");
+    assert_eq!(spark, native);
+    // A bad query is the user's error.
+    let bad =
+        thund().args(["query", "--backend", "spark", "--remote", &url, "SELECT * FROM nope_nope"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("TABLE_OR_VIEW_NOT_FOUND"));
+}
+
+#[test]
+fn cli_fails_fast_and_clearly_without_a_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    assert!(thund().arg("init").arg(&demo).status().unwrap().success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let start = Instant::now();
+    let out = thund()
+        .args(["run", "--backend", "spark", "--remote", &format!("sc://127.0.0.1:{port}/;token=s3cret"), "-p"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}", start.elapsed());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(!stderr.contains("s3cret"), "the token leaked: {stderr}");
+    // No URL at all is a usage error.
+    let out = thund().args(["run", "--backend", "spark", "-p"]).arg(&demo).env_remove("SPARK_REMOTE").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn doctor_checks_a_live_server() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let out = thund().args(["doctor", "--format", "json", "--remote", &url]).output().unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let checks: Vec<(String, bool)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["check"].as_str().unwrap().to_string(), r["ok"].as_bool().unwrap()))
+        .collect();
+    for c in ["connect_and_version", "capabilities", "lower_sample_pipeline", "live_dry_run"] {
+        assert!(checks.contains(&(c.to_string(), true)), "{c}: {checks:?}");
+    }
+    assert!(out.status.success());
+}

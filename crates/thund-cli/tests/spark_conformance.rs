@@ -1,0 +1,136 @@
+//! Differential conformance: every example project under `conformance/` runs on the native
+//! backend and on a real Spark server through the spark-connect-sdp backend, and both must
+//! produce the rows Spark's own `spark-pipelines` produced (the expected CSVs), run by run.
+
+#[path = "../../thund-native/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use knut_thund::backend::{ExecBackend, RunHandle, RunOptions};
+use knut_thund::spark::SparkBackend;
+
+/// A copy of `case` with `${STORAGE}` and `${DATA}` filled; Spark's copy also gets a database
+/// of its own, as the server is shared.
+fn prepare(case: &Path, data: &Path, database: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(case, dir.path());
+    let spec = dir.path().join("spark-pipeline.yml");
+    let mut text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("${STORAGE}", &dir.path().join("storage").to_string_lossy())
+        .replace("${DATA}", &data.to_string_lossy());
+    if let Some(db) = database {
+        text.push_str(&format!("database: {db}\n"));
+    }
+    std::fs::write(spec, text).unwrap();
+    dir
+}
+
+fn spark_run(url: &str, dir: &Path) -> Result<(), String> {
+    let p = knut_thund::frontend::load(dir).map_err(|e| e.to_string())?;
+    let mut run = SparkBackend::new(url).run_with(&p, &RunOptions::default()).map_err(|e| e.to_string())?;
+    while run.poll_events().is_some() {}
+    let summary = run.finish().map_err(|e| e.to_string())?;
+    if summary.failed() {
+        let errs: Vec<String> = summary.flows.iter().filter_map(|f| f.error.clone()).collect();
+        return Err(errs.join("\n  "));
+    }
+    Ok(())
+}
+
+fn csv_tables(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn native_and_spark_backends_agree_with_sparks_own_tables() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        eprintln!("THUND_SKIP_SPARK is set: skipping the differential conformance suite");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let root = repo_root().join("conformance");
+    let mut cases: Vec<_> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    cases.sort();
+    let mut failures = Vec::new();
+    let mut ran = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let data = tempfile::tempdir().unwrap();
+        let db = format!("conf_{}_{}", name.replace('-', "_"), std::process::id());
+        let native_dir = prepare(case, data.path(), None);
+        let spark_dir = prepare(case, data.path(), Some(&db));
+        let generator = std::fs::read_dir(case)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gen_")));
+        let runs: Vec<PathBuf> = match &generator {
+            Some(_) => {
+                let mut r: Vec<_> =
+                    std::fs::read_dir(case.join("expected")).unwrap().map(|e| e.unwrap().path()).collect();
+                r.sort();
+                r
+            }
+            None => vec![case.join("expected")],
+        };
+        'runs: for (batch, expected) in runs.iter().enumerate() {
+            let label = format!("{name} (run {})", batch + 1);
+            if let Some(g) = &generator {
+                let out = std::process::Command::new("python3")
+                    .arg(g)
+                    .arg(data.path())
+                    .arg(batch.to_string())
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            }
+            let (summary, _) = run(native_dir.path());
+            if summary.failed() {
+                failures.push(format!("{label}: native run failed"));
+                break;
+            }
+            if let Err(e) = spark_run(&url, spark_dir.path()) {
+                failures.push(format!("{label}: Spark run failed:\n  {e}"));
+                break;
+            }
+            for f in csv_tables(expected) {
+                let table = f.file_stem().unwrap().to_string_lossy().into_owned();
+                let expected_rows = read_csv(&f);
+                let spark_rows = match SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.{table}")) {
+                    Ok(b) => rows(&b),
+                    Err(e) => {
+                        failures.push(format!("{label}/{table}: Spark query failed: {e}"));
+                        continue;
+                    }
+                };
+                let native_rows = match query(native_dir.path(), &format!("SELECT * FROM {table}")) {
+                    Ok(b) => rows(&b),
+                    Err(e) => {
+                        failures.push(format!("{label}/{table}: native query failed: {e}"));
+                        continue 'runs;
+                    }
+                };
+                if let Err(e) = compare_tables(&expected_rows, &spark_rows) {
+                    failures.push(format!("{label}/{table} on Spark: {e}"));
+                }
+                if let Err(e) = compare_tables(&spark_rows, &native_rows) {
+                    failures.push(format!("{label}/{table}: native differs from Spark: {e}"));
+                }
+            }
+        }
+        ran.push(name);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert_eq!(ran.len(), cases.len());
+    assert!(ran.len() >= 2, "{ran:?}");
+}
