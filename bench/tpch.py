@@ -6,7 +6,12 @@ Generates TPC-H Parquet with `tpchgen-cli`, runs the same six datasets on every 
 materializes every dataset: Þund as Delta tables, DuckDB and DataFusion as Parquet files),
 checks that the gold tables agree (row counts and a checksum), and prints wall time (median),
 peak RSS and the ratio to Þund. Needs a venv with `tpchgen-cli duckdb datafusion pyarrow`
-(bench/README.md). Spark SDP is not started by this script yet.
+(bench/README.md).
+
+With `--spark`, it also starts a local Spark Connect server (pyspark 4.1.4, `local[2]`, via
+scripts/spark-server.sh; start time reported separately) and runs the same pipeline there twice
+over: through Þund (`thund run --backend spark`) and through the reference client
+(`spark-pipelines run`), and checks Spark's gold tables against Þund native's.
 """
 import argparse
 import os
@@ -16,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import median_of, save, table, thund_binary, timed
+from common import ROOT, median_of, save, table, thund_binary, timed
 
 # Each dataset: (name, SQL with {src:table} for a TPC-H source and plain names for datasets).
 DATASETS = [
@@ -100,11 +105,52 @@ for name, q in stmts:
 """
 
 
+def run_spark(args, thund, data, tmp, results):
+    """Þund on Spark and the reference `spark-pipelines run`, on one local Spark 4.1.4 server."""
+    import time
+    server = str(ROOT / "scripts" / "spark-server.sh")
+    subprocess.run([server, "stop", "4.1.4"], check=True)
+    t = time.perf_counter()
+    url = subprocess.run([server, "start", "4.1.4"], check=True, capture_output=True, text=True).stdout.strip()
+    print(f"Spark Connect 4.1.4 server started in {time.perf_counter() - t:.1f} s at {url}")
+    spark_py = subprocess.run([server, "python", "4.1.4"], check=True, capture_output=True, text=True).stdout.strip()
+    sql = "\n".join(f"CREATE MATERIALIZED VIEW {n} AS\n{q};\n" for n, q in sql_for("thund", data))
+    projects = {}
+    for system, db in [("thund → spark", "bench_thund"), ("spark-pipelines", "bench_sdp")]:
+        proj = tmp / db
+        (proj / "sql").mkdir(parents=True)
+        (proj / "spark-pipeline.yml").write_text(
+            f"name: {db}\nstorage: file://{proj / 'storage'}\ndatabase: {db}\n"
+            "libraries:\n  - glob:\n      include: sql/**\n")
+        (proj / "sql" / "medallion.sql").write_text(sql)
+        projects[system] = proj
+    subprocess.run([thund, "query", "--backend", "spark", "--remote", url, "CREATE DATABASE IF NOT EXISTS bench_sdp"],
+                   check=True, capture_output=True)
+    env = dict(os.environ, PATH=f"{pathlib.Path(spark_py).parent}:{os.environ['PATH']}")
+    try:
+        results["thund → spark"] = median_of(args.runs, lambda: timed(
+            [thund, "run", "--backend", "spark", "--remote", url, "-p", str(projects["thund → spark"])]))
+        results["spark-pipelines"] = median_of(args.runs, lambda: timed(
+            ["spark-pipelines", "run", "--remote", url, "--spec", str(projects["spark-pipelines"] / "spark-pipeline.yml")],
+            env=env))
+        checks = {}
+        for system, db in [("thund → spark", "bench_thund"), ("spark-pipelines", "bench_sdp")]:
+            checks[system] = {}
+            for t, check in CHECKS.items():
+                out = subprocess.run([thund, "query", "--backend", "spark", "--remote", url, "--format", "csv",
+                                      check.format(t=f"{db}.{t}")], capture_output=True, text=True, check=True)
+                checks[system][t] = out.stdout.splitlines()[1]
+        return checks
+    finally:
+        subprocess.run([server, "stop", "4.1.4"], check=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sf", default="0.1")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
+    ap.add_argument("--spark", action="store_true", help="also run on a local Spark Connect server")
     args = ap.parse_args()
     py = args.python
     thund = thund_binary()
@@ -137,6 +183,10 @@ def main():
         results["datafusion-python → parquet"] = median_of(
             args.runs, lambda: timed([py, "-c", DATAFUSION, str(data), fresh("df"), dfq]))
 
+        spark_checks = {}
+        if args.spark:
+            spark_checks = run_spark(args, thund, data, tmp, results)
+
         # Gold tables must agree across engines.
         mismatches = []
         for t, check in CHECKS.items():
@@ -151,6 +201,11 @@ def main():
                 a, b = norm(q), norm(other)
                 if any(abs((x or 0) - (y or 0)) > 1e-6 * max(1.0, abs(x or 0)) for x, y in zip(a, b)):
                     mismatches.append(f"{t}: thund {q} vs {engine} {other}")
+            for system, answers in spark_checks.items():
+                norm = lambda s: [float(x) if x else None for x in s.split(",")]
+                a, b = norm(q), norm(answers[t])
+                if any(abs((x or 0) - (y or 0)) > 1e-6 * max(1.0, abs(x or 0)) for x, y in zip(a, b)):
+                    mismatches.append(f"{t}: thund {q} vs {system} {answers[t]}")
     base = results["thund native"][0]
     rows = [[k, f"{v[0]:.3f}s", f"{v[1]:.0f} MiB", f"{v[0] / base:.2f}×"] for k, v in results.items()]
     print(f"TPC-H SF {args.sf}, 6 datasets, median of {args.runs}")

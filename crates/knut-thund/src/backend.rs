@@ -36,6 +36,8 @@ pub struct Capabilities {
     pub persistent_views: bool,
     /// File sources (`read_files`, `` fmt.`path` ``).
     pub file_sources: bool,
+    /// `INSERT INTO ONCE` flows (a backfill run on the first update and on full refresh only).
+    pub once_flows: bool,
 }
 
 impl Capabilities {
@@ -78,10 +80,12 @@ impl Capabilities {
             }
         }
         for f in &p.flows {
-            if let FlowKind::AutoCdc(_) = f.kind {
-                if !self.cdc {
-                    gap("CDC", &f.name, &f.location, "AUTO CDC flow".into());
+            match f.kind {
+                FlowKind::AutoCdc(_) if !self.cdc => gap("CDC", &f.name, &f.location, "AUTO CDC flow".into()),
+                FlowKind::Once { .. } if !self.once_flows => {
+                    gap("once flows", &f.name, &f.location, "INSERT INTO ONCE flow".into())
                 }
+                _ => {}
             }
             let q = f.query();
             if let Some(et) = &q.event_time {
@@ -133,6 +137,7 @@ pub fn spark_capabilities(version: &str) -> Option<Capabilities> {
         sinks: facts.sink_output,
         persistent_views: facts.sql_graph_elements,
         file_sources: true,
+        once_flows: facts.once_flows,
     })
 }
 

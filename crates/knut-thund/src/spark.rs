@@ -127,6 +127,19 @@ impl SparkBackend {
         })
     }
 
+    /// Refuses what even the newest targeted Spark line cannot run: no server needed.
+    fn check_newest_line(&self, p: &Pipeline) -> Result<()> {
+        let newest = knut_pipelines::versions::SERVER_FACTS.last().map(|f| format!("{}.0", f.line));
+        let caps = newest.as_deref().and_then(spark_capabilities).unwrap_or_else(|| self.capabilities());
+        let mut gaps = caps.gaps(p);
+        gaps.extend(self.lowering_gaps(p));
+        if gaps.is_empty() {
+            Ok(())
+        } else {
+            Err(ThundError::Unsupported { backend: crate::backend::SPARK_BACKEND_NAME.to_string(), gaps })
+        }
+    }
+
     /// What the lowering cannot express faithfully on Spark, whatever the version.
     fn lowering_gaps(&self, p: &Pipeline) -> Vec<CapabilityGap> {
         let mut gaps = Vec::new();
@@ -220,6 +233,7 @@ impl ExecBackend for SparkBackend {
             sinks: false,
             persistent_views: false,
             file_sources: false,
+            once_flows: false,
         })
     }
 
@@ -236,7 +250,13 @@ impl ExecBackend for SparkBackend {
 
     fn run_with(&self, p: &Pipeline, options: &RunOptions) -> Result<SparkRun> {
         // Everything that needs no server first, so a bad pipeline never waits on a connect.
-        self.check(p)?;
+        // Capabilities depend on the server's version, so without a forced version the check
+        // waits for the connect.
+        // Until then, refuse what no targeted line can run (expectations, event time, …).
+        match &self.forced_version {
+            Some(_) => self.check(p)?,
+            None => self.check_newest_line(p)?,
+        }
         p.validate()?;
         let plan = crate::plan::plan(p, &options.selection)?;
         let graph = p.to_sdp();

@@ -215,8 +215,11 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
     if backend == Backend::Spark {
-        // Refuse what Spark cannot run before anything could reach a cluster.
-        spark_check(start, &p)?;
+        // Without a server, refuse what no targeted Spark line can run; with one, the backend
+        // checks against the server's own version.
+        if remote.is_none() {
+            spark_check(start, &p)?;
+        }
         let spark = spark_backend(remote)?;
         let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
         #[cfg(feature = "spark")]

@@ -340,3 +340,71 @@ fn doctor_checks_a_live_server() {
     }
     assert!(out.status.success());
 }
+
+#[test]
+fn sinks_take_a_flows_rows_and_once_flows_follow_the_server_facts() {
+    // Probes two facts of the per-version table on the real servers: SINK outputs take a
+    // streaming flow's rows on 4.1.4, and `DefineFlow.once` is refused by 4.1.4
+    // (DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED), so the backend refuses once flows up front there.
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("sink");
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("e.json"), "{\"id\": 1, \"src\": \"a\"}\n{\"id\": 2, \"src\": \"b\"}\n").unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let sink_path = out.path().join("sink");
+    let sql = format!(
+        "CREATE STREAMING TABLE events AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+         CREATE SINK exported USING parquet OPTIONS (path '{}');\n\
+         CREATE FLOW export AS INSERT INTO exported SELECT id, src FROM STREAM(events);\n",
+        data.path().display(),
+        sink_path.display()
+    );
+    let dir = project(&db, &[("transformations/o.sql", &sql)]);
+    for _ in 0..2 {
+        let (s, events) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s.failed(), "{s:#?}\n{events:#?}");
+    }
+    let exported = query(&url, &format!("SELECT id, src FROM parquet.`{}`", sink_path.display()));
+    assert_eq!(exported, ["1,a", "2,b"]);
+
+    let once = project(
+        &db,
+        &[(
+            "transformations/o.sql",
+            "CREATE STREAMING TABLE t;\nCREATE FLOW backfill AS INSERT INTO ONCE t BY NAME SELECT 1 AS x;\n",
+        )],
+    );
+    let p = knut_thund::frontend::load(once.path()).unwrap();
+    let spark = SparkBackend::new(&url);
+    spark.detect_version().unwrap();
+    let err = spark.check(&p).unwrap_err().to_string();
+    assert!(err.contains("once flows") && err.contains("transformations/o.sql:2"), "{err}");
+}
+
+#[test]
+fn a_cancelled_run_stops_and_says_so() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("cancel");
+    let dir = project(
+        &db,
+        &[(
+            "transformations/c.sql",
+            "CREATE MATERIALIZED VIEW slow AS SELECT count(*) AS n FROM range(100000000000);\n",
+        )],
+    );
+    let p = knut_thund::frontend::load(dir.path()).unwrap();
+    let mut run = SparkBackend::new(&url).run_with(&p, &RunOptions::default()).unwrap();
+    let start = Instant::now();
+    let mut events = Vec::new();
+    while let Some(evs) = run.poll_events() {
+        let running = evs.iter().any(|e| e.phase == Some(RunPhase::Running));
+        events.extend(evs);
+        if running {
+            run.cancel();
+        }
+    }
+    let summary = run.finish().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    assert_eq!(summary.flows[0].phase, RunPhase::Stopped, "{summary:#?}\n{events:#?}");
+    assert_eq!(events.last().unwrap().phase, Some(RunPhase::Stopped));
+}

@@ -88,6 +88,7 @@ impl ExecBackend for NativeBackend {
             sinks: true,
             persistent_views: true,
             file_sources: true,
+            once_flows: true,
         }
     }
 
