@@ -141,6 +141,28 @@ pub fn spark_capabilities(version: &str) -> Option<Capabilities> {
     })
 }
 
+/// Refuses, all at once, what Spark with `caps` cannot run: capability gaps plus the lowering's
+/// own limits ([`Pipeline::sdp_gaps`]).
+pub fn spark_refusals(caps: Capabilities, p: &Pipeline) -> Result<()> {
+    let mut gaps = caps.gaps(p);
+    gaps.extend(p.sdp_gaps());
+    if gaps.is_empty() {
+        Ok(())
+    } else {
+        Err(ThundError::Unsupported { backend: caps.name, gaps })
+    }
+}
+
+/// Refuses, without a server, what no targeted Spark line can run (checked against the newest
+/// line's facts: whatever it cannot do, no server can).
+pub fn spark_check_any_version(p: &Pipeline) -> Result<()> {
+    let newest = knut_pipelines::versions::SERVER_FACTS.last().map(|f| format!("{}.0", f.line));
+    match newest.as_deref().and_then(spark_capabilities) {
+        Some(caps) => spark_refusals(Capabilities { name: SPARK_BACKEND_NAME.into(), ..caps }, p),
+        None => Err(ThundError::Internal("no Spark server facts".into())),
+    }
+}
+
 /// How a run was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunOptions {
@@ -355,6 +377,38 @@ pub trait RunHandle: Send {
     fn cancel(&self);
     /// Waits for the end of the run (draining events) and returns its summary.
     fn finish(self) -> Result<RunSummary>;
+}
+
+/// The event channel and thread of a run that executes on a thread of its own: backends' run
+/// handles drain and join through it.
+#[derive(Debug)]
+pub struct RunThread {
+    rx: std::sync::mpsc::Receiver<RunEvent>,
+    thread: Option<std::thread::JoinHandle<RunSummary>>,
+}
+
+impl RunThread {
+    /// Events arrive on `rx`; `thread` returns the summary.
+    pub fn new(rx: std::sync::mpsc::Receiver<RunEvent>, thread: std::thread::JoinHandle<RunSummary>) -> Self {
+        RunThread { rx, thread: Some(thread) }
+    }
+
+    /// [`RunHandle::poll_events`]: blocks for the next event, then takes every event queued.
+    pub fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
+        let first = self.rx.recv().ok()?;
+        let mut out = vec![first];
+        out.extend(self.rx.try_iter());
+        Some(out)
+    }
+
+    /// [`RunHandle::finish`]: drains the events and joins the thread.
+    pub fn finish(mut self) -> Result<RunSummary> {
+        while self.rx.recv().is_ok() {}
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(summary)) => Ok(summary),
+            _ => Err(ThundError::Internal("the run thread panicked".into())),
+        }
+    }
 }
 
 /// A way to run pipelines.

@@ -14,6 +14,7 @@ use knut_pipelines::{
     SinkDetails, SourceCodeLocation, SqlGraphElements, TableDetails as GTable,
 };
 
+use crate::error::CapabilityGap;
 use crate::ir::{ColumnSelection, DatasetKind, FileSource, FlowKind, Pipeline, Read, ScdType, SourceLocation};
 
 fn location(l: &SourceLocation) -> Option<SourceCodeLocation> {
@@ -61,7 +62,58 @@ fn output_name(kind: DatasetKind, name: &crate::ir::QualifiedName) -> String {
     }
 }
 
+/// Table formats whose tables Spark can append to from several flows and MERGE into.
+const TRANSACTIONAL_FORMATS: &[&str] = &["delta", "iceberg"];
+
 impl Pipeline {
+    /// What the lowering cannot express faithfully on Spark, whatever the server version:
+    /// several flows into one parquet streaming table, AUTO CDC into a table without MERGE.
+    pub fn sdp_gaps(&self) -> Vec<CapabilityGap> {
+        let p = self;
+        let mut gaps = Vec::new();
+        for d in p.datasets.iter().filter(|d| d.kind == DatasetKind::StreamingTable) {
+            let transactional = d
+                .details
+                .format
+                .as_deref()
+                .is_some_and(|f| TRANSACTIONAL_FORMATS.contains(&f.to_ascii_lowercase().as_str()));
+            if transactional {
+                continue;
+            }
+            let flows: Vec<_> = p.flows_into(&d.name).collect();
+            if flows.len() > 1 {
+                // Measured on Spark 4.1.4: both flows write files, but the parquet table's
+                // `_spark_metadata` log keeps one flow's commits, so readers lose the other's rows.
+                for f in &flows {
+                    gaps.push(CapabilityGap {
+                        feature: "several flows into one parquet streaming table".into(),
+                        element: d.name.to_string(),
+                        location: f.location.clone(),
+                        detail: format!(
+                            "flow {} is one of {} into it; Spark keeps only one flow's commits in a parquet table \
+                             (write one flow with UNION ALL, or declare the table USING delta)",
+                            f.name,
+                            flows.len()
+                        ),
+                    });
+                }
+            }
+            for f in flows.iter().filter(|f| matches!(f.kind, FlowKind::AutoCdc(_))) {
+                gaps.push(CapabilityGap {
+                    feature: "AUTO CDC into a table format with MERGE".into(),
+                    element: d.name.to_string(),
+                    location: f.location.clone(),
+                    detail: format!(
+                        "{} is {}, which has no MERGE on Spark; declare it USING delta or iceberg",
+                        d.name,
+                        d.details.format.as_deref().unwrap_or("parquet (the default)")
+                    ),
+                });
+            }
+        }
+        gaps
+    }
+
     /// Lowers the pipeline to the dataflow graph SDP runs.
     pub fn to_sdp(&self) -> DataflowGraph {
         let mut g = DataflowGraph::new(&self.catalog, &self.database);

@@ -12,22 +12,19 @@
 //! flow's Spark error follows on later lines and is joined with the flow's file:line.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
 use arrow::record_batch::RecordBatch;
 use knut_pipelines::{ClientError, ClientOptions, PipelineEvent, PipelineEventSink, PipelineRun, PipelinesClient};
 
 use crate::backend::{
-    spark_capabilities, Capabilities, ExecBackend, FlowOutcome, RunEvent, RunHandle, RunOptions, RunPhase, RunSummary,
+    spark_capabilities, spark_check_any_version, spark_refusals, Capabilities, ExecBackend, FlowOutcome, RunEvent,
+    RunHandle, RunOptions, RunPhase, RunSummary, RunThread,
 };
-use crate::error::{CapabilityGap, Result, ThundError};
-use crate::ir::{DatasetKind, FlowKind, Pipeline, QualifiedName, SourceLocation};
-
-/// Table formats whose tables Spark can append to from several flows and MERGE into.
-const TRANSACTIONAL_FORMATS: &[&str] = &["delta", "iceberg"];
+use crate::error::{Result, ThundError};
+use crate::ir::{DatasetKind, Pipeline, QualifiedName, SourceLocation};
 
 /// Version assumed before a server was asked: the oldest targeted line, so nothing is promised
 /// that an old server cannot do.
@@ -127,65 +124,6 @@ impl SparkBackend {
         })
     }
 
-    /// Refuses what even the newest targeted Spark line cannot run: no server needed.
-    fn check_newest_line(&self, p: &Pipeline) -> Result<()> {
-        let newest = knut_pipelines::versions::SERVER_FACTS.last().map(|f| format!("{}.0", f.line));
-        let caps = newest.as_deref().and_then(spark_capabilities).unwrap_or_else(|| self.capabilities());
-        let mut gaps = caps.gaps(p);
-        gaps.extend(self.lowering_gaps(p));
-        if gaps.is_empty() {
-            Ok(())
-        } else {
-            Err(ThundError::Unsupported { backend: crate::backend::SPARK_BACKEND_NAME.to_string(), gaps })
-        }
-    }
-
-    /// What the lowering cannot express faithfully on Spark, whatever the version.
-    fn lowering_gaps(&self, p: &Pipeline) -> Vec<CapabilityGap> {
-        let mut gaps = Vec::new();
-        for d in p.datasets.iter().filter(|d| d.kind == DatasetKind::StreamingTable) {
-            let transactional = d
-                .details
-                .format
-                .as_deref()
-                .is_some_and(|f| TRANSACTIONAL_FORMATS.contains(&f.to_ascii_lowercase().as_str()));
-            if transactional {
-                continue;
-            }
-            let flows: Vec<_> = p.flows_into(&d.name).collect();
-            if flows.len() > 1 {
-                // Measured on Spark 4.1.4: both flows write files, but the parquet table's
-                // `_spark_metadata` log keeps one flow's commits, so readers lose the other's rows.
-                for f in &flows {
-                    gaps.push(CapabilityGap {
-                        feature: "several flows into one parquet streaming table".into(),
-                        element: d.name.to_string(),
-                        location: f.location.clone(),
-                        detail: format!(
-                            "flow {} is one of {} into it; Spark keeps only one flow's commits in a parquet table \
-                             (write one flow with UNION ALL, or declare the table USING delta)",
-                            f.name,
-                            flows.len()
-                        ),
-                    });
-                }
-            }
-            for f in flows.iter().filter(|f| matches!(f.kind, FlowKind::AutoCdc(_))) {
-                gaps.push(CapabilityGap {
-                    feature: "AUTO CDC into a table format with MERGE".into(),
-                    element: d.name.to_string(),
-                    location: f.location.clone(),
-                    detail: format!(
-                        "{} is {}, which has no MERGE on Spark; declare it USING delta or iceberg",
-                        d.name,
-                        d.details.format.as_deref().unwrap_or("parquet (the default)")
-                    ),
-                });
-            }
-        }
-        gaps
-    }
-
     /// Where the server keeps checkpoints: the spec's `storage` as a URI, relative paths resolved
     /// against the project folder. `None`: the spec has none.
     fn storage_uri(p: &Pipeline) -> Option<String> {
@@ -238,14 +176,7 @@ impl ExecBackend for SparkBackend {
     }
 
     fn check(&self, p: &Pipeline) -> Result<()> {
-        let caps = self.capabilities();
-        let mut gaps = caps.gaps(p);
-        gaps.extend(self.lowering_gaps(p));
-        if gaps.is_empty() {
-            Ok(())
-        } else {
-            Err(ThundError::Unsupported { backend: caps.name, gaps })
-        }
+        spark_refusals(self.capabilities(), p)
     }
 
     fn run_with(&self, p: &Pipeline, options: &RunOptions) -> Result<SparkRun> {
@@ -255,7 +186,7 @@ impl ExecBackend for SparkBackend {
         // Until then, refuse what no targeted line can run (expectations, event time, …).
         match &self.forced_version {
             Some(_) => self.check(p)?,
-            None => self.check_newest_line(p)?,
+            None => spark_check_any_version(p)?,
         }
         p.validate()?;
         let plan = crate::plan::plan(p, &options.selection)?;
@@ -337,35 +268,27 @@ impl ExecBackend for SparkBackend {
                 })
             })
             .map_err(|e| ThundError::Backend(format!("cannot start the run thread: {e}")))?;
-        Ok(SparkRun { rx, thread: Some(thread), cancel })
+        Ok(SparkRun { run: RunThread::new(rx, thread), cancel })
     }
 }
 
 /// A run on a Spark Connect server.
 pub struct SparkRun {
-    rx: Receiver<RunEvent>,
-    thread: Option<JoinHandle<RunSummary>>,
+    run: RunThread,
     cancel: Arc<tokio::sync::Notify>,
 }
 
 impl RunHandle for SparkRun {
     fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
-        let first = self.rx.recv().ok()?;
-        let mut out = vec![first];
-        out.extend(self.rx.try_iter());
-        Some(out)
+        self.run.poll_events()
     }
 
     fn cancel(&self) {
         self.cancel.notify_one();
     }
 
-    fn finish(mut self) -> Result<RunSummary> {
-        while self.rx.recv().is_ok() {}
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(summary)) => Ok(summary),
-            _ => Err(ThundError::Internal("the Spark run thread panicked".into())),
-        }
+    fn finish(self) -> Result<RunSummary> {
+        self.run.finish()
     }
 }
 

@@ -9,9 +9,8 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use datafusion::catalog::TableProvider;
@@ -24,7 +23,7 @@ use deltalake::DeltaTable;
 use futures::StreamExt;
 use knut_thund::backend::{
     rfc3339, Capabilities, DataQuality, EventDetails, ExecBackend, FlowOutcome, RunEvent, RunHandle, RunOptions,
-    RunPhase, RunSummary,
+    RunPhase, RunSummary, RunThread,
 };
 use knut_thund::error::ThundError;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, FlowKind, Pipeline, QualifiedName};
@@ -128,15 +127,14 @@ impl ExecBackend for NativeBackend {
             .name("thund-run".into())
             .spawn(move || job.run_blocking())
             .map_err(|e| ThundError::Backend(format!("cannot start the run thread: {e}")))?;
-        Ok(NativeRun { run_id, rx, thread: Some(thread), cancel })
+        Ok(NativeRun { run_id, run: RunThread::new(rx, thread), cancel })
     }
 }
 
 /// A run of the native backend.
 pub struct NativeRun {
     run_id: String,
-    rx: Receiver<RunEvent>,
-    thread: Option<JoinHandle<RunSummary>>,
+    run: RunThread,
     cancel: Arc<AtomicBool>,
 }
 
@@ -149,22 +147,15 @@ impl NativeRun {
 
 impl RunHandle for NativeRun {
     fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
-        let first = self.rx.recv().ok()?;
-        let mut out = vec![first];
-        out.extend(self.rx.try_iter());
-        Some(out)
+        self.run.poll_events()
     }
 
     fn cancel(&self) {
         self.cancel.store(true, Ordering::SeqCst);
     }
 
-    fn finish(mut self) -> knut_thund::error::Result<RunSummary> {
-        while self.rx.recv().is_ok() {}
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(summary)) => Ok(summary),
-            _ => Err(ThundError::Internal("the run thread panicked".into())),
-        }
+    fn finish(self) -> knut_thund::error::Result<RunSummary> {
+        self.run.finish()
     }
 }
 
