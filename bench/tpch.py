@@ -1,12 +1,13 @@
-"""TPC-H medallion pipeline, side by side: Þund (native, release) vs DuckDB vs raw DataFusion.
+"""TPC-H medallion pipeline, side by side: Þund (native, release) vs raw DataFusion vs DuckDB.
 
     python3 bench/tpch.py [--sf 0.1] [--runs 3]
 
 Generates TPC-H Parquet with `tpchgen-cli`, runs the same six datasets on every engine (each
 materializes every dataset: Þund as Delta tables, DuckDB and DataFusion as Parquet files),
 checks that the gold tables agree (row counts and a checksum), and prints wall time (median),
-peak RSS and the ratio to Þund. Needs a venv with `tpchgen-cli duckdb datafusion pyarrow`
-(bench/README.md).
+peak RSS and the ratio to Þund. Raw DataFusion is `examples/raw_datafusion` of thund-native:
+the same DataFusion release Þund runs on, on a plain session with no pipeline framework. Needs a
+venv with `tpchgen-cli duckdb pyarrow` (bench/README.md; bench/run.sh prepares it).
 
 With `--spark`, it also starts a local Spark Connect server (pyspark 4.1.4, `local[2]`, via
 scripts/spark-server.sh; start time reported separately) and runs the same pipeline there twice
@@ -93,16 +94,15 @@ for name, q in stmts:
     con.execute(f"COPY {name} TO '{out}/{name}.parquet' (FORMAT parquet)")
 """
 
-DATAFUSION = """
-import datafusion, sys, json
-data, out, stmts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-ctx = datafusion.SessionContext()
-for s in ["lineitem", "orders", "customer", "nation"]:
-    ctx.register_parquet(s, f"{data}/{s}.parquet")
-for name, q in stmts:
-    ctx.sql(q).write_parquet(f"{out}/{name}.parquet")
-    ctx.register_parquet(name, f"{out}/{name}.parquet")
-"""
+
+
+def raw_datafusion_binary() -> str:
+    """thund-native's `raw_datafusion` example, release build (built if missing)."""
+    exe = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "examples" / "raw_datafusion"
+    if not exe.exists():
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "thund-native", "--example", "raw_datafusion"],
+                       cwd=ROOT, check=True)
+    return str(exe)
 
 
 def run_spark(args, thund, data, tmp, results):
@@ -112,7 +112,8 @@ def run_spark(args, thund, data, tmp, results):
     subprocess.run([server, "stop", "4.1.4"], check=True)
     t = time.perf_counter()
     url = subprocess.run([server, "start", "4.1.4"], check=True, capture_output=True, text=True).stdout.strip()
-    print(f"Spark Connect 4.1.4 server started in {time.perf_counter() - t:.1f} s at {url}")
+    started = time.perf_counter() - t
+    print(f"Spark Connect 4.1.4 server started in {started:.1f} s at {url}")
     spark_py = subprocess.run([server, "python", "4.1.4"], check=True, capture_output=True, text=True).stdout.strip()
     sql = "\n".join(f"CREATE MATERIALIZED VIEW {n} AS\n{q};\n" for n, q in sql_for("thund", data))
     projects = {}
@@ -140,7 +141,7 @@ def run_spark(args, thund, data, tmp, results):
                 out = subprocess.run([thund, "query", "--backend", "spark", "--remote", url, "--format", "csv",
                                       check.format(t=f"{db}.{t}")], capture_output=True, text=True, check=True)
                 checks[system][t] = out.stdout.splitlines()[1]
-        return checks
+        return checks, started
     finally:
         subprocess.run([server, "stop", "4.1.4"], check=True)
 
@@ -181,13 +182,15 @@ def main():
 
         duck = json.dumps(sql_for("duckdb", data))
         results["duckdb → parquet"] = median_of(args.runs, lambda: timed([py, "-c", DUCKDB, fresh("duck"), duck]))
-        dfq = json.dumps(sql_for("datafusion", data))
-        results["datafusion-python → parquet"] = median_of(
-            args.runs, lambda: timed([py, "-c", DATAFUSION, str(data), fresh("df"), dfq]))
+        stmts = tmp / "raw_datafusion.json"
+        stmts.write_text(json.dumps({"sources": {s: f"{data}/{s}.parquet" for s in SOURCES},
+                                     "datasets": sql_for("datafusion", data)}))
+        raw = raw_datafusion_binary()
+        results["raw datafusion → parquet"] = median_of(args.runs, lambda: timed([raw, str(stmts), fresh("df")]))
 
-        spark_checks = {}
+        spark_checks, spark_start = {}, None
         if args.spark:
-            spark_checks = run_spark(args, thund, data, tmp, results)
+            spark_checks, spark_start = run_spark(args, thund, data, tmp, results)
 
         # Gold tables must agree across engines.
         mismatches = []
@@ -210,11 +213,14 @@ def main():
                     mismatches.append(f"{t}: thund {q} vs {system} {answers[t]}")
     base = results["thund native"][0]
     rows = [[k, f"{v[0]:.3f}s", f"{v[1]:.0f} MiB", f"{v[0] / base:.2f}×"] for k, v in results.items()]
+    if spark_start is not None:
+        rows.append(["(Spark server start)", f"{spark_start:.3f}s", "", ""])
     print(f"TPC-H SF {args.sf}, 6 datasets, median of {args.runs}")
     print(table(rows, ["system", "wall", "peak RSS", "vs thund"]))
     print("gold tables agree" if not mismatches else "MISMATCH:\n  " + "\n  ".join(mismatches))
-    path = save(f"tpch_sf{args.sf}", {"sf": args.sf, "runs": args.runs, "mismatches": mismatches,
-                                       "systems": {k: {"wall_s": v[0], "peak_rss_mib": v[1]} for k, v in results.items()}})
+    path = save(f"tpch_sf{args.sf}", {
+        "sf": args.sf, "runs": args.runs, "mismatches": mismatches, "spark_server_start_s": spark_start,
+        "systems": {k: {"wall_s": v[0], "peak_rss_mib": v[1], "vs_thund": v[0] / base} for k, v in results.items()}})
     print(f"written {path}")
     if mismatches:
         raise SystemExit(1)

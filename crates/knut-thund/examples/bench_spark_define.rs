@@ -5,7 +5,9 @@
 //!
 //!     scripts/spark-server.sh start   # prints sc://127.0.0.1:PORT
 //!     THUND_SPARK_REMOTE=sc://127.0.0.1:PORT cargo run --release -p knut-thund --features spark \
-//!         --example bench_spark_define [-- 500]
+//!         --example bench_spark_define [-- 500] [--json]
+//!
+//! With `--json`, the last line is the result as one JSON object (bench/scale.py reads it).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -36,7 +38,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let n: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(500);
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(500);
+    let json = std::env::args().any(|a| a == "--json");
     let url = std::env::var("THUND_SPARK_REMOTE").expect("set THUND_SPARK_REMOTE to a running server's sc:// URL");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -71,4 +74,12 @@ fn main() {
     let (l, d, r) = (median(lower), median(define), median(dry));
     println!("{n} datasets: load+validate+lower {:.1} ms; define on server {:.1} ms ({:.2} ms per dataset); server dry run {:.1} ms",
         l.as_secs_f64() * 1e3, d.as_secs_f64() * 1e3, d.as_secs_f64() * 1e3 / n as f64, r.as_secs_f64() * 1e3);
+    if json {
+        println!(
+            "{{\"datasets\": {n}, \"lower_ms\": {:.3}, \"define_ms\": {:.3}, \"dry_run_ms\": {:.3}}}",
+            l.as_secs_f64() * 1e3,
+            d.as_secs_f64() * 1e3,
+            r.as_secs_f64() * 1e3
+        );
+    }
 }

@@ -241,9 +241,17 @@ fn run(
 /// Prints events as they arrive (plain lines, or one JSON object per line) and returns the
 /// run's summary.
 fn follow(mut run: impl RunHandle, json: bool) -> anyhow::Result<RunSummary> {
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let mut out = std::io::stdout().lock();
+    let terminal = std::io::stdout().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
+    // On a terminal, a live line per flow; elsewhere plain lines (or JSON), stdout locked per
+    // batch of events.
+    let mut live = (terminal && !json).then(crate::progress::Live::new);
     while let Some(events) = run.poll_events() {
+        if let Some(view) = live.as_mut() {
+            // Never under our stdout lock: the view's ticker thread draws too.
+            events.iter().for_each(|e| view.event(e));
+            continue;
+        }
+        let mut out = std::io::stdout().lock();
         for e in events {
             if json {
                 let line = serde_json::json!({
@@ -258,13 +266,7 @@ fn follow(mut run: impl RunHandle, json: bool) -> anyhow::Result<RunSummary> {
             }
             let time = rfc3339(e.timestamp);
             let phase = e.phase.map(|p| p.as_str()).unwrap_or("");
-            let (on, off) = match (color, e.phase) {
-                (true, Some(RunPhase::Failed)) => ("\x1b[31m", "\x1b[0m"),
-                (true, Some(RunPhase::Completed)) => ("\x1b[32m", "\x1b[0m"),
-                (true, Some(RunPhase::Skipped | RunPhase::Stopped)) => ("\x1b[33m", "\x1b[0m"),
-                _ => ("", ""),
-            };
-            let mut line = format!("{} {on}{phase:<9}{off} {}", &time[11..23], e.message);
+            let mut line = format!("{} {phase:<9} {}", &time[11..23], e.message);
             if let Some(n) = e.details.rows_written {
                 line.push_str(&format!(" ({n} rows"));
                 if let Some(ms) = e.details.duration_ms {
@@ -280,6 +282,9 @@ fn follow(mut run: impl RunHandle, json: bool) -> anyhow::Result<RunSummary> {
             }
         }
         out.flush()?;
+    }
+    if let Some(view) = live {
+        view.finish();
     }
     Ok(run.finish()?)
 }

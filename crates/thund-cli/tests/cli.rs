@@ -239,3 +239,45 @@ fn json_log_format_prints_one_event_per_line() {
     assert!(events.iter().any(|e| e["phase"] == "COMPLETED" && e["details"]["rows_written"] == 60), "{events:?}");
     assert_eq!(events.last().unwrap()["message"], "Run is COMPLETED.");
 }
+
+/// Runs `thund` under a pseudo-terminal (util-linux `script`), as a user at a terminal sees it.
+fn thund_on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
+    let cmd = std::iter::once(env!("CARGO_BIN_EXE_thund"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn a_terminal_gets_a_live_line_per_flow_and_pipes_get_plain_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    std::fs::write(
+        demo.join("transformations/broken.sql"),
+        "CREATE MATERIALIZED VIEW broken AS SELECT nope FROM VALUES (1) AS t(x);\n",
+    )
+    .unwrap();
+    let (code, screen) = thund_on_a_terminal(&["run", "-p", p(&demo)]);
+    assert_eq!(code, Some(1), "{screen}");
+    // The live view redraws lines in place (cursor movement and line erasure), shows each
+    // flow's final phase and the failed flow's error, then the summary table.
+    assert!(screen.contains("\x1b[2K") || screen.contains("\x1b[1A"), "no live redraw:\n{screen:?}");
+    assert!(screen.contains("COMPLETED") && screen.contains("FAILED"), "{screen}");
+    assert!(screen.contains("nope"), "the failed flow's error is shown:\n{screen}");
+    assert!(screen.contains("dataset") && screen.contains("rows"), "summary table:\n{screen}");
+    // A pipe gets plain, timestamped event lines without escape codes.
+    let o = thund(&["run", "-p", p(&demo)]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains('\x1b'), "{out:?}");
+    assert!(out.lines().any(|l| l.contains("FAILED") && l.contains("broken")), "{out}");
+}

@@ -12,7 +12,9 @@
 //!     query ─engine::plan_query─▶ LogicalPlan   (sqlparser AST → DataFusion planner,
 //!        │                                      datafusion-spark functions, file sources)
 //!        ├─ view:              registered as a DataFusion view (inlined into readers)
-//!        ├─ materialized view: conform (declared schema, Delta types)
+//!        ├─ materialized view: unchanged inputs → IDLE (freshness.rs); an aggregate of an
+//!        │                     append-only table → merge only new rows (incremental.rs);
+//!        │                     else conform (declared schema, Delta types)
 //!        │                     → delta-rs write, one Overwrite commit (streams the plan)
 //!        └─ streaming table:   only new input (stream.rs checkpoints) → one Append commit
 //!                              carrying the batch number, exactly once across crashes
@@ -42,6 +44,7 @@ pub mod engine;
 pub mod error;
 pub mod expect;
 pub mod freshness;
+pub mod incremental;
 pub mod query;
 pub mod run;
 pub mod sink;

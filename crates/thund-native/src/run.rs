@@ -35,6 +35,7 @@ use crate::engine::{ensure_schema, new_context, plan_query, plan_query_with_stre
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
 use crate::freshness;
+use crate::incremental;
 use crate::sink::FileSink;
 use crate::storage::{write_json, RunLock, Storage};
 use crate::stream::{
@@ -474,16 +475,27 @@ impl Job {
         if matches!(d.kind, DatasetKind::StreamingTable | DatasetKind::Sink) {
             return self.streaming_flow(ctx, d, f, dq).await;
         }
-        // An unchanged materialized view is not recomputed (see `freshness`).
+        // An unchanged materialized view is not recomputed (see `freshness`); `None`: its query
+        // is non-deterministic, or this is not a view or a dry run.
+        let full_refresh = self.plan.full_refresh.contains(&d.name);
         let fingerprint = match d.kind {
-            DatasetKind::MaterializedView if !self.dry && !self.plan.full_refresh.contains(&d.name) => {
-                freshness::fingerprint(p, &self.storage, d, f.query())
-            }
+            DatasetKind::MaterializedView if !self.dry => freshness::fingerprint(p, &self.storage, d, f.query()),
             _ => None,
         };
         if let Some(fp) = &fingerprint {
-            if freshness::is_fresh(&self.storage, d, fp) {
+            if !full_refresh && freshness::is_fresh(&self.storage, d, fp) {
                 return Ok(Written::Nothing);
+            }
+        }
+        // A view aggregating an append-only table merges only the new rows (see `incremental`);
+        // a full refresh rebuilds its state from all rows.
+        if let Some(fp) = &fingerprint {
+            if let Some(view) = incremental::analyse(ctx, &self.storage, p, d, f).await? {
+                self.events.flow(f, RunPhase::Starting, EventDetails::default());
+                self.events.flow(f, RunPhase::Running, EventDetails::default());
+                let rows = view.refresh(ctx, &self.storage, d, f, full_refresh).await?;
+                freshness::record(&self.storage, d, fp.clone())?;
+                return Ok(Written::Rows(rows));
             }
         }
         let plan = plan_query(ctx, f.query(), &p.root).await?;

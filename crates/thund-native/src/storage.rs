@@ -6,6 +6,8 @@
 //!   views/<catalog>/<database>/<name>.json  persistent view definitions (for `thund query`)
 //!   checkpoints/<catalog>/<database>/<table>/<flow>/state.json   streaming progress (see `stream`)
 //!   fingerprints/<catalog>/<database>/<name>.json   what each materialized view was computed from
+//!   state/<catalog>/<database>/<name>/      aggregate state of an incrementally refreshed view
+//!   state/<catalog>/<database>/<name>.json  which source version that state covers (`incremental`)
 //!   events/<run id>.jsonl                   the event log, one JSON object per line
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```

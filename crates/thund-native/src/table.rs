@@ -27,13 +27,44 @@ fn with_table_details(mut builder: WriteBuilder, d: &Dataset) -> WriteBuilder {
     if !d.details.partitioned_by.is_empty() {
         builder = builder.with_partition_columns(d.details.partitioned_by.clone());
     }
-    if !d.details.properties.is_empty() {
-        builder = builder.with_configuration(d.details.properties.iter().map(|(k, v)| (k.clone(), Some(v.clone()))));
+    // Creating a table refuses keys Delta does not know; only `delta.*` ones go in here, the
+    // rest follow in `sync_properties` right after the first commit.
+    let delta_keys: Vec<(String, Option<String>)> = d
+        .details
+        .properties
+        .iter()
+        .filter(|(k, _)| k.starts_with("delta."))
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    if !delta_keys.is_empty() {
+        builder = builder.with_configuration(delta_keys);
     }
     if let Some(c) = &d.comment {
         builder = builder.with_description(c.clone());
     }
     builder
+}
+
+/// Brings a table's properties up to the dataset's declared `TBLPROPERTIES`: before writing to
+/// an existing table, and right after creating one (creation takes only `delta.*` keys). One
+/// metadata commit, only when a declared value differs; properties no longer declared are left as
+/// they are, as `ALTER TABLE … SET TBLPROPERTIES` leaves them.
+async fn sync_properties(table: DeltaTable, d: &Dataset) -> Result<DeltaTable> {
+    if d.details.properties.is_empty() {
+        return Ok(table);
+    }
+    let current = table.snapshot().map(|s| s.metadata().configuration().clone()).unwrap_or_default();
+    let changed: std::collections::HashMap<String, String> = d
+        .details
+        .properties
+        .iter()
+        .filter(|(k, v)| current.get(k.as_str()) != Some(*v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if changed.is_empty() {
+        return Ok(table);
+    }
+    Ok(table.set_tbl_properties().with_properties(changed).with_raise_if_not_exists(false).await?)
 }
 
 /// Makes the new version of a dataset's table what later flows in this run read.
@@ -105,8 +136,9 @@ pub(crate) async fn write_append(
     register: bool,
 ) -> Result<u64> {
     std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
+    let created = existing.is_none();
     let table = match existing {
-        Some(t) => t,
+        Some(t) => sync_properties(t, d).await?,
         None => deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?,
     };
     let builder = table
@@ -119,6 +151,7 @@ pub(crate) async fn write_append(
     let builder = with_table_details(builder, d);
     let table = builder.await?;
     let rows = last_commit_rows(&table).await;
+    let table = if created { sync_properties(table, d).await? } else { table };
     if register {
         register_written(ctx, d, &table).await?;
     }
@@ -209,11 +242,40 @@ pub(crate) async fn write_overwrite(
     plan: LogicalPlan,
 ) -> Result<u64> {
     let path = storage.table_path(&d.name);
-    std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
-    let url = dir_url(&path)?;
+    let created = !path.join("_delta_log").is_dir();
+    let table = overwrite(ctx, &path, &d.name.name, Some(d), plan).await?;
+    let rows = last_commit_rows(&table).await;
+    let table = if created { sync_properties(table, d).await? } else { table };
+    register_written(ctx, d, &table).await?;
+    Ok(rows)
+}
+
+/// [`write_overwrite`] of a table of Þund's own (no dataset details, not registered).
+pub(crate) async fn write_overwrite_at(
+    ctx: &SessionContext,
+    path: &std::path::Path,
+    name: &str,
+    plan: LogicalPlan,
+) -> Result<DeltaTable> {
+    overwrite(ctx, path, name, None, plan).await
+}
+
+async fn overwrite(
+    ctx: &SessionContext,
+    path: &std::path::Path,
+    name: &str,
+    d: Option<&Dataset>,
+    plan: LogicalPlan,
+) -> Result<DeltaTable> {
+    std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
+    let url = dir_url(path)?;
     // Loading a location that holds no table yet only produces noise; build it unloaded instead.
     let table = if path.join("_delta_log").is_dir() {
-        DeltaTable::try_from_url(url).await?
+        let table = DeltaTable::try_from_url(url).await?;
+        match d {
+            Some(d) => sync_properties(table, d).await?,
+            None => table,
+        }
     } else {
         deltalake::DeltaTableBuilder::from_url(url)?.build()?
     };
@@ -223,12 +285,19 @@ pub(crate) async fn write_overwrite(
         .with_session_state(Arc::new(ctx.state()))
         .with_save_mode(SaveMode::Overwrite)
         .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
-        .with_table_name(d.name.name.clone());
-    let builder = with_table_details(builder, d);
-    let table = builder.await?;
-    let rows = last_commit_rows(&table).await;
-    register_written(ctx, d, &table).await?;
-    Ok(rows)
+        .with_table_name(name.to_string());
+    let builder = match d {
+        Some(d) => with_table_details(builder, d),
+        None => builder,
+    };
+    Ok(builder.await?)
+}
+
+/// A provider over the Delta table at `path`, its store registered with `ctx`.
+pub(crate) async fn open_at(ctx: &SessionContext, path: &std::path::Path) -> Result<Arc<dyn TableProvider>> {
+    let table = deltalake::open_table(dir_url(path)?).await?;
+    table.update_datafusion_session(&ctx.state())?;
+    Ok(table.table_provider().await?)
 }
 
 /// Rows added by the table's latest commit, from its operation metrics.

@@ -317,3 +317,46 @@ fn unchanged_materialized_views_are_not_recomputed() {
     let (fourth, _) = run_with(dir.path(), options);
     assert_eq!(phases(&fourth), vec![("total".to_string(), RunPhase::Completed)]);
 }
+
+#[test]
+fn changed_table_properties_reach_existing_tables() {
+    let sql = |props: &str| {
+        format!(
+            "CREATE MATERIALIZED VIEW mv TBLPROPERTIES ({props}) AS SELECT 1 AS x;\n\
+             CREATE STREAMING TABLE st TBLPROPERTIES ({props}) AS SELECT * FROM STREAM read_files('in', format => 'json');\n"
+        )
+    };
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", &sql("'owner' = 'a', 'keep' = 'yes'")),
+        ("in/1.json", "{\"id\": 1}\n"),
+    ]);
+    let config = |name: &str| {
+        let path = dir.path().join(".thund/tables/spark_catalog/default").join(name);
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let t = rt.block_on(deltalake::open_table(url::Url::from_directory_path(&path).unwrap())).unwrap();
+        let c = t.snapshot().unwrap().metadata().configuration().clone();
+        let mut pairs: Vec<(String, String)> = c.into_iter().collect();
+        pairs.sort();
+        pairs
+    };
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let first = vec![("keep".to_string(), "yes".to_string()), ("owner".to_string(), "a".to_string())];
+    assert_eq!(config("mv"), first);
+    assert_eq!(config("st"), first);
+
+    // A changed value and a new key apply on the next run; a key no longer declared stays.
+    std::fs::write(dir.path().join("sql/a.sql"), sql("'owner' = 'b', 'tier' = 'gold'")).unwrap();
+    std::fs::write(dir.path().join("in/2.json"), "{\"id\": 2}\n").unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let second = vec![
+        ("keep".to_string(), "yes".to_string()),
+        ("owner".to_string(), "b".to_string()),
+        ("tier".to_string(), "gold".to_string()),
+    ];
+    assert_eq!(config("mv"), second);
+    assert_eq!(config("st"), second);
+    assert_eq!(rows(&query(dir.path(), "SELECT id FROM st ORDER BY id").unwrap()).1, vec![vec!["1"], vec!["2"]]);
+}
