@@ -111,6 +111,25 @@ impl Pipeline {
                 });
             }
         }
+        // `rescuedDataColumn` is a Databricks reader option; open-source Spark's JSON reader
+        // ignores it silently, so the same project would drop or fail records instead.
+        for f in &p.flows {
+            for r in &f.query().reads {
+                if let Read::Files(fs) = r {
+                    if fs.options.contains_key("rescueddatacolumn") {
+                        gaps.push(CapabilityGap {
+                            feature: "rescuedDataColumn".into(),
+                            element: f.name.to_string(),
+                            location: f.location.clone(),
+                            detail: format!(
+                                "open-source Spark's readers have no rescued-data column (reading `{}`)",
+                                fs.path
+                            ),
+                        });
+                    }
+                }
+            }
+        }
         gaps
     }
 

@@ -281,3 +281,21 @@ fn a_terminal_gets_a_live_line_per_flow_and_pipes_get_plain_lines() {
     assert!(!out.contains('\x1b'), "{out:?}");
     assert!(out.lines().any(|l| l.contains("FAILED") && l.contains("broken")), "{out}");
 }
+
+#[test]
+fn spark_refuses_a_rescued_data_column_that_open_source_readers_lack() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE STREAMING TABLE b AS\nSELECT * FROM STREAM read_files('in', format => 'json', rescuedDataColumn => '_rescued_data');\n",
+    )
+    .unwrap();
+    for cmd in ["dry-run", "run"] {
+        let o = thund(&[cmd, "--backend", "spark", "-p", p(tmp.path()), "--remote", "sc://127.0.0.1:1"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let out = text(&o);
+        assert!(out.contains("rescuedDataColumn") && out.contains("a.sql:1"), "{out}");
+    }
+}

@@ -41,6 +41,10 @@ pub enum NativeError {
     /// DataFusion failed.
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
+
+    /// Arrow failed to read or build data (e.g. decoding JSON records).
+    #[error("{0}")]
+    Arrow(#[from] arrow::error::ArrowError),
     /// The pipeline itself is wrong (from the core).
     #[error(transparent)]
     Core(#[from] ThundError),

@@ -46,6 +46,7 @@ pub mod expect;
 pub mod freshness;
 pub mod incremental;
 pub mod query;
+pub mod rescue;
 pub mod run;
 pub mod sink;
 pub mod storage;

@@ -318,11 +318,32 @@ pub async fn files_increment(
     }
     let new: Vec<String> = list_files(&dir)?.into_iter().filter(|p| !processed.contains(p)).collect();
     let format = file_format(f)?;
+    let rescue = f.options.get("rescueddatacolumn").filter(|c| !c.is_empty());
+    if rescue.is_some() && f.format != "json" {
+        return Err(NativeError::Execution(format!(
+            "`rescuedDataColumn` is supported for JSON streams; `{}` is read as {}",
+            f.path, f.format
+        )));
+    }
     if new.is_empty() {
         let schema = schema.clone().unwrap_or_else(|| Arc::new(Schema::empty()));
-        let empty = MemTable::try_new(schema.clone(), vec![vec![]])?;
+        let read_schema = match rescue {
+            Some(column) => {
+                let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+                fields.push(Arc::new(arrow::datatypes::Field::new(column, arrow::datatypes::DataType::Utf8, true)));
+                Arc::new(Schema::new(fields))
+            }
+            None => schema.clone(),
+        };
+        let empty = MemTable::try_new(read_schema, vec![vec![]])?;
         let offset = Some(SourceOffset::Files { processed, schema: Some(schema) });
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    if let Some(column) = rescue {
+        let (provider, fixed) = crate::rescue::json_with_rescue(&dir, &new, schema.take(), column)?;
+        processed.extend(new);
+        let offset = Some(SourceOffset::Files { processed, schema: Some(fixed) });
+        return Ok(NewInput { provider, has_data: true, offset });
     }
     let urls: Vec<ListingTableUrl> = new
         .iter()

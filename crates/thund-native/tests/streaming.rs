@@ -358,3 +358,42 @@ fn aggregate_views_over_streaming_tables_merge_only_new_rows_and_equal_a_full_re
     assert_eq!(gold(dir.path()), expected_gold(&data));
     assert_eq!(rows(&query(dir.path(), "SELECT k, twice FROM top2 ORDER BY twice DESC, k").unwrap()).1, top2(&data));
 }
+
+#[test]
+fn with_a_rescued_data_column_records_that_do_not_fit_are_kept_aside() {
+    let sql = "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json', \
+               rescuedDataColumn => '_rescued_data');\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    std::fs::write(dir.path().join("in/1.json"), "{\"id\": 1, \"v\": 1.5}\nnot json\n").unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let q = "SELECT id, v, _rescued_data FROM bronze ORDER BY id NULLS LAST";
+    let got = rows(&query(dir.path(), q).unwrap()).1;
+    assert_eq!(got[0], vec!["1", "1.5", ""]);
+    assert_eq!(got[1][..2], ["", ""]);
+    let corrupt: serde_json::Value = serde_json::from_str(&got[1][2]).unwrap();
+    assert_eq!(corrupt["_corrupt_record"], "not json");
+    assert!(corrupt["_file_path"].as_str().unwrap().ends_with("in/1.json"), "{corrupt}");
+
+    // Later files, against the schema fixed on the first batch: a value of the wrong type and a
+    // field the schema lacks are rescued, and the stream goes on.
+    std::fs::write(
+        dir.path().join("in/2.json"),
+        "{\"id\": 2, \"v\": \"high\"}\n{\"id\": 3, \"v\": 2.0, \"extra\": true}\n",
+    )
+    .unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let got = rows(&query(dir.path(), "SELECT id, v, _rescued_data FROM bronze WHERE id > 1 ORDER BY id").unwrap()).1;
+    assert_eq!(got[0][..2], ["2", ""]);
+    let rescued: serde_json::Value = serde_json::from_str(&got[0][2]).unwrap();
+    assert_eq!(rescued["v"], "high");
+    assert!(rescued["_file_path"].as_str().unwrap().ends_with("in/2.json"), "{rescued}");
+    assert_eq!(got[1][..2], ["3", "2.0"]);
+    let rescued: serde_json::Value = serde_json::from_str(&got[1][2]).unwrap();
+    assert_eq!(rescued["extra"], true);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze WHERE id IS NOT NULL"), vec![1, 2, 3]);
+
+    // Without the option, the same kind of record is a clear error (see the test above).
+}
