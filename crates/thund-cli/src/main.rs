@@ -115,7 +115,8 @@ enum Command {
         /// Flows run at once (default: number of cores).
         #[arg(long, default_value_t = 0)]
         max_concurrent_flows: usize,
-        /// Memory limit of the engine (e.g. `512M`, `2G`); operators spill to disk beyond it.
+        /// Memory limit of the engine (e.g. `512M`, `2G`); aggregates and sorts spill to disk
+        /// beyond it (a hash join's smaller side must still fit).
         #[arg(long)]
         memory_limit: Option<String>,
     },

@@ -7,6 +7,7 @@
 //! DataFusion's defaults, so `round`, `concat`, `datediff`, … behave as in Spark.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider};
 use datafusion::common::TableReference;
 use datafusion::datasource::file_format::options::{CsvReadOptions, JsonReadOptions, ParquetReadOptions};
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
@@ -63,7 +65,21 @@ pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Resul
     config.options_mut().optimizer.default_filter_selectivity = 100;
     let mut runtime = RuntimeEnvBuilder::new();
     if let Some(limit) = opts.memory_limit {
-        runtime = runtime.with_memory_limit(limit, 1.0);
+        // A fair pool: each spilling operator (one per partition) may use its share before it
+        // must spill. With the default greedy pool, one partition's aggregate could take the
+        // whole pool and the other's fail with "Resources exhausted" instead of spilling.
+        // Tracking names the largest consumers when even spilling cannot make room.
+        let pool = TrackConsumersPool::new(FairSpillPool::new(limit), NonZeroUsize::new(5).expect("5 is not 0"));
+        runtime = runtime.with_memory_pool(Arc::new(pool));
+        // DataFusion 55's RepartitionExec can deadlock once it spills under a limit
+        // (apache/datafusion#24883). Under a limit, plans do without it: scans still read
+        // files in parallel, aggregates merge their partial results in one final step.
+        let optimizer = &mut config.options_mut().optimizer;
+        optimizer.enable_round_robin_repartition = false;
+        optimizer.repartition_aggregations = false;
+        optimizer.repartition_joins = false;
+        optimizer.repartition_windows = false;
+        optimizer.repartition_sorts = false;
     }
     let runtime = runtime.build_arc()?;
     let state = SessionStateBuilder::new()
