@@ -1,7 +1,9 @@
 //! `thund`: run Spark Declarative Pipelines embedded (DataFusion + Delta) or on Spark.
 //!
 //! `main` is thin: parse flags, run the command, map the outcome to an exit code in one place
-//! (0 ok, 1 a run failed, 2 usage or configuration error).
+//! (0 ok, 1 a run failed, 2 usage or configuration error). `commands` does the work;
+//! `render` prints diagnostics, tables and graphs; `progress` is the live per-flow view a run
+//! shows on a terminal (plain lines or JSON elsewhere); `sample` is what `thund init` writes.
 
 mod commands;
 mod progress;
