@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --sf) SF="$2"; shift 2 ;;
     --runs) RUNS="$2"; shift 2 ;;
     --no-spark) SPARK=0; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
