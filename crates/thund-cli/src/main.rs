@@ -198,6 +198,15 @@ fn init_tracing(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
+    // Like other command-line tools, end quietly when the reader of stdout goes away
+    // (`thund query … | head`); Rust ignores SIGPIPE by default, so printing would panic. A run
+    // cut short this way is crash-safe like any other interrupted run.
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any other thread exists; restores the default
+    // disposition of one signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     init_tracing(cli.log_format);
     match commands::dispatch(cli) {

@@ -299,3 +299,25 @@ fn spark_refuses_a_rescued_data_column_that_open_source_readers_lack() {
         assert!(out.contains("rescuedDataColumn") && out.contains("a.sql:1"), "{out}");
     }
 }
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    assert!(thund(&["run", "-p", p(&demo)]).status.success());
+    // Far more output than a pipe holds; the reader takes a little and goes away, like `| head`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["query", "-p", p(&demo), "--format", "csv", "SELECT * FROM range(0, 500000)"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(String::from_utf8_lossy(&first).starts_with("value"), "{:?}", String::from_utf8_lossy(&first));
+}
