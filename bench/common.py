@@ -11,13 +11,18 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 
-def thund_binary() -> str:
-    """The release `thund`, built if missing (cargo build --release -p thund-cli)."""
-    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    exe = target / "release" / "thund"
+def release_binary(relative: str, *cargo_args: str) -> str:
+    """A release binary under the cargo target dir (e.g. `thund`, `examples/raw_datafusion`),
+    built with `cargo build --release <cargo_args>` if missing (bench/run.sh builds them all)."""
+    exe = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / relative
     if not exe.exists():
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "thund-cli"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-q", *cargo_args], cwd=ROOT, check=True)
     return str(exe)
+
+
+def thund_binary() -> str:
+    """The release `thund`."""
+    return release_binary("thund", "-p", "thund-cli")
 
 
 def timed(cmd, cwd=None, env=None):

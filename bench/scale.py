@@ -13,7 +13,7 @@ import pathlib
 import subprocess
 import tempfile
 
-from common import ROOT, median_of, save, table, thund_binary, timed
+from common import ROOT, median_of, release_binary, save, table, thund_binary, timed
 
 
 def generate(folder: pathlib.Path, n: int):
@@ -41,11 +41,9 @@ def spark_lowering(n: int):
     subprocess.run([server, "stop", "4.1.4"], check=True)
     url = subprocess.run([server, "start", "4.1.4"], check=True, capture_output=True, text=True).stdout.strip()
     try:
-        exe = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "examples" / "bench_spark_define"
-        if not exe.exists():
-            subprocess.run(["cargo", "build", "--release", "-q", "-p", "knut-thund", "--features", "spark",
-                            "--example", "bench_spark_define"], cwd=ROOT, check=True)
-        out = subprocess.run([str(exe), str(n), "--json"], env=dict(os.environ, THUND_SPARK_REMOTE=url),
+        exe = release_binary("examples/bench_spark_define", "-p", "knut-thund", "--features", "spark",
+                             "--example", "bench_spark_define")
+        out = subprocess.run([exe, str(n), "--json"], env=dict(os.environ, THUND_SPARK_REMOTE=url),
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
     finally:

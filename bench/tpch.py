@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import ROOT, median_of, save, table, thund_binary, timed
+from common import ROOT, median_of, release_binary, save, table, thund_binary, timed
 
 # Each dataset: (name, SQL with {src:table} for a TPC-H source and plain names for datasets).
 DATASETS = [
@@ -97,12 +97,8 @@ for name, q in stmts:
 
 
 def raw_datafusion_binary() -> str:
-    """thund-native's `raw_datafusion` example, release build (built if missing)."""
-    exe = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release" / "examples" / "raw_datafusion"
-    if not exe.exists():
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "thund-native", "--example", "raw_datafusion"],
-                       cwd=ROOT, check=True)
-    return str(exe)
+    """thund-native's `raw_datafusion` example, release build."""
+    return release_binary("examples/raw_datafusion", "-p", "thund-native", "--example", "raw_datafusion")
 
 
 def run_spark(args, thund, data, tmp, results):

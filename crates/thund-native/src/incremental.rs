@@ -90,28 +90,32 @@ fn record_path(storage: &Storage, d: &Dataset) -> PathBuf {
     state_dir(storage, d).join(format!("{}.json", encode_component(&d.name.name)))
 }
 
-/// Plans `f` (the flow of materialized view `d`) and decides whether it can refresh
-/// incrementally; `None` means a full recompute.
-pub async fn analyse(
-    ctx: &SessionContext,
-    storage: &Storage,
-    p: &Pipeline,
-    d: &Dataset,
-    f: &Flow,
-) -> Result<Option<IncrementalView>> {
+/// What [`analyse`] found.
+pub enum Analysis {
+    /// The view refreshes incrementally.
+    Incremental(IncrementalView),
+    /// It does not, and its query was planned on the way: use this plan, not a second one.
+    Planned(LogicalPlan),
+    /// It does not, and nothing was planned.
+    NotPlanned,
+}
+
+/// Decides whether `f` (the flow of materialized view `d`) can refresh incrementally, planning
+/// its query only when the cheap checks pass.
+pub async fn analyse(ctx: &SessionContext, storage: &Storage, p: &Pipeline, d: &Dataset, f: &Flow) -> Result<Analysis> {
     let q = f.query();
     if !d.expectations.is_empty() || q.reads.len() != 1 {
-        return Ok(None);
+        return Ok(Analysis::NotPlanned);
     }
-    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(None) };
+    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Analysis::NotPlanned) };
     // The source must be a streaming table (appended to) that has been written.
     let is_table = p.dataset(source).is_some_and(|s| s.kind == DatasetKind::StreamingTable);
     if !is_table || !storage.table_path(source).join("_delta_log").is_dir() {
-        return Ok(None);
+        return Ok(Analysis::NotPlanned);
     }
     let plan = plan_query(ctx, q, &p.root).await?;
     if aggregate_of(&plan, source).is_none() {
-        return Ok(None);
+        return Ok(Analysis::Planned(plan));
     }
     let definition = serde_json::json!({
         "engine": env!("CARGO_PKG_VERSION"),
@@ -120,7 +124,7 @@ pub async fn analyse(
         "source": source.to_string(),
     })
     .to_string();
-    Ok(Some(IncrementalView { source: source.clone(), plan, definition }))
+    Ok(Analysis::Incremental(IncrementalView { source: source.clone(), plan, definition }))
 }
 
 /// The plan's one aggregate, if everything under it is projections and filters over a scan of
@@ -214,7 +218,8 @@ impl IncrementalView {
         f: &Flow,
         rebuild: bool,
     ) -> Result<u64> {
-        let (agg, partials) = aggregate_of(&self.plan, &self.source).expect("checked by analyse");
+        let (agg, partials) = aggregate_of(&self.plan, &self.source)
+            .ok_or_else(|| NativeError::Execution(format!("`{}` no longer refreshes incrementally", d.name)))?;
         let record: Option<Record> = read_json(&record_path(storage, d))?;
         let state_path = state_table(storage, d);
         // The record holds only if the state and the view are still the versions it names.

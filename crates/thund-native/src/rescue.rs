@@ -81,6 +81,13 @@ fn parse_line(line: &str, schema: &Schema, file: &str) -> Parsed {
     Parsed { clean, rescued }
 }
 
+/// `schema` plus the rescued-data column `column` (a nullable string), as the stream reads it.
+pub fn with_rescue_column(schema: &Schema, column: &str) -> SchemaRef {
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(column, DataType::Utf8, true));
+    Arc::new(Schema::new(fields))
+}
+
 /// The new JSON files' rows with the rescued-data column `column`. `schema` is the stream's
 /// schema if fixed by an earlier batch; returns the provider and the (possibly new) schema.
 pub fn json_with_rescue(
@@ -115,9 +122,7 @@ pub fn json_with_rescue(
     let mut decoder = ReaderBuilder::new(Arc::clone(&schema)).with_batch_size(8192).build_decoder()?;
     let mut batches = Vec::new();
     let mut rescued: Vec<Option<String>> = Vec::new();
-    let mut out_fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-    out_fields.push(Field::new(column, DataType::Utf8, true));
-    let out_schema = Arc::new(Schema::new(out_fields));
+    let out_schema = with_rescue_column(&schema, column);
     let mut flush = |decoder: &mut arrow::json::reader::Decoder, rescued: &mut Vec<Option<String>>| -> Result<()> {
         if let Some(batch) = decoder.flush()? {
             let mut columns: Vec<ArrayRef> = batch.columns().to_vec();

@@ -489,16 +489,24 @@ impl Job {
         }
         // A view aggregating an append-only table merges only the new rows (see `incremental`);
         // a full refresh rebuilds its state from all rows.
+        let mut planned = None;
         if let Some(fp) = &fingerprint {
-            if let Some(view) = incremental::analyse(ctx, &self.storage, p, d, f).await? {
-                self.events.flow(f, RunPhase::Starting, EventDetails::default());
-                self.events.flow(f, RunPhase::Running, EventDetails::default());
-                let rows = view.refresh(ctx, &self.storage, d, f, full_refresh).await?;
-                freshness::record(&self.storage, d, fp.clone())?;
-                return Ok(Written::Rows(rows));
+            match incremental::analyse(ctx, &self.storage, p, d, f).await? {
+                incremental::Analysis::Incremental(view) => {
+                    self.events.flow(f, RunPhase::Starting, EventDetails::default());
+                    self.events.flow(f, RunPhase::Running, EventDetails::default());
+                    let rows = view.refresh(ctx, &self.storage, d, f, full_refresh).await?;
+                    freshness::record(&self.storage, d, fp.clone())?;
+                    return Ok(Written::Rows(rows));
+                }
+                incremental::Analysis::Planned(plan) => planned = Some(plan),
+                incremental::Analysis::NotPlanned => {}
             }
         }
-        let plan = plan_query(ctx, f.query(), &p.root).await?;
+        let plan = match planned {
+            Some(plan) => plan,
+            None => plan_query(ctx, f.query(), &p.root).await?,
+        };
         match d.kind {
             DatasetKind::TemporaryView | DatasetKind::PersistentView => {
                 self.register_view(ctx, d, f, plan)?;

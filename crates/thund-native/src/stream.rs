@@ -328,11 +328,7 @@ pub async fn files_increment(
     if new.is_empty() {
         let schema = schema.clone().unwrap_or_else(|| Arc::new(Schema::empty()));
         let read_schema = match rescue {
-            Some(column) => {
-                let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
-                fields.push(Arc::new(arrow::datatypes::Field::new(column, arrow::datatypes::DataType::Utf8, true)));
-                Arc::new(Schema::new(fields))
-            }
+            Some(column) => crate::rescue::with_rescue_column(&schema, column),
             None => schema.clone(),
         };
         let empty = MemTable::try_new(read_schema, vec![vec![]])?;

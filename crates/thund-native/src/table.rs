@@ -168,10 +168,7 @@ pub async fn open_stored_table(
     if !path.join("_delta_log").is_dir() {
         return Ok(None);
     }
-    let url = dir_url(&path)?;
-    let table = deltalake::open_table(url).await?;
-    table.update_datafusion_session(&ctx.state())?;
-    Ok(Some(table.table_provider().await?))
+    Ok(Some(open_at(ctx, &path).await?))
 }
 
 pub(crate) fn dir_url(path: &std::path::Path) -> Result<url::Url> {
