@@ -15,7 +15,8 @@
 //!        ├─ materialized view: unchanged inputs → IDLE (freshness.rs); an aggregate of an
 //!        │                     append-only table → merge only new rows (incremental.rs);
 //!        │                     else conform (declared schema, Delta types)
-//!        │                     → delta-rs write, one Overwrite commit (streams the plan)
+//!        │                     → one Overwrite commit (streams the plan; a writer per
+//!        │                       partition, write.rs)
 //!        └─ streaming table:   only new input (stream.rs checkpoints) → one Append commit
 //!                              carrying the batch number, exactly once across crashes
 //!  events ─▶ channel (RunHandle::poll_events) + <storage>/events/<run>.jsonl
@@ -53,6 +54,7 @@ pub mod storage;
 pub mod stream;
 pub mod table;
 pub mod types;
+pub mod write;
 
 pub use engine::EngineOptions;
 pub use error::NativeError;

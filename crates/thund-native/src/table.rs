@@ -21,21 +21,21 @@ use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
+use crate::write::{parallel_write, Commit};
+
+/// The table properties a new table is created with. Creating a table refuses keys Delta does not
+/// know; only `delta.*` ones go in here, the rest follow in `sync_properties` right after.
+fn creation_properties(d: &Dataset) -> Vec<(String, Option<String>)> {
+    let delta = d.details.properties.iter().filter(|(k, _)| k.starts_with("delta."));
+    delta.map(|(k, v)| (k.clone(), Some(v.clone()))).collect()
+}
 
 /// Creation-time details of the dataset's table: partitioning, properties, comment.
 fn with_table_details(mut builder: WriteBuilder, d: &Dataset) -> WriteBuilder {
     if !d.details.partitioned_by.is_empty() {
         builder = builder.with_partition_columns(d.details.partitioned_by.clone());
     }
-    // Creating a table refuses keys Delta does not know; only `delta.*` ones go in here, the
-    // rest follow in `sync_properties` right after the first commit.
-    let delta_keys: Vec<(String, Option<String>)> = d
-        .details
-        .properties
-        .iter()
-        .filter(|(k, _)| k.starts_with("delta."))
-        .map(|(k, v)| (k.clone(), Some(v.clone())))
-        .collect();
+    let delta_keys = creation_properties(d);
     if !delta_keys.is_empty() {
         builder = builder.with_configuration(delta_keys);
     }
@@ -136,11 +136,26 @@ pub(crate) async fn write_append(
     register: bool,
 ) -> Result<u64> {
     std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
-    let created = existing.is_none();
-    let table = match existing {
-        Some(t) => sync_properties(t, d).await?,
-        None => deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?,
+    let unloaded = || -> Result<DeltaTable> { Ok(deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?) };
+    let (table, created) = match existing {
+        Some(t) => (sync_properties(t, d).await?, false),
+        // A new unpartitioned table starts empty in a commit of its own — a streaming table's
+        // state before its first batch — so the batch itself takes the parallel write. A crash
+        // in between leaves an empty table without the batch's transaction: the batch reruns.
+        None if d.details.partitioned_by.is_empty() => {
+            let table = create_empty(unloaded()?, d, plan.schema().inner()).await?;
+            (sync_properties(table, d).await?, false)
+        }
+        None => (unloaded()?, true),
     };
+    if !created && d.details.partitioned_by.is_empty() {
+        if let Some(w) = parallel_write(ctx, &table, plan.clone(), Commit::Append(txn.clone())).await? {
+            if register {
+                register_written(ctx, d, &w.table).await?;
+            }
+            return Ok(w.rows);
+        }
+    }
     let builder = table
         .write(Vec::<RecordBatch>::new())
         .with_input_plan(plan)
@@ -156,6 +171,26 @@ pub(crate) async fn write_append(
         register_written(ctx, d, &table).await?;
     }
     Ok(rows)
+}
+
+/// Creates `table` (not yet on storage) with no rows: `schema` as Delta would store it and the
+/// dataset's creation details.
+async fn create_empty(table: DeltaTable, d: &Dataset, schema: &arrow::datatypes::SchemaRef) -> Result<DeltaTable> {
+    use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
+    let schema = deltalake::kernel::schema::cast::normalize_for_delta(schema);
+    let columns: deltalake::kernel::StructType = schema
+        .as_ref()
+        .try_into_kernel()
+        .map_err(|e| NativeError::Storage(format!("`{}`: no Delta schema for {schema:?}: {e}", d.name)))?;
+    let mut builder = table.create().with_columns(columns.fields().cloned()).with_table_name(d.name.name.clone());
+    let delta_keys = creation_properties(d);
+    if !delta_keys.is_empty() {
+        builder = builder.with_configuration(delta_keys);
+    }
+    if let Some(c) = &d.comment {
+        builder = builder.with_comment(c.clone());
+    }
+    Ok(builder.await?)
 }
 
 /// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
@@ -269,10 +304,17 @@ async fn overwrite(
     // Loading a location that holds no table yet only produces noise; build it unloaded instead.
     let table = if path.join("_delta_log").is_dir() {
         let table = DeltaTable::try_from_url(url).await?;
-        match d {
+        let table = match d {
             Some(d) => sync_properties(table, d).await?,
             None => table,
+        };
+        // A changed PARTITIONED BY rewrites the layout: delta-rs's write does that.
+        if d.is_none_or(|d| d.details.partitioned_by.is_empty()) {
+            if let Some(w) = parallel_write(ctx, &table, plan.clone(), Commit::Overwrite).await? {
+                return Ok(w.table);
+            }
         }
+        table
     } else {
         deltalake::DeltaTableBuilder::from_url(url)?.build()?
     };
