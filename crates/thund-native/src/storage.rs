@@ -11,6 +11,7 @@
 //!   events/<run id>.jsonl                   the event log, one JSON object per line
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```
+//! A table's files replaced by an overwrite are deleted once past its retention (`table::vacuum`).
 //! Each name component is escaped: anything but ASCII letters, digits, `_` and `-` is written as
 //! `~XX` (hex), so a quoted name like `../x` or `a/b` can never leave its folder. `~` rather than
 //! `%` because table locations travel as URLs, where `%2E%2E` would be decoded back to `..`.

@@ -11,6 +11,7 @@ use datafusion::logical_expr::{cast, ident, Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::Transaction;
+use deltalake::operations::vacuum::VacuumMode;
 use deltalake::operations::write::WriteBuilder;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
@@ -311,7 +312,7 @@ async fn overwrite(
         // A changed PARTITIONED BY rewrites the layout: delta-rs's write does that.
         if d.is_none_or(|d| d.details.partitioned_by.is_empty()) {
             if let Some(w) = parallel_write(ctx, &table, plan.clone(), Commit::Overwrite).await? {
-                return Ok(w.table);
+                return Ok(vacuum(w.table).await);
             }
         }
         table
@@ -329,7 +330,25 @@ async fn overwrite(
         Some(d) => with_table_details(builder, d),
         None => builder,
     };
-    Ok(builder.await?)
+    Ok(vacuum(builder.await?).await)
+}
+
+/// Deletes the files an overwrite left behind once no version within the table's retention
+/// (`delta.deletedFileRetentionDuration`, 7 days unless set) needs them — otherwise every refresh
+/// of a materialized view would keep its old files forever. Files of failed writes, which no
+/// version references, go the same way. Commits (VACUUM START/END) only when it deletes
+/// something. The data is already committed, so a failure here is only logged.
+async fn vacuum(table: DeltaTable) -> DeltaTable {
+    let before = table.clone();
+    match table.vacuum().with_mode(VacuumMode::Full).await {
+        Ok((table, _)) => table,
+        Err(e) => {
+            tracing::warn!(table = %before.table_url(), error = %e, "old files could not be vacuumed");
+            let mut table = before;
+            let _ = table.update_state().await;
+            table
+        }
+    }
 }
 
 /// A provider over the Delta table at `path`, its store registered with `ctx`.

@@ -366,3 +366,49 @@ fn changed_table_properties_reach_existing_tables() {
     assert_eq!(config("st"), second);
     assert_eq!(rows(&query(dir.path(), "SELECT id FROM st ORDER BY id").unwrap()).1, vec![vec!["1"], vec!["2"]]);
 }
+
+/// Parquet files in the table folder of `name` (old versions' files included).
+fn parquet_files(dir: &Path, name: &str) -> usize {
+    let table = dir.join(".thund/tables/spark_catalog/default").join(name);
+    std::fs::read_dir(table).unwrap().flatten().filter(|e| e.path().extension().is_some_and(|x| x == "parquet")).count()
+}
+
+#[test]
+fn overwritten_files_are_deleted_once_past_the_tables_retention() {
+    let view = |name: &str, props: &str| {
+        format!(
+            "CREATE MATERIALIZED VIEW {name} {props} AS SELECT count(*) AS n, current_timestamp() AS at FROM src;\n"
+        )
+    };
+    let sql = format!(
+        "CREATE MATERIALIZED VIEW src AS SELECT * FROM read_files('data/a.csv', format => 'csv', header => true);\n{}{}",
+        view("kept", ""),
+        view("lean", "TBLPROPERTIES ('delta.deletedFileRetentionDuration' = 'interval 0 seconds')")
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("data/a.csv", "x\n1\n2\n"), ("sql/a.sql", &sql)]);
+    // Non-deterministic views are recomputed, so each run overwrites both.
+    for _ in 0..3 {
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{:?}", s.flows);
+    }
+    // The default retention (7 days) keeps every version's files; zero keeps only the current one.
+    assert_eq!(parquet_files(dir.path(), "kept"), 3);
+    assert_eq!(parquet_files(dir.path(), "lean"), 1);
+    // A file no version references (a failed write's) goes too.
+    let lean = dir.path().join(".thund/tables/spark_catalog/default/lean");
+    std::fs::copy(
+        std::fs::read_dir(&lean)
+            .unwrap()
+            .flatten()
+            .find(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+            .unwrap()
+            .path(),
+        lean.join("part-00000-orphan.parquet"),
+    )
+    .unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(parquet_files(dir.path(), "lean"), 1);
+    assert_eq!(sorted_rows(dir.path(), "SELECT n FROM lean"), vec![vec!["2".to_string()]]);
+    assert_eq!(sorted_rows(dir.path(), "SELECT n FROM kept"), vec![vec!["2".to_string()]]);
+}
