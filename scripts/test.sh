@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy (warnings are errors), and the whole test suite
 # with nextest. Installs what the tests need on first use: cargo-nextest, a Python venv with
-# `deltalake` for the Delta interop test, and real Spark Connect servers (pyspark 4.1.4 and
-# 4.3.0 from PyPI, Java 17) that the Spark tests run against; the servers are stopped on exit.
+# `deltalake` for the Delta interop test, real Spark Connect servers (pyspark 4.1.4 and 4.3.0
+# from PyPI, Java 17) that the Spark tests run against, and a local S3-compatible server (moto,
+# from PyPI) for s3:// storage roots; the servers are stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +27,17 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo test --workspace --doc
+stop_servers() {
+  [ -z "${THUND_SKIP_SPARK:-}" ] && { scripts/spark-server.sh stop 4.1.4; scripts/spark-server.sh stop 4.3.0; }
+  [ -z "${THUND_SKIP_S3:-}" ] && scripts/s3-server.sh stop
+  true
+}
+trap stop_servers EXIT
+if [ -z "${THUND_SKIP_S3:-}" ]; then
+  THUND_S3_ENDPOINT="$(scripts/s3-server.sh start)"
+  export THUND_S3_ENDPOINT
+fi
 if [ -z "${THUND_SKIP_SPARK:-}" ]; then
-  trap 'scripts/spark-server.sh stop 4.1.4; scripts/spark-server.sh stop 4.3.0' EXIT
   THUND_SPARK_REMOTE="$(scripts/spark-server.sh start 4.1.4)"
   THUND_SPARK_REMOTE_4_3="$(scripts/spark-server.sh start 4.3.0)"
   export THUND_SPARK_REMOTE THUND_SPARK_REMOTE_4_3

@@ -364,32 +364,39 @@ fn query(
 
 fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Result<ExitCode> {
     let p = load(start)?;
-    let dir = Storage::of(&p)?.events_dir();
-    let mut runs: Vec<String> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".jsonl")).map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    runs.sort();
-    let id = match run {
-        Some(id) if runs.contains(&id) => id,
-        Some(id) => bail!(Usage(format!("no run `{id}` in {} (runs: {})", dir.display(), runs.join(", ")))),
-        None => match runs.last() {
-            Some(id) => id.clone(),
+    let storage = Storage::of(&p)?;
+    let (runs, text) = runtime()?.block_on(async {
+        let runs = storage.event_runs().await?;
+        let id = match &run {
+            Some(id) if runs.contains(id) => id.clone(),
+            _ => return Ok::<_, thund_native::NativeError>((runs, None)),
+        };
+        let text = storage.get(&storage.events_key(&id)).await?;
+        Ok((runs, text.map(|t| (id, t))))
+    })?;
+    let (id, text) = match (run, text) {
+        (_, Some((id, t))) => (id, String::from_utf8_lossy(&t).into_owned()),
+        (Some(id), None) => {
+            bail!(Usage(format!("no run `{id}` in {} (runs: {})", storage.display("events"), runs.join(", "))))
+        }
+        (None, None) => match runs.last() {
+            Some(id) => {
+                let key = storage.events_key(id);
+                let t = runtime()?
+                    .block_on(storage.get(&key))?
+                    .with_context(|| format!("reading {}", storage.display(&key)))?;
+                (id.clone(), String::from_utf8_lossy(&t).into_owned())
+            }
             None => bail!(Usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
         },
     };
-    let path = dir.join(format!("{id}.jsonl"));
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let path = storage.display(&storage.events_key(&id));
     match format {
         EventsFormat::Jsonl => print!("{text}"),
         EventsFormat::Text => {
             println!("run {id}");
             for line in text.lines() {
-                let v: serde_json::Value =
-                    serde_json::from_str(line).with_context(|| format!("{}: bad line", path.display()))?;
+                let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{path}: bad line"))?;
                 println!(
                     "{} {:5} {:9} {}",
                     v["timestamp"].as_str().unwrap_or(""),

@@ -25,8 +25,8 @@ pub enum NativeError {
     #[error("storage: {0}")]
     Storage(String),
     /// Another run holds the lock.
-    #[error("another thund run is writing to this pipeline's storage (lock {})", .0.display())]
-    Locked(PathBuf),
+    #[error("another thund run is writing to this pipeline's storage (lock {0})")]
+    Locked(String),
     /// A file could not be read or written.
     #[error("{}: {source}", .path.display())]
     Io {

@@ -10,12 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use knut_thund::ir::{Dataset, FileSource, Pipeline, Query, Read};
+use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::storage::{encode_component, resolve_project_path, write_json, Storage};
+use crate::storage::{name_key, resolve_project_path, Storage};
 
 /// Function names whose result changes from run to run.
 const NON_DETERMINISTIC: [&str; 9] =
@@ -27,27 +27,8 @@ struct Stored {
     table_version: i64,
 }
 
-fn stored_path(storage: &Storage, d: &Dataset) -> PathBuf {
-    storage
-        .root()
-        .join("fingerprints")
-        .join(encode_component(&d.name.catalog))
-        .join(encode_component(&d.name.database))
-        .join(format!("{}.json", encode_component(&d.name.name)))
-}
-
-/// The latest committed version of the Delta table at `path` (`-1` when there is none).
-pub fn delta_version(path: &Path) -> i64 {
-    let Ok(entries) = std::fs::read_dir(path.join("_delta_log")) else { return -1 };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".json")?;
-            (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse::<i64>().ok()).flatten()
-        })
-        .max()
-        .unwrap_or(-1)
+fn stored_key(d: &Dataset) -> String {
+    format!("{}.json", name_key("fingerprints", &d.name))
 }
 
 fn file_state(path: &Path) -> Value {
@@ -74,8 +55,15 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
 }
 
 /// Everything the query's result depends on, or `None` if it cannot be known (a
-/// non-deterministic function somewhere in the query or the views it reads).
-fn inputs(p: &Pipeline, storage: &Storage, q: &Query, depth: usize, out: &mut Vec<Value>) -> Option<()> {
+/// non-deterministic function somewhere in the query or the views it reads). Tables read are
+/// left as `null` in `out`, their places listed in `tables`, to be filled from storage.
+fn inputs(
+    p: &Pipeline,
+    q: &Query,
+    depth: usize,
+    out: &mut Vec<Value>,
+    tables: &mut Vec<(usize, QualifiedName)>,
+) -> Option<()> {
     let sql = q.sql.to_ascii_lowercase();
     if depth > 64 || NON_DETERMINISTIC.iter().any(|f| sql.contains(f)) {
         return None;
@@ -87,11 +75,11 @@ fn inputs(p: &Pipeline, storage: &Storage, q: &Query, depth: usize, out: &mut Ve
             Read::Dataset { name, .. } => {
                 let d = p.dataset(name)?;
                 if d.kind.is_table() {
-                    let path = storage.table_path(name);
-                    out.push(json!({"table": name.to_string(), "version": delta_version(&path), "id": crate::stream::table_id(&path)}));
+                    tables.push((out.len(), name.clone()));
+                    out.push(Value::Null);
                 } else {
                     for f in p.flows_into(name) {
-                        inputs(p, storage, f.query(), depth + 1, out)?;
+                        inputs(p, f.query(), depth + 1, out, tables)?;
                     }
                 }
             }
@@ -101,9 +89,18 @@ fn inputs(p: &Pipeline, storage: &Storage, q: &Query, depth: usize, out: &mut Ve
 }
 
 /// The fingerprint of a materialized view's next result, or `None` if it must be recomputed.
-pub fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query) -> Option<String> {
+pub async fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query) -> Result<Option<String>> {
     let mut parts = Vec::new();
-    inputs(p, storage, q, 0, &mut parts)?;
+    let mut tables = Vec::new();
+    if inputs(p, q, 0, &mut parts, &mut tables).is_none() {
+        return Ok(None);
+    }
+    for (i, name) in tables {
+        let key = storage.table_key(&name);
+        let version = storage.delta_version(&key).await?;
+        let id = crate::stream::table_id(storage, &key).await;
+        parts[i] = json!({"table": name.to_string(), "version": version, "id": id});
+    }
     let definition = json!({
         "engine": env!("CARGO_PKG_VERSION"),
         "details": d.details,
@@ -111,18 +108,18 @@ pub fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query) -> O
         "comment": d.comment,
         "inputs": parts,
     });
-    Some(definition.to_string())
+    Ok(Some(definition.to_string()))
 }
 
 /// Whether the view's table already holds the result of `fingerprint`.
-pub fn is_fresh(storage: &Storage, d: &Dataset, fingerprint: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(stored_path(storage, d)) else { return false };
-    let Ok(stored) = serde_json::from_str::<Stored>(&text) else { return false };
-    stored.fingerprint == fingerprint && stored.table_version == delta_version(&storage.table_path(&d.name))
+pub async fn is_fresh(storage: &Storage, d: &Dataset, fingerprint: &str) -> bool {
+    let Ok(Some(stored)) = storage.read_json::<Stored>(&stored_key(d)).await else { return false };
+    let Ok(version) = storage.delta_version(&storage.table_key(&d.name)).await else { return false };
+    stored.fingerprint == fingerprint && stored.table_version == version
 }
 
 /// Records that the view's table, at its current version, holds the result of `fingerprint`.
-pub fn record(storage: &Storage, d: &Dataset, fingerprint: String) -> Result<()> {
-    let stored = Stored { fingerprint, table_version: delta_version(&storage.table_path(&d.name)) };
-    write_json(&stored_path(storage, d), &stored)
+pub async fn record(storage: &Storage, d: &Dataset, fingerprint: String) -> Result<()> {
+    let stored = Stored { fingerprint, table_version: storage.delta_version(&storage.table_key(&d.name)).await? };
+    storage.write_json(&stored_key(d), &stored).await
 }

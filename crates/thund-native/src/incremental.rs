@@ -20,7 +20,6 @@
 //! state and the view belong together. It is written last: a crash between the commits leaves
 //! versions that disagree with the record, and the next run recomputes from scratch.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
@@ -37,8 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::plan_query;
 use crate::error::{NativeError, Result};
-use crate::freshness::delta_version;
-use crate::storage::{encode_component, read_json, write_json, Storage};
+use crate::storage::{name_key, Storage};
 use crate::stream::{table_id, table_increment, SourceOffset};
 use crate::table::{conform, open_at, write_overwrite, write_overwrite_at};
 use crate::types::delta_storable;
@@ -78,16 +76,13 @@ pub struct IncrementalView {
     definition: String,
 }
 
-fn state_dir(storage: &Storage, d: &Dataset) -> PathBuf {
-    storage.root().join("state").join(encode_component(&d.name.catalog)).join(encode_component(&d.name.database))
+/// Key of the view's state table.
+fn state_table(d: &Dataset) -> String {
+    name_key("state", &d.name)
 }
 
-fn state_table(storage: &Storage, d: &Dataset) -> PathBuf {
-    state_dir(storage, d).join(encode_component(&d.name.name))
-}
-
-fn record_path(storage: &Storage, d: &Dataset) -> PathBuf {
-    state_dir(storage, d).join(format!("{}.json", encode_component(&d.name.name)))
+fn record_key(d: &Dataset) -> String {
+    format!("{}.json", name_key("state", &d.name))
 }
 
 /// What [`analyse`] found.
@@ -110,7 +105,7 @@ pub async fn analyse(ctx: &SessionContext, storage: &Storage, p: &Pipeline, d: &
     let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Analysis::NotPlanned) };
     // The source must be a streaming table (appended to) that has been written.
     let is_table = p.dataset(source).is_some_and(|s| s.kind == DatasetKind::StreamingTable);
-    if !is_table || !storage.table_path(source).join("_delta_log").is_dir() {
+    if !is_table || !storage.is_table(&storage.table_key(source)).await? {
         return Ok(Analysis::NotPlanned);
     }
     let plan = plan_query(ctx, q, &p.root).await?;
@@ -220,15 +215,18 @@ impl IncrementalView {
     ) -> Result<u64> {
         let (agg, partials) = aggregate_of(&self.plan, &self.source)
             .ok_or_else(|| NativeError::Execution(format!("`{}` no longer refreshes incrementally", d.name)))?;
-        let record: Option<Record> = read_json(&record_path(storage, d))?;
-        let state_path = state_table(storage, d);
+        let record: Option<Record> = storage.read_json(&record_key(d)).await?;
+        let state_key = state_table(d);
+        let state_url = storage.url_of(&format!("{state_key}/"));
+        let state_version = storage.delta_version(&state_key).await?;
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
         // The record holds only if the state and the view are still the versions it names.
         let usable = record.filter(|r| {
             !rebuild
                 && r.format_version == STATE_FORMAT_VERSION
                 && r.definition == self.definition
-                && r.state_version == delta_version(&state_path)
-                && r.view_version == delta_version(&storage.table_path(&d.name))
+                && r.state_version == state_version
+                && r.view_version == view_version
         });
         let (new_rows, previous) = match &usable {
             Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source)).await {
@@ -240,7 +238,9 @@ impl IncrementalView {
         };
         let offset = match &new_rows.offset {
             Some(o) => o.clone(),
-            None => SourceOffset::Table { version: -1, table_id: table_id(&storage.table_path(&self.source)) },
+            None => {
+                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
+            }
         };
 
         // 1. The new rows' partial aggregate, with state columns k0.., s0.. (an average: two).
@@ -267,7 +267,7 @@ impl IncrementalView {
 
         // 2. Merged with the previous state, unless there is none.
         let merged = if previous {
-            let old = open_at(ctx, &state_path).await?;
+            let old = open_at(ctx, &state_url).await?;
             let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?.build()?;
             let union = LogicalPlanBuilder::from(partial).union(old)?.build()?;
             let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
@@ -291,7 +291,7 @@ impl IncrementalView {
         } else {
             partial
         };
-        let state = write_overwrite_at(ctx, &state_path, &format!("{}_state", d.name.name), merged).await?;
+        let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
         let state_version = state.version().map_or(-1, |v| v as i64);
 
         // 3. The view: the query with its aggregate read from the state.
@@ -329,7 +329,7 @@ impl IncrementalView {
             .data;
         let view = conform(ctx, d, f, view)?;
         let rows = write_overwrite(ctx, storage, d, view).await?;
-        let view_version = delta_version(&storage.table_path(&d.name));
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
         let record = Record {
             format_version: STATE_FORMAT_VERSION,
             definition: self.definition,
@@ -337,7 +337,7 @@ impl IncrementalView {
             state_version,
             view_version,
         };
-        write_json(&record_path(storage, d), &record)?;
+        storage.write_json(&record_key(d), &record).await?;
         Ok(rows)
     }
 }

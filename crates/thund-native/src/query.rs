@@ -42,12 +42,10 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
                 ctx.register_table(table_ref(&d.name), provider)?;
             }
         } else if d.kind == DatasetKind::PersistentView {
-            let path = storage.view_path(&d.name);
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                let def: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| NativeError::Storage(format!("{}: {e}", path.display())))?;
+            let key = storage.view_key(&d.name);
+            if let Some(def) = storage.read_json::<serde_json::Value>(&key).await? {
                 let q: Query = serde_json::from_value(def["query"].clone())
-                    .map_err(|e| NativeError::Storage(format!("{}: {e}", path.display())))?;
+                    .map_err(|e| NativeError::Storage(format!("{}: {e}", storage.display(&key))))?;
                 stored_views.insert(d.name.clone(), q);
             }
         }

@@ -37,7 +37,7 @@ use crate::expect::Checker;
 use crate::freshness;
 use crate::incremental;
 use crate::sink::FileSink;
-use crate::storage::{write_json, RunLock, Storage};
+use crate::storage::{RunLock, Storage};
 use crate::stream::{
     app_id, checkpoint_dir, committed_batch, increments, table_checkpoints, Checkpoint, CheckpointStore,
     CHECKPOINT_FORMAT_VERSION,
@@ -99,13 +99,17 @@ impl ExecBackend for NativeBackend {
         let storage = Storage::of(p)?;
         let lock = if options.dry { None } else { Some(storage.lock()?) };
         let run_id = new_run_id();
-        let log = if options.dry {
-            None
-        } else {
-            let dir = storage.events_dir();
-            std::fs::create_dir_all(&dir).map_err(|e| NativeError::io(&dir, e))?;
-            let path = dir.join(format!("{run_id}.jsonl"));
-            Some(BufWriter::new(File::create(&path).map_err(|e| NativeError::io(&path, e))?))
+        let log = match (options.dry, storage.local_root()) {
+            (true, _) => None,
+            // A local log is appended to as events happen, so even a killed run leaves one.
+            (false, Some(root)) => {
+                let path = root.join(storage.events_key(&run_id));
+                let dir = path.parent().unwrap_or(root);
+                std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
+                Some(EventLog::File(BufWriter::new(File::create(&path).map_err(|e| NativeError::io(&path, e))?)))
+            }
+            // An object is written whole: after each stage and at the end.
+            (false, None) => Some(EventLog::Object { key: storage.events_key(&run_id), lines: Vec::new() }),
         };
         let (tx, rx) = mpsc::channel();
         let cancel = Arc::new(AtomicBool::new(false));
@@ -122,7 +126,7 @@ impl ExecBackend for NativeBackend {
             events: Events { tx, log: Mutex::new(log), run_id: run_id.clone() },
             cancel: Arc::clone(&cancel),
             checked_views: Mutex::new(Vec::new()),
-            _lock: lock,
+            lock: Mutex::new(lock),
         };
         let thread = std::thread::Builder::new()
             .name("thund-run".into())
@@ -167,17 +171,25 @@ fn new_run_id() -> String {
     format!("{}T{}-{}", &compact[..8], &compact[8..], std::process::id())
 }
 
+/// A run's event log, one JSON object per line.
+enum EventLog {
+    /// A local file, appended to as events happen.
+    File(BufWriter<File>),
+    /// An object, written whole by `Job::save_events`.
+    Object { key: String, lines: Vec<u8> },
+}
+
 /// Where events go: the caller's channel and the run's event log.
 struct Events {
     tx: Sender<RunEvent>,
-    log: Mutex<Option<BufWriter<File>>>,
+    log: Mutex<Option<EventLog>>,
     run_id: String,
 }
 
 impl Events {
     fn emit(&self, flow: Option<&Flow>, dataset: Option<&QualifiedName>, ev: RunEvent) {
         if let Ok(mut guard) = self.log.lock() {
-            if let Some(w) = guard.as_mut() {
+            if let Some(log) = guard.as_mut() {
                 let level = match ev.phase {
                     Some(RunPhase::Failed) => "ERROR",
                     Some(RunPhase::Skipped | RunPhase::Stopped) => "WARN",
@@ -194,8 +206,15 @@ impl Events {
                     "message": ev.message,
                     "details": ev.details,
                 });
-                let _ = writeln!(w, "{line}");
-                let _ = w.flush();
+                match log {
+                    EventLog::File(w) => {
+                        let _ = writeln!(w, "{line}");
+                        let _ = w.flush();
+                    }
+                    EventLog::Object { lines, .. } => {
+                        let _ = writeln!(lines, "{line}");
+                    }
+                }
             }
         }
         let _ = self.tx.send(ev);
@@ -225,7 +244,7 @@ struct Job {
     cancel: Arc<AtomicBool>,
     /// Views with expectations, whose counts are reported when the run ends.
     checked_views: Mutex<Vec<(Flow, Arc<Checker>)>>,
-    _lock: Option<RunLock>,
+    lock: Mutex<Option<RunLock>>,
 }
 
 /// A flow that ran (or was skipped), with how long it took.
@@ -253,6 +272,34 @@ impl Job {
     }
 
     async fn run(&self) -> RunSummary {
+        let summary = self.run_stages().await;
+        self.save_events().await;
+        let lock = self.lock.lock().ok().and_then(|mut l| l.take());
+        if let Some(lock) = lock {
+            if let Err(e) = self.storage.release(lock).await {
+                tracing::warn!(error = %e, "the run lock could not be released");
+            }
+        }
+        summary
+    }
+
+    /// Writes an object event log whole (a local one is written as events happen).
+    async fn save_events(&self) {
+        let pending = match self.events.log.lock() {
+            Ok(guard) => match guard.as_ref() {
+                Some(EventLog::Object { key, lines }) => Some((key.clone(), lines.clone())),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        if let Some((key, lines)) = pending {
+            if let Err(e) = self.storage.put(&key, lines).await {
+                tracing::warn!(error = %e, "the event log could not be written");
+            }
+        }
+    }
+
+    async fn run_stages(&self) -> RunSummary {
         let p = &self.pipeline;
         let mode = if self.dry { "dry run (nothing is written)" } else { "update" };
         self.events.run(RunPhase::Starting, format!("Starting {mode} of pipeline `{}` on the native backend.", p.name));
@@ -278,6 +325,7 @@ impl Job {
             });
             let results: Vec<(&Dataset, Vec<FlowDone>)> =
                 futures::stream::iter(work).buffer_unordered(self.max_concurrent).collect().await;
+            self.save_events().await;
             for (d, flows) in results {
                 for (f, o, took) in flows {
                     if matches!(o.phase, RunPhase::Failed | RunPhase::Skipped | RunPhase::Stopped) {
@@ -344,7 +392,7 @@ impl Job {
         let selected = self.plan.is_selected(&d.name);
         let mut out = Vec::new();
         let reset = if selected && !upstream_broken && !self.dry && d.kind == DatasetKind::StreamingTable {
-            self.reset_if_asked(d).err()
+            self.reset_if_asked(d).await.err()
         } else {
             None
         };
@@ -443,13 +491,13 @@ impl Job {
 
     async fn define_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow) -> Result<()> {
         let plan = plan_query(ctx, f.query(), &self.pipeline.root).await?;
-        self.register_view(ctx, d, f, plan)
+        self.register_view(ctx, d, f, plan).await
     }
 
     /// Registers a view (inlined into its readers) and stores a persistent view's definition.
     /// A view with expectations is checked where it is read; its counts are reported at the end
     /// of the run.
-    fn register_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<()> {
+    async fn register_view(&self, ctx: &SessionContext, d: &Dataset, f: &Flow, plan: LogicalPlan) -> Result<()> {
         let _ = ctx.deregister_table(table_ref(&d.name));
         if d.expectations.is_empty() {
             let view = ViewTable::new(plan, Some(f.query().sql.clone()));
@@ -463,7 +511,7 @@ impl Job {
             ctx.register_table(table_ref(&d.name), Arc::new(checked))?;
         }
         if d.kind == DatasetKind::PersistentView && !self.dry {
-            store_view_definition(&self.storage, d, f)?;
+            store_view_definition(&self.storage, d, f).await?;
         }
         Ok(())
     }
@@ -479,11 +527,13 @@ impl Job {
         // is non-deterministic, or this is not a view or a dry run.
         let full_refresh = self.plan.full_refresh.contains(&d.name);
         let fingerprint = match d.kind {
-            DatasetKind::MaterializedView if !self.dry => freshness::fingerprint(p, &self.storage, d, f.query()),
+            DatasetKind::MaterializedView if !self.dry => {
+                freshness::fingerprint(p, &self.storage, d, f.query()).await?
+            }
             _ => None,
         };
         if let Some(fp) = &fingerprint {
-            if !full_refresh && freshness::is_fresh(&self.storage, d, fp) {
+            if !full_refresh && freshness::is_fresh(&self.storage, d, fp).await {
                 return Ok(Written::Nothing);
             }
         }
@@ -496,7 +546,7 @@ impl Job {
                     self.events.flow(f, RunPhase::Starting, EventDetails::default());
                     self.events.flow(f, RunPhase::Running, EventDetails::default());
                     let rows = view.refresh(ctx, &self.storage, d, f, full_refresh).await?;
-                    freshness::record(&self.storage, d, fp.clone())?;
+                    freshness::record(&self.storage, d, fp.clone()).await?;
                     return Ok(Written::Rows(rows));
                 }
                 incremental::Analysis::Planned(plan) => planned = Some(plan),
@@ -509,7 +559,7 @@ impl Job {
         };
         match d.kind {
             DatasetKind::TemporaryView | DatasetKind::PersistentView => {
-                self.register_view(ctx, d, f, plan)?;
+                self.register_view(ctx, d, f, plan).await?;
                 Ok(Written::View)
             }
             DatasetKind::MaterializedView => {
@@ -536,7 +586,7 @@ impl Job {
                 *dq = checker.map(|c| c.metrics());
                 let rows = written?;
                 if let Some(fp) = fingerprint {
-                    freshness::record(&self.storage, d, fp)?;
+                    freshness::record(&self.storage, d, fp).await?;
                 }
                 Ok(Written::Rows(rows))
             }
@@ -550,9 +600,9 @@ impl Job {
     /// is processed again. A reset marker makes this crash-safe: a run that finds the marker
     /// finishes the reset before anything else, so a half-done reset never leaves a table whose
     /// checkpoints claim rows it no longer has (or the reverse).
-    fn reset_if_asked(&self, d: &Dataset) -> Result<()> {
-        let checkpoints = table_checkpoints(&self.storage, &d.name);
-        let marker = checkpoints.with_extension("reset");
+    async fn reset_if_asked(&self, d: &Dataset) -> Result<()> {
+        let checkpoints = table_checkpoints(&d.name);
+        let marker = format!("{checkpoints}.reset");
         let asked = self.plan.full_refresh.contains(&d.name);
         if asked {
             let allowed = d.details.properties.get("pipelines.reset.allowed").map(|v| !v.eq_ignore_ascii_case("false"));
@@ -565,20 +615,16 @@ impl Job {
                     ),
                 });
             }
-            if let Some(dir) = marker.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
-            }
-            std::fs::write(&marker, b"").map_err(|e| NativeError::io(&marker, e))?;
+            self.storage.put(&marker, Vec::new()).await?;
         }
-        if marker.exists() {
-            for dir in [self.storage.table_path(&d.name), checkpoints] {
-                match std::fs::remove_dir_all(&dir) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(NativeError::io(&dir, e)),
-                }
-            }
-            std::fs::remove_file(&marker).map_err(|e| NativeError::io(&marker, e))?;
+        if self.storage.exists(&marker).await? {
+            // The table's log goes first: a reset cut short leaves no table rather than one
+            // whose log names files already deleted.
+            let table = self.storage.table_key(&d.name);
+            self.storage.delete_prefix(&format!("{table}/_delta_log")).await?;
+            self.storage.delete_prefix(&table).await?;
+            self.storage.delete_prefix(&checkpoints).await?;
+            self.storage.delete(&marker).await?;
         }
         Ok(())
     }
@@ -592,26 +638,26 @@ impl Job {
         dq: &mut Option<DataQuality>,
     ) -> Result<Written> {
         let p = &self.pipeline;
-        let store = CheckpointStore::new(checkpoint_dir(&self.storage, &d.name, &f.name));
+        let store = CheckpointStore::new(&self.storage, checkpoint_dir(&d.name, &f.name));
         // Where the rows go: the table's own Delta folder, or the sink's path.
         let sink = match d.kind {
             DatasetKind::Sink => Some(FileSink::of(d, &p.root)?),
             _ => None,
         };
-        let path = match &sink {
-            Some(s) => s.path.clone(),
-            None => self.storage.table_path(&d.name),
+        let url = match &sink {
+            Some(s) => dir_url(&s.path)?,
+            None => self.storage.table_url(&d.name),
         };
         let delta = sink.as_ref().is_none_or(|s| s.format == "delta");
-        let existing = if delta && path.join("_delta_log").is_dir() {
-            Some(DeltaTable::try_from_url(dir_url(&path)?).await?)
-        } else {
-            None
+        let is_table = match &sink {
+            Some(s) => s.path.join("_delta_log").is_dir(),
+            None => self.storage.is_table(&self.storage.table_key(&d.name)).await?,
         };
+        let existing = if delta && is_table { Some(DeltaTable::try_from_url(url.clone()).await?) } else { None };
         let app = app_id(&f.name);
         let committed = match &sink {
             Some(s) if !delta => {
-                let pending = store.pending_batch()?;
+                let pending = store.pending_batch().await?;
                 let done = s.committed_batch(&f.name, pending);
                 if let (Some(b), None) = (pending, done) {
                     // The intent's files may be half renamed: remove them before recomputing.
@@ -621,7 +667,7 @@ impl Job {
             }
             _ => committed_batch(existing.as_ref(), &app).await?,
         };
-        let state = store.recover(committed)?;
+        let state = store.recover(committed).await?;
         let mut next =
             Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
         let plan = match &f.kind {
@@ -690,17 +736,17 @@ impl Job {
             Some(c) => checked_plan(ctx, c, plan).await?,
             None => plan,
         };
-        store.write_pending(&next)?;
+        store.write_pending(&next).await?;
         let written = match &sink {
             Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
             _ => {
                 let register = d.kind == DatasetKind::StreamingTable;
-                write_append(ctx, &path, d, plan, existing, Transaction::new(&app, next.batch), register).await
+                write_append(ctx, &url, d, plan, existing, Transaction::new(&app, next.batch), register).await
             }
         };
         *dq = checker.map(|c| c.metrics());
         let rows = written?;
-        store.commit(&next)?;
+        store.commit(&next).await?;
         Ok(Written::Rows(rows))
     }
 }
@@ -763,6 +809,7 @@ enum Written {
 static STREAM_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Persists a persistent view's definition for `thund query`.
-fn store_view_definition(storage: &Storage, d: &Dataset, f: &Flow) -> Result<()> {
-    write_json(&storage.view_path(&d.name), &json!({ "name": d.name, "query": f.query(), "comment": d.comment }))
+async fn store_view_definition(storage: &Storage, d: &Dataset, f: &Flow) -> Result<()> {
+    let definition = json!({ "name": d.name, "query": f.query(), "comment": d.comment });
+    storage.write_json(&storage.view_key(&d.name), &definition).await
 }

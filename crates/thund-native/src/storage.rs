@@ -11,16 +11,34 @@
 //!   events/<run id>.jsonl                   the event log, one JSON object per line
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```
+//! The root is a local folder (a path or a `file://` URL) or an S3 location (`s3://bucket/prefix`,
+//! configured from the usual `AWS_*` environment variables: region, credentials, endpoint). Both
+//! are reached through `object_store`, so everything above — Delta tables (through delta-rs),
+//! checkpoints, fingerprints, state, events — lives under the root and a pipeline can run from any
+//! machine that reaches it. JSON files are written whole (a local write goes to a temporary file
+//! that is renamed; an object store put is atomic): a reader sees the old or the new file.
+//!
+//! The run lock is an OS file lock on a local root (released by the OS when a run dies, even on
+//! `kill -9`), and a conditionally created object on S3 (deleted when the run ends; one left by a
+//! run that died names its host and process, and is taken over when that process is gone from
+//! the same host, or deleted by hand).
+//!
 //! A table's files replaced by an overwrite are deleted once past its retention (`table::vacuum`).
 //! Each name component is escaped: anything but ASCII letters, digits, `_` and `-` is written as
-//! `~XX` (hex), so a quoted name like `../x` or `a/b` can never leave its folder. `~` rather than
-//! `%` because table locations travel as URLs, where `%2E%2E` would be decoded back to `..`.
+//! `.XX` (hex), so a quoted name like `../x` (`.2E.2E.2Fx`) or `a/b` can never leave its folder.
+//! `.` because it is the one escape character every layer keeps as it is: `%2E%2E` would be
+//! decoded back to `..` in a URL, and object_store percent-encodes `~` in keys.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use futures::{StreamExt, TryStreamExt};
 use knut_thund::ir::{Pipeline, QualifiedName};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
+use url::Url;
 
 use crate::error::{NativeError, Result};
 
@@ -28,9 +46,20 @@ use crate::error::{NativeError, Result};
 pub const DEFAULT_STORAGE_DIR: &str = ".thund";
 
 /// Resolved storage root of one pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Storage {
-    root: PathBuf,
+    /// The root, ending in `/`.
+    url: Url,
+    /// The store, rooted at `url`: keys are relative paths like `views/c/d/v.json`.
+    store: Arc<dyn ObjectStore>,
+    /// The folder, for a local root.
+    local: Option<PathBuf>,
+}
+
+impl PartialEq for Storage {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+    }
 }
 
 /// Encodes one name component so it is a single safe path segment.
@@ -40,92 +69,324 @@ pub fn encode_component(s: &str) -> String {
         if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
             out.push(b as char);
         } else {
-            out.push_str(&format!("~{b:02X}"));
+            out.push_str(&format!(".{b:02X}"));
         }
     }
     if out.is_empty() {
-        out.push_str("~00");
+        out.push_str(".00");
     }
     out
 }
 
+/// `kind/<catalog>/<database>/<name>`, each component escaped.
+pub fn name_key(kind: &str, name: &QualifiedName) -> String {
+    format!(
+        "{kind}/{}/{}/{}",
+        encode_component(&name.catalog),
+        encode_component(&name.database),
+        encode_component(&name.name)
+    )
+}
+
+/// URL schemes a storage root may have besides plain paths.
+const REMOTE_SCHEMES: [&str; 2] = ["s3", "s3a"];
+
 impl Storage {
-    /// The storage of `p`: its spec's `storage` (a path, or a `file://` URL; relative paths are
-    /// relative to the project root) or `<project>/.thund`.
+    /// The storage of `p`: its spec's `storage` (a path — relative to the project root — a
+    /// `file://` URL, or an `s3://` URL) or `<project>/.thund`.
     pub fn of(p: &Pipeline) -> Result<Self> {
-        let root = match p.storage.as_deref() {
-            None => p.root.join(DEFAULT_STORAGE_DIR),
+        match p.storage.as_deref() {
+            None => Ok(Self::at(p.root.join(DEFAULT_STORAGE_DIR))),
             Some(s) => {
                 if let Some(path) = s.strip_prefix("file://") {
-                    PathBuf::from(path)
-                } else if s.contains("://") {
-                    return Err(NativeError::Storage(format!(
-                        "storage `{s}`: only local paths and file:// URLs are supported by the native backend"
-                    )));
+                    Ok(Self::at(path))
+                } else if let Some((scheme, _)) = s.split_once("://") {
+                    if !REMOTE_SCHEMES.contains(&scheme) {
+                        return Err(NativeError::Storage(format!(
+                            "storage `{s}`: the native backend stores on local paths, file:// and s3:// URLs"
+                        )));
+                    }
+                    let url = Url::parse(&format!("{}/", s.trim_end_matches('/')))
+                        .map_err(|e| NativeError::Storage(format!("storage `{s}`: {e}")))?;
+                    Self::s3(url)
                 } else if Path::new(s).is_absolute() {
-                    PathBuf::from(s)
+                    Ok(Self::at(s))
                 } else {
-                    p.root.join(s)
+                    Ok(Self::at(p.root.join(s)))
                 }
             }
-        };
-        Ok(Storage { root })
+        }
     }
 
-    /// A storage rooted at `root`.
+    /// A storage rooted at the local folder `root` (made absolute against the working folder).
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        Storage { root: root.into() }
+        let root: PathBuf = root.into();
+        let root = std::path::absolute(&root).unwrap_or(root);
+        let url = Url::from_directory_path(&root).unwrap_or_else(|_| Url::parse("file:///").expect("a valid URL"));
+        let prefix = ObjectPath::from_absolute_path(&root).unwrap_or_default();
+        let fs = object_store::local::LocalFileSystem::new();
+        let store = Arc::new(object_store::prefix::PrefixStore::new(fs, prefix));
+        Storage { url, store, local: Some(root) }
     }
 
-    /// The root folder.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// An S3 root; the store is configured from the `AWS_*` environment, as delta-rs's is.
+    fn s3(url: Url) -> Result<Self> {
+        crate::table::register_object_stores();
+        let bucket = url.host_str().unwrap_or_default().to_string();
+        let s3 = object_store::aws::AmazonS3Builder::from_env()
+            .with_url(format!("s3://{bucket}"))
+            .build()
+            .map_err(|e| NativeError::Storage(format!("storage `{url}`: {e}")))?;
+        let prefix = ObjectPath::from(url.path().trim_matches('/'));
+        let store = Arc::new(object_store::prefix::PrefixStore::new(s3, prefix));
+        Ok(Storage { url, store, local: None })
     }
 
-    fn name_path(&self, kind: &str, name: &QualifiedName) -> PathBuf {
-        self.root
-            .join(kind)
-            .join(encode_component(&name.catalog))
-            .join(encode_component(&name.database))
-            .join(encode_component(&name.name))
+    /// The root URL (ends in `/`).
+    pub fn url(&self) -> &Url {
+        &self.url
     }
 
-    /// Folder of the Delta table of `name`.
-    pub fn table_path(&self, name: &QualifiedName) -> PathBuf {
-        self.name_path("tables", name)
+    /// The root folder of a local storage.
+    pub fn local_root(&self) -> Option<&Path> {
+        self.local.as_deref()
     }
 
-    /// File holding the definition of persistent view `name`.
-    pub fn view_path(&self, name: &QualifiedName) -> PathBuf {
-        let mut p = self.name_path("views", name);
-        p.set_extension("json");
-        p
+    /// The URL of `key` under the root.
+    pub fn url_of(&self, key: &str) -> Url {
+        self.url.join(key).unwrap_or_else(|_| self.url.clone())
     }
 
-    /// Folder of the event logs.
-    pub fn events_dir(&self) -> PathBuf {
-        self.root.join("events")
+    /// Where `key` is, for messages: a local path or a URL.
+    pub fn display(&self, key: &str) -> String {
+        match &self.local {
+            Some(root) => root.join(key).display().to_string(),
+            None => self.url_of(key).to_string(),
+        }
+    }
+
+    /// Key of the Delta table of `name`.
+    pub fn table_key(&self, name: &QualifiedName) -> String {
+        name_key("tables", name)
+    }
+
+    /// URL of the Delta table folder of `name` (ends in `/`).
+    pub fn table_url(&self, name: &QualifiedName) -> Url {
+        self.url_of(&format!("{}/", self.table_key(name)))
+    }
+
+    /// Key of the definition of persistent view `name`.
+    pub fn view_key(&self, name: &QualifiedName) -> String {
+        format!("{}.json", name_key("views", name))
+    }
+
+    /// Key of a run's event log.
+    pub fn events_key(&self, run_id: &str) -> String {
+        format!("events/{run_id}.jsonl")
+    }
+
+    /// Ids of the runs with an event log, oldest first.
+    pub async fn event_runs(&self) -> Result<Vec<String>> {
+        let mut runs: Vec<String> = self
+            .list("events")
+            .await?
+            .into_iter()
+            .filter_map(|k| k.strip_prefix("events/")?.strip_suffix(".jsonl").map(str::to_string))
+            .collect();
+        runs.sort();
+        Ok(runs)
+    }
+
+    fn err(&self, key: &str, e: object_store::Error) -> NativeError {
+        NativeError::Storage(format!("{}: {e}", self.display(key)))
+    }
+
+    /// The bytes at `key`; `None` when there is nothing.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        match self.store.get(&ObjectPath::from(key)).await {
+            Ok(r) => Ok(Some(r.bytes().await.map_err(|e| self.err(key, e))?.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.err(key, e)),
+        }
+    }
+
+    /// Writes `bytes` at `key`, whole.
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.store.put(&ObjectPath::from(key), PutPayload::from(bytes)).await.map_err(|e| self.err(key, e))?;
+        Ok(())
+    }
+
+    /// Reads a JSON file Þund wrote; `None` when it does not exist.
+    pub async fn read_json<T: for<'de> serde::Deserialize<'de>>(&self, key: &str) -> Result<Option<T>> {
+        match self.get(key).await? {
+            None => Ok(None),
+            Some(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| NativeError::Storage(format!("{}: unreadable: {e}", self.display(key)))),
+        }
+    }
+
+    /// Writes JSON whole: a reader, or a restart after a crash, sees the old or the new file.
+    pub async fn write_json<T: serde::Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        let text = serde_json::to_vec_pretty(value).map_err(|e| NativeError::Storage(e.to_string()))?;
+        self.put(key, text).await
+    }
+
+    /// Whether something is at `key`.
+    pub async fn exists(&self, key: &str) -> Result<bool> {
+        match self.store.head(&ObjectPath::from(key)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.err(key, e)),
+        }
+    }
+
+    /// Deletes `key`; nothing there is fine.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        match self.store.delete(&ObjectPath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.err(key, e)),
+        }
+    }
+
+    /// Every key under `prefix` (a folder), recursively, relative to the root.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let listed: Vec<object_store::ObjectMeta> =
+            match self.store.list(Some(&ObjectPath::from(prefix))).try_collect().await {
+                Ok(v) => v,
+                Err(object_store::Error::NotFound { .. }) => Vec::new(),
+                Err(e) => return Err(self.err(prefix, e)),
+            };
+        Ok(listed.into_iter().map(|m| m.location.to_string()).collect())
+    }
+
+    /// Deletes everything under `prefix` (a folder).
+    pub async fn delete_prefix(&self, prefix: &str) -> Result<()> {
+        let keys = self.list(prefix).await?;
+        let paths = futures::stream::iter(keys.into_iter().map(|k| Ok(ObjectPath::from(k)))).boxed();
+        let deleted: Vec<_> = self.store.delete_stream(paths).collect().await;
+        for d in deleted {
+            match d {
+                Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(self.err(prefix, e)),
+            }
+        }
+        // Local folders stay behind empty otherwise.
+        if let Some(root) = &self.local {
+            match std::fs::remove_dir_all(root.join(prefix)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(NativeError::io(&root.join(prefix), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The latest committed version of the Delta table at `table_key` (`-1` when there is none),
+    /// from its log's file names.
+    pub async fn delta_version(&self, table_key: &str) -> Result<i64> {
+        let log = self.list(&format!("{table_key}/_delta_log")).await?;
+        Ok(log
+            .iter()
+            .filter_map(|k| {
+                let stem = k.rsplit('/').next()?.strip_suffix(".json")?;
+                (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| stem.parse::<i64>().ok())
+                    .flatten()
+            })
+            .max()
+            .unwrap_or(-1))
+    }
+
+    /// Whether a Delta table has been committed at `table_key`.
+    pub async fn is_table(&self, table_key: &str) -> Result<bool> {
+        Ok(self.delta_version(table_key).await? >= 0)
     }
 
     /// Takes the run lock, failing fast if another run holds it.
     pub fn lock(&self) -> Result<RunLock> {
-        std::fs::create_dir_all(&self.root).map_err(|e| NativeError::io(&self.root, e))?;
-        let path = self.root.join("run.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| NativeError::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => {
-                let mut f = &file;
-                let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
-                Ok(RunLock { _file: file })
-            }
-            Err(_) => Err(NativeError::Locked(path)),
+        match &self.local {
+            Some(root) => local_lock(root),
+            None => remote_lock(self),
         }
     }
+}
+
+fn local_lock(root: &Path) -> Result<RunLock> {
+    std::fs::create_dir_all(root).map_err(|e| NativeError::io(root, e))?;
+    let path = root.join("run.lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| NativeError::io(&path, e))?;
+    match file.try_lock() {
+        Ok(()) => {
+            let mut f = &file;
+            let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
+            Ok(RunLock::File(file))
+        }
+        Err(_) => Err(NativeError::Locked(path.display().to_string())),
+    }
+}
+
+/// What a remote lock records about its holder.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Holder {
+    host: String,
+    pid: u32,
+    started: String,
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Creates `run.lock` only if it is absent (a conditional put). The calls run on a runtime of
+/// their own: this happens before the run's runtime exists.
+fn remote_lock(storage: &Storage) -> Result<RunLock> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NativeError::Storage(format!("cannot start a runtime for the lock: {e}")))?;
+    let key = "run.lock";
+    let me = Holder { host: host_name(), pid: std::process::id(), started: humantime_now() };
+    let body = serde_json::to_vec(&me).map_err(|e| NativeError::Storage(e.to_string()))?;
+    let path = ObjectPath::from(key);
+    rt.block_on(async {
+        let attempt = storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Create.into()).await;
+        match attempt {
+            Ok(_) => Ok(RunLock::Object),
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                let holder: Option<Holder> = storage.read_json(key).await.ok().flatten();
+                // A holder on this host whose process is gone died without releasing it.
+                let dead = holder.as_ref().is_some_and(|h| {
+                    h.host == me.host && h.pid != me.pid && !Path::new(&format!("/proc/{}", h.pid)).exists()
+                });
+                if dead {
+                    storage.put(key, body).await?;
+                    return Ok(RunLock::Object);
+                }
+                let who = holder.map_or_else(
+                    || "unknown holder".to_string(),
+                    |h| format!("host {} process {} since {}", h.host, h.pid, h.started),
+                );
+                Err(NativeError::Locked(format!("{} ({who}; delete it if that run is gone)", storage.url_of(key))))
+            }
+            Err(e) => Err(storage.err(key, e)),
+        }
+    })
+}
+
+fn humantime_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    format!("{secs} (unix seconds)")
 }
 
 /// A path a user wrote (a source, a sink), as a plain path or a `file://` URL; relative paths are
@@ -139,33 +400,27 @@ pub fn resolve_project_path(path: &str, root: &Path) -> PathBuf {
     }
 }
 
-/// Reads a JSON file Þund wrote; `None` when it does not exist.
-pub fn read_json<T: for<'de> serde::Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| NativeError::Storage(format!("{}: unreadable: {e}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(NativeError::io(path, e)),
-    }
-}
-
-/// Writes JSON atomically (a temporary file renamed into place): a reader, or a restart after a
-/// crash, sees the old or the new file, never half of one.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_string_pretty(value).map_err(|e| NativeError::Storage(e.to_string()))?;
-    std::fs::write(&tmp, text).map_err(|e| NativeError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| NativeError::io(path, e))
-}
-
-/// Held for the duration of a run; the OS releases it when the process ends, even on a crash.
+/// Held for the duration of a run. A local lock is released by the OS when the process ends,
+/// even on a crash; an object lock by [`Storage::release`].
 #[derive(Debug)]
-pub struct RunLock {
-    _file: File,
+pub enum RunLock {
+    /// The locked `run.lock` file.
+    File(File),
+    /// `run.lock` in the object store.
+    Object,
+}
+
+impl Storage {
+    /// Releases a run lock (deletes an object lock; a file lock goes with its handle).
+    pub async fn release(&self, lock: RunLock) -> Result<()> {
+        match lock {
+            RunLock::File(f) => {
+                drop(f);
+                Ok(())
+            }
+            RunLock::Object => self.delete("run.lock").await,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -176,12 +431,14 @@ mod tests {
     fn unsafe_names_stay_inside_the_storage_root() {
         let s = Storage::at("/st");
         for evil in ["..", "../x", "a/b", "/etc/passwd", ".", "", "a\\b", "x\u{0}y"] {
-            let p = s.table_path(&QualifiedName::new("c", "d", evil));
-            assert!(p.starts_with("/st/tables/c/d/"), "{evil:?} -> {}", p.display());
-            assert_eq!(p.components().count(), "/st/tables/c/d/x".split('/').count(), "{evil:?} -> {}", p.display());
-            assert!(!p.components().any(|c| matches!(c, std::path::Component::ParentDir)));
+            let key = s.table_key(&QualifiedName::new("c", "d", evil));
+            let url = s.table_url(&QualifiedName::new("c", "d", evil));
+            assert!(url.as_str().starts_with("file:///st/tables/c/d/"), "{evil:?} -> {url}");
+            assert_eq!(url.path_segments().unwrap().filter(|p| !p.is_empty()).count(), 5, "{evil:?} -> {url}");
+            assert_eq!(key.split('/').count(), 4, "{evil:?} -> {key}");
+            assert!(!key.split('/').any(|c| c == ".." || c == "."), "{evil:?} -> {key}");
         }
-        assert_eq!(encode_component("My Table"), "My~20Table");
+        assert_eq!(encode_component("My Table"), "My.20Table");
         assert_eq!(encode_component("plain_name-1"), "plain_name-1");
     }
 

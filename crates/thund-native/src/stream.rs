@@ -19,7 +19,7 @@
 //! each holding `format_version` ([`CHECKPOINT_FORMAT_VERSION`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::datatypes::{Schema, SchemaRef};
@@ -36,7 +36,7 @@ use knut_thund::ir::{FileSource, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{NativeError, Result};
-use crate::storage::{encode_component, read_json, resolve_project_path, write_json, Storage};
+use crate::storage::{encode_component, name_key, resolve_project_path, Storage};
 
 /// Version of the checkpoint files' format.
 pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
@@ -85,88 +85,83 @@ pub fn source_key(r: &Read) -> String {
     }
 }
 
-/// The checkpoint folder of `flow` writing `target`.
-pub fn checkpoint_dir(storage: &Storage, target: &QualifiedName, flow: &QualifiedName) -> PathBuf {
-    table_checkpoints(storage, target).join(encode_component(&flow.to_string()))
+/// The checkpoint folder (key) of `flow` writing `target`.
+pub fn checkpoint_dir(target: &QualifiedName, flow: &QualifiedName) -> String {
+    format!("{}/{}", table_checkpoints(target), encode_component(&flow.to_string()))
 }
 
-/// Every checkpoint folder of flows writing `target`.
-pub fn table_checkpoints(storage: &Storage, target: &QualifiedName) -> PathBuf {
-    storage
-        .root()
-        .join("checkpoints")
-        .join(encode_component(&target.catalog))
-        .join(encode_component(&target.database))
-        .join(encode_component(&target.name))
+/// The folder (key) of every checkpoint of flows writing `target`.
+pub fn table_checkpoints(target: &QualifiedName) -> String {
+    name_key("checkpoints", target)
 }
 
 /// A flow's checkpoint files.
 pub struct CheckpointStore {
-    dir: PathBuf,
+    storage: Storage,
+    dir: String,
 }
 
 impl CheckpointStore {
-    /// The store in `dir`.
-    pub fn new(dir: PathBuf) -> Self {
-        CheckpointStore { dir }
+    /// The store in folder `dir` of `storage`.
+    pub fn new(storage: &Storage, dir: String) -> Self {
+        CheckpointStore { storage: storage.clone(), dir }
     }
 
-    fn state_path(&self) -> PathBuf {
-        self.dir.join("state.json")
+    fn state_key(&self) -> String {
+        format!("{}/state.json", self.dir)
     }
 
-    fn pending_path(&self) -> PathBuf {
-        self.dir.join("pending.json")
+    fn pending_key(&self) -> String {
+        format!("{}/pending.json", self.dir)
     }
 
     /// Loads the state, first resolving an intent left by a crash: `committed_batch` is the
     /// target table's transaction version for this flow.
-    pub fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
-        let state: Checkpoint = read_json(&self.state_path())?
+    pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+        let state: Checkpoint = self
+            .storage
+            .read_json(&self.state_key())
+            .await?
             .unwrap_or(Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, ..Default::default() });
         if state.format_version > CHECKPOINT_FORMAT_VERSION {
             return Err(NativeError::Storage(format!(
                 "{}: checkpoint format {} is newer than this thund understands ({CHECKPOINT_FORMAT_VERSION})",
-                self.dir.display(),
+                self.storage.display(&self.dir),
                 state.format_version
             )));
         }
-        let Some(pending) = read_json::<Checkpoint>(&self.pending_path())? else {
+        let Some(pending) = self.storage.read_json::<Checkpoint>(&self.pending_key()).await? else {
             return Ok(state);
         };
         if committed_batch.is_some_and(|b| b >= pending.batch) {
             // The data commit of the pending batch landed: the intent is the truth.
-            write_json(&self.state_path(), &pending)?;
-            self.clear_pending()?;
+            self.storage.write_json(&self.state_key(), &pending).await?;
+            self.clear_pending().await?;
             Ok(pending)
         } else {
-            self.clear_pending()?;
+            self.clear_pending().await?;
             Ok(state)
         }
     }
 
     /// The batch number of a leftover intent, if any.
-    pub fn pending_batch(&self) -> Result<Option<i64>> {
-        Ok(read_json::<Checkpoint>(&self.pending_path())?.map(|c| c.batch))
+    pub async fn pending_batch(&self) -> Result<Option<i64>> {
+        Ok(self.storage.read_json::<Checkpoint>(&self.pending_key()).await?.map(|c| c.batch))
     }
 
     /// Step 1: record what the next batch covers.
-    pub fn write_pending(&self, next: &Checkpoint) -> Result<()> {
-        write_json(&self.pending_path(), next)
+    pub async fn write_pending(&self, next: &Checkpoint) -> Result<()> {
+        self.storage.write_json(&self.pending_key(), next).await
     }
 
     /// Step 3: the batch is committed.
-    pub fn commit(&self, next: &Checkpoint) -> Result<()> {
-        write_json(&self.state_path(), next)?;
-        self.clear_pending()
+    pub async fn commit(&self, next: &Checkpoint) -> Result<()> {
+        self.storage.write_json(&self.state_key(), next).await?;
+        self.clear_pending().await
     }
 
-    fn clear_pending(&self) -> Result<()> {
-        match std::fs::remove_file(self.pending_path()) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(NativeError::io(&self.pending_path(), e)),
-        }
+    async fn clear_pending(&self) -> Result<()> {
+        self.storage.delete(&self.pending_key()).await
     }
 }
 
@@ -199,7 +194,7 @@ pub async fn table_increment(
     name: &QualifiedName,
     last: Option<&SourceOffset>,
 ) -> Result<NewInput> {
-    let path = storage.table_path(name);
+    let key = storage.table_key(name);
     let (last_version, last_id) = match last {
         Some(SourceOffset::Table { version, table_id }) => (Some(*version), table_id.clone()),
         Some(SourceOffset::Files { .. }) => {
@@ -207,16 +202,16 @@ pub async fn table_increment(
         }
         None => (None, None),
     };
-    if !path.join("_delta_log").is_dir() {
+    if !storage.is_table(&key).await? {
         // The source has not produced anything yet.
         let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
     }
-    let url = crate::table::dir_url(&path)?;
+    let url = storage.table_url(name);
     let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
     let now = table.version().map_or(-1, |v| v as i64);
-    let table_id = table_id(&path);
+    let table_id = table_id(storage, &key).await;
     let rewritten = || {
         NativeError::Execution(format!(
             "streaming source `{name}` was rewritten since it was last read (a full refresh?); full-refresh this table too"
@@ -245,9 +240,9 @@ pub async fn table_increment(
 }
 
 /// The Delta table id (`metaData.id` of its first commit, which never changes).
-pub fn table_id(path: &Path) -> Option<String> {
-    let first = std::fs::read_to_string(path.join("_delta_log/00000000000000000000.json")).ok()?;
-    first.lines().find_map(|l| {
+pub async fn table_id(storage: &Storage, table_key: &str) -> Option<String> {
+    let first = storage.get(&format!("{table_key}/_delta_log/00000000000000000000.json")).await.ok()??;
+    String::from_utf8_lossy(&first).lines().find_map(|l| {
         let v: serde_json::Value = serde_json::from_str(l).ok()?;
         v.get("metaData")?.get("id")?.as_str().map(str::to_string)
     })

@@ -17,6 +17,7 @@ use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use futures::StreamExt;
 use knut_thund::ir::{Dataset, Flow, QualifiedName};
+use url::Url;
 
 use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
@@ -129,15 +130,15 @@ pub(crate) async fn align_to_target(
 /// application transaction), which is how a restart tells whether the batch landed.
 pub(crate) async fn write_append(
     ctx: &SessionContext,
-    path: &std::path::Path,
+    url: &Url,
     d: &Dataset,
     plan: LogicalPlan,
     existing: Option<DeltaTable>,
     txn: Transaction,
     register: bool,
 ) -> Result<u64> {
-    std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
-    let unloaded = || -> Result<DeltaTable> { Ok(deltalake::DeltaTableBuilder::from_url(dir_url(path)?)?.build()?) };
+    ensure_local_dir(url)?;
+    let unloaded = || -> Result<DeltaTable> { Ok(deltalake::DeltaTableBuilder::from_url(url.clone())?.build()?) };
     let (table, created) = match existing {
         Some(t) => (sync_properties(t, d).await?, false),
         // A new unpartitioned table starts empty in a commit of its own — a streaming table's
@@ -194,17 +195,32 @@ async fn create_empty(table: DeltaTable, d: &Dataset, schema: &arrow::datatypes:
     Ok(builder.await?)
 }
 
+/// Makes the object stores of remote storage roots (S3) known to delta-rs; once per process.
+pub(crate) fn register_object_stores() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| deltalake::aws::register_handlers(None));
+}
+
 /// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
 pub async fn open_stored_table(
     ctx: &SessionContext,
     storage: &Storage,
     name: &QualifiedName,
 ) -> Result<Option<Arc<dyn TableProvider>>> {
-    let path = storage.table_path(name);
-    if !path.join("_delta_log").is_dir() {
+    if !storage.is_table(&storage.table_key(name)).await? {
         return Ok(None);
     }
-    Ok(Some(open_at(ctx, &path).await?))
+    Ok(Some(open_at(ctx, &storage.table_url(name)).await?))
+}
+
+/// Creates the folder of a local table location (delta-rs needs it to exist); object stores
+/// have no folders.
+fn ensure_local_dir(url: &Url) -> Result<()> {
+    if url.scheme() == "file" {
+        let path = url.to_file_path().map_err(|_| NativeError::Storage(format!("`{url}` is not a local path")))?;
+        std::fs::create_dir_all(&path).map_err(|e| NativeError::io(&path, e))?;
+    }
+    Ok(())
 }
 
 pub(crate) fn dir_url(path: &std::path::Path) -> Result<url::Url> {
@@ -274,11 +290,10 @@ pub(crate) async fn write_overwrite(
     d: &Dataset,
     plan: LogicalPlan,
 ) -> Result<u64> {
-    let path = storage.table_path(&d.name);
-    let created = !path.join("_delta_log").is_dir();
-    let table = overwrite(ctx, &path, &d.name.name, Some(d), plan).await?;
+    let exists = storage.is_table(&storage.table_key(&d.name)).await?;
+    let table = overwrite(ctx, &storage.table_url(&d.name), exists, &d.name.name, Some(d), plan).await?;
     let rows = last_commit_rows(&table).await;
-    let table = if created { sync_properties(table, d).await? } else { table };
+    let table = if exists { table } else { sync_properties(table, d).await? };
     register_written(ctx, d, &table).await?;
     Ok(rows)
 }
@@ -286,24 +301,27 @@ pub(crate) async fn write_overwrite(
 /// [`write_overwrite`] of a table of Þund's own (no dataset details, not registered).
 pub(crate) async fn write_overwrite_at(
     ctx: &SessionContext,
-    path: &std::path::Path,
+    storage: &Storage,
+    key: &str,
     name: &str,
     plan: LogicalPlan,
 ) -> Result<DeltaTable> {
-    overwrite(ctx, path, name, None, plan).await
+    let exists = storage.is_table(key).await?;
+    overwrite(ctx, &storage.url_of(&format!("{key}/")), exists, name, None, plan).await
 }
 
 async fn overwrite(
     ctx: &SessionContext,
-    path: &std::path::Path,
+    url: &Url,
+    exists: bool,
     name: &str,
     d: Option<&Dataset>,
     plan: LogicalPlan,
 ) -> Result<DeltaTable> {
-    std::fs::create_dir_all(path).map_err(|e| NativeError::io(path, e))?;
-    let url = dir_url(path)?;
+    ensure_local_dir(url)?;
+    let url = url.clone();
     // Loading a location that holds no table yet only produces noise; build it unloaded instead.
-    let table = if path.join("_delta_log").is_dir() {
+    let table = if exists {
         let table = DeltaTable::try_from_url(url).await?;
         let table = match d {
             Some(d) => sync_properties(table, d).await?,
@@ -351,9 +369,9 @@ async fn vacuum(table: DeltaTable) -> DeltaTable {
     }
 }
 
-/// A provider over the Delta table at `path`, its store registered with `ctx`.
-pub(crate) async fn open_at(ctx: &SessionContext, path: &std::path::Path) -> Result<Arc<dyn TableProvider>> {
-    let table = deltalake::open_table(dir_url(path)?).await?;
+/// A provider over the Delta table at `url`, its store registered with `ctx`.
+pub(crate) async fn open_at(ctx: &SessionContext, url: &Url) -> Result<Arc<dyn TableProvider>> {
+    let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
     Ok(table.table_provider().await?)
 }

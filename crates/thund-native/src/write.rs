@@ -195,6 +195,7 @@ fn fits(plan: &SchemaRef, table: &SchemaRef) -> bool {
 mod tests {
     use super::*;
     use crate::engine::{new_context, EngineOptions};
+    use crate::storage::Storage;
     use crate::table::{open_at, write_overwrite_at};
     use arrow::array::{Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
@@ -225,7 +226,8 @@ mod tests {
     /// `count(*), sum(x)` of the table at `path`, as a fresh reader sees it.
     async fn contents(path: &std::path::Path) -> (i64, i64) {
         let ctx = ctx();
-        ctx.register_table("t", open_at(&ctx, path).await.unwrap()).unwrap();
+        let url = crate::table::dir_url(path).unwrap();
+        ctx.register_table("t", open_at(&ctx, &url).await.unwrap()).unwrap();
         let b =
             ctx.sql("SELECT count(*) AS n, coalesce(sum(x), 0) AS s FROM t").await.unwrap().collect().await.unwrap();
         let n = b[0].column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().value(0);
@@ -244,7 +246,7 @@ mod tests {
         let path = dir.path().join("t");
         let ctx = ctx();
         let first = plan(&ctx, "m0", &numbers(1, 10)).await;
-        let table = write_overwrite_at(&ctx, &path, "t", first).await.unwrap();
+        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()), "t", "t", first).await.unwrap();
         assert_eq!(table.version(), Some(0));
 
         // 3 partitions of 1000: 0..2999.
@@ -269,7 +271,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         let ctx = ctx();
-        let table = write_overwrite_at(&ctx, &path, "t", plan(&ctx, "m0", &numbers(1, 10)).await).await.unwrap();
+        let table =
+            write_overwrite_at(&ctx, &Storage::at(dir.path()), "t", "t", plan(&ctx, "m0", &numbers(1, 10)).await)
+                .await
+                .unwrap();
         let mut parts = numbers(3, 1000);
         parts[2][999] = "not a number".to_string();
         let bad = plan(&ctx, "m1", &parts).await;
@@ -284,9 +289,10 @@ mod tests {
     async fn tables_it_cannot_write_exactly_are_left_to_delta_rs() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ctx();
-        let table = write_overwrite_at(&ctx, &dir.path().join("t"), "t", plan(&ctx, "m0", &numbers(1, 10)).await)
-            .await
-            .unwrap();
+        let table =
+            write_overwrite_at(&ctx, &Storage::at(dir.path()), "t", "t", plan(&ctx, "m0", &numbers(1, 10)).await)
+                .await
+                .unwrap();
         // Another schema: a wider row, or another type.
         for sql in
             ["SELECT CAST(s AS INT) AS x, s FROM m0", "SELECT s AS x FROM m0", "SELECT CAST(s AS INT) AS y FROM m0"]

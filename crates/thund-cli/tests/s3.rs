@@ -1,0 +1,156 @@
+//! `s3://` storage roots, end to end through the binary, against a local S3-compatible server
+//! (moto's, started by `scripts/s3-server.sh`) at `THUND_S3_ENDPOINT`. A missing endpoint fails
+//! the test; `THUND_SKIP_S3=1` opts out explicitly.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BUCKET: &str = "thund-test";
+
+fn endpoint() -> Option<String> {
+    if std::env::var_os("THUND_SKIP_S3").is_some() {
+        eprintln!("THUND_SKIP_S3 is set: skipping a live S3 test");
+        return None;
+    }
+    Some(std::env::var("THUND_S3_ENDPOINT").unwrap_or_else(|_| {
+        panic!("THUND_S3_ENDPOINT is not set: start a server with `scripts/s3-server.sh start` and export its URL")
+    }))
+}
+
+/// The S3 settings of the server, as a user sets them: the usual `AWS_*` variables.
+const fn aws_env(endpoint: &str) -> [(&'static str, &str); 6] {
+    [
+        ("AWS_ENDPOINT_URL", endpoint),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+}
+
+fn thund(endpoint: &str, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+    c.args(args).env("NO_COLOR", "1");
+    for (k, v) in aws_env(endpoint) {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn python() -> String {
+    std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers")
+    })
+}
+
+/// Writes (`Some(body)`) or deletes an object behind Þund's back, with pyarrow's S3 client.
+fn s3_object(endpoint: &str, key: &str, body: Option<&str>) {
+    let script = "import sys, pyarrow.fs as fs\n\
+                  s3 = fs.S3FileSystem(access_key='test', secret_key='test', region='us-east-1',\n\
+                                       endpoint_override=sys.argv[1], scheme='http')\n\
+                  path = 'thund-test/' + sys.argv[2]\n\
+                  if len(sys.argv) > 3:\n\
+                  \x20   with s3.open_output_stream(path) as f: f.write(sys.argv[3].encode())\n\
+                  else:\n\
+                  \x20   s3.delete_file(path)\n";
+    let mut c = Command::new(python());
+    c.arg("-c").arg(script).arg(endpoint.trim_start_matches("http://")).arg(key);
+    if let Some(b) = body {
+        c.arg(b);
+    }
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn write_events(dir: &Path, file: &str, rows: &[(u32, &str, u32)]) {
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|(id, kind, amount)| format!(r#"{{"id": {id}, "kind": "{kind}", "amount": {amount}}}"#))
+        .collect();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in").join(file), lines.join("\n")).unwrap();
+}
+
+fn csv(endpoint: &str, dir: &Path, sql: &str) -> String {
+    let o = thund(endpoint, &["query", "-p", p(dir), sql, "--format", "csv"]);
+    assert!(o.status.success(), "{sql}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn a_pipeline_on_s3_runs_incrementally_locks_and_is_readable_by_other_delta_readers() {
+    let Some(endpoint) = endpoint() else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let prefix = format!("runs/{}_{now}", std::process::id());
+    let storage = format!("s3://{BUCKET}/{prefix}/pipe");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        format!("name: s3demo\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::write(
+        dir.join("sql/p.sql"),
+        "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE MATERIALIZED VIEW totals AS SELECT kind, count(*) AS n, sum(amount) AS total FROM bronze GROUP BY kind;\n\
+         CREATE VIEW big AS SELECT id FROM bronze WHERE amount >= 10;\n",
+    )
+    .unwrap();
+    write_events(dir, "1.json", &[(1, "a", 5), (2, "b", 10), (3, "a", 20)]);
+
+    let o = thund(&endpoint, &["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!dir.join(".thund").exists(), "nothing is stored locally with an s3:// root");
+    assert_eq!(csv(&endpoint, dir, "SELECT * FROM totals ORDER BY kind"), "kind,n,total\na,2,25\nb,1,10\n");
+
+    // Only the new file's rows are read; the view over the streaming table sees all of them.
+    write_events(dir, "2.json", &[(4, "b", 1), (5, "c", 7)]);
+    let o = thund(&endpoint, &["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("bronze") && text(&o).contains("2 rows"), "{}", text(&o));
+    assert_eq!(csv(&endpoint, dir, "SELECT * FROM totals ORDER BY kind"), "kind,n,total\na,2,25\nb,2,11\nc,1,7\n");
+    assert_eq!(csv(&endpoint, dir, "SELECT id FROM big ORDER BY id"), "id\n2\n3\n");
+
+    // The event log is on S3 too.
+    let o = thund(&endpoint, &["events", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("Run is COMPLETED"), "{}", text(&o));
+
+    // A lock held by a run elsewhere stops a second run, which names it; once it is gone, runs go on.
+    let lock = format!("{prefix}/pipe/run.lock");
+    s3_object(&endpoint, &lock, Some(r#"{"host": "elsewhere", "pid": 1, "started": "0"}"#));
+    let o = thund(&endpoint, &["run", "-p", p(dir)]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("another thund run") && text(&o).contains("host elsewhere"), "{}", text(&o));
+    s3_object(&endpoint, &lock, None);
+    let o = thund(&endpoint, &["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("IDLE"), "nothing new: {}", text(&o));
+
+    // A full refresh on S3 clears the table and its checkpoints and reads every file again, once.
+    let o = thund(&endpoint, &["run", "-p", p(dir), "--full-refresh", "bronze"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv(&endpoint, dir, "SELECT count(*) AS n, sum(amount) AS s FROM bronze"), "n,s\n5,43\n");
+
+    // The tables are plain Delta tables on S3: an independent reader opens them.
+    let script = "import sys, deltalake\n\
+                  opts = {'AWS_ENDPOINT_URL': sys.argv[2], 'AWS_ALLOW_HTTP': 'true', 'AWS_ACCESS_KEY_ID': 'test',\n\
+                          'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_REGION': 'us-east-1'}\n\
+                  t = deltalake.DeltaTable(sys.argv[1], storage_options=opts)\n\
+                  print(sorted((r['kind'], r['n'], r['total']) for r in t.to_pyarrow_table().to_pylist()))";
+    let table = format!("{storage}/tables/spark_catalog/default/totals");
+    let out = Command::new(python()).arg("-c").arg(script).arg(&table).arg(&endpoint).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "[('a', 2, 25), ('b', 2, 11), ('c', 1, 7)]\n");
+}
