@@ -356,7 +356,7 @@ fn remote_lock(storage: &Storage) -> Result<RunLock> {
         .build()
         .map_err(|e| NativeError::Storage(format!("cannot start a runtime for the lock: {e}")))?;
     let key = "run.lock";
-    let me = Holder { host: host_name(), pid: std::process::id(), started: humantime_now() };
+    let me = Holder { host: host_name(), pid: std::process::id(), started: unix_now() };
     let body = serde_json::to_vec(&me).map_err(|e| NativeError::Storage(e.to_string()))?;
     let path = ObjectPath::from(key);
     rt.block_on(async {
@@ -384,7 +384,7 @@ fn remote_lock(storage: &Storage) -> Result<RunLock> {
     })
 }
 
-fn humantime_now() -> String {
+fn unix_now() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     format!("{secs} (unix seconds)")
 }
