@@ -23,7 +23,7 @@ use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
-use crate::write::{parallel_write, Commit};
+use crate::write::{parallel_write, writer_properties, Commit};
 
 /// The table properties a new table is created with. Creating a table refuses keys Delta does not
 /// know; only `delta.*` ones go in here, the rest follow in `sync_properties` right after.
@@ -160,6 +160,7 @@ pub(crate) async fn write_append(
     }
     let builder = table
         .write(Vec::<RecordBatch>::new())
+        .with_writer_properties(writer_properties())
         .with_input_plan(plan)
         .with_session_state(Arc::new(ctx.state()))
         .with_save_mode(SaveMode::Append)
@@ -339,6 +340,7 @@ async fn overwrite(
     };
     let builder = table
         .write(Vec::<RecordBatch>::new())
+        .with_writer_properties(writer_properties())
         .with_input_plan(plan)
         .with_session_state(Arc::new(ctx.state()))
         .with_save_mode(SaveMode::Overwrite)

@@ -26,6 +26,8 @@ use deltalake::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Transaction};
 use deltalake::operations::write::configs::WriterStatsConfig;
+use deltalake::parquet::basic::Compression;
+use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
@@ -33,6 +35,16 @@ use futures::{StreamExt, TryStreamExt};
 use tokio::task::JoinSet;
 
 use crate::error::{NativeError, Result};
+
+/// Parquet settings of every Delta file Þund writes: delta-rs's (Snappy, dictionaries, page
+/// statistics) with a 128 KiB dictionary page limit instead of 1 MiB. A column whose distinct
+/// values outgrow the limit falls back to plain encoding; at 1 MiB, high-cardinality columns
+/// (keys, prices) interned up to 128k values per row group into a dictionary that is then
+/// dropped. On TPC-H SF1's 16-column silver table the encoder takes 12–16% less time and the
+/// files are 4% smaller (`examples/parquet_writer.rs`).
+pub(crate) fn writer_properties() -> WriterProperties {
+    WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_page_size_limit(128 * 1024).build()
+}
 
 /// What the commit does besides adding the new files.
 pub(crate) enum Commit {
@@ -69,7 +81,7 @@ pub(crate) async fn parallel_write(
     let config = WriterConfig::new(
         Arc::clone(&table_schema),
         Vec::new(),
-        None,
+        Some(writer_properties()),
         Some(snapshot.table_config().target_file_size()),
         None,
         stats.num_indexed_cols,
@@ -323,5 +335,47 @@ mod tests {
         let p =
             ctx.sql("SELECT CAST(s AS INT) AS x, CAST(1 AS INT) AS y FROM m2").await.unwrap().into_unoptimized_plan();
         assert!(parallel_write(&ctx, &partitioned, p, Commit::Overwrite).await.unwrap().is_none());
+    }
+
+    /// For each Parquet file of the folder: whether all data pages of column `x` are
+    /// dictionary-encoded.
+    fn all_dictionary(dir: &std::path::Path) -> Vec<bool> {
+        use deltalake::parquet::basic::Encoding;
+        use deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "parquet") {
+                let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+                let meta = reader.metadata();
+                let column = meta.row_group(0).column(0);
+                assert_eq!(column.column_path().string(), "x");
+                let mask = column.page_encoding_stats_mask().expect("page encoding stats");
+                out.push(column.dictionary_page_offset().is_some() && mask.is_only(Encoding::RLE_DICTIONARY));
+            }
+        }
+        out
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn both_write_paths_stop_dictionaries_at_the_page_limit() {
+        // 200,000 distinct 4-byte ints: 800 KB of dictionary (at least 200 KB per file however
+        // the plan splits them), over the 128 KiB limit and under delta-rs's default of 1 MiB,
+        // which would have kept the dictionary for the whole file.
+        let distinct = vec![(0..200_000).map(|x| x.to_string()).collect::<Vec<String>>()];
+        // As many rows of 40 distinct values: a dictionary of 160 bytes.
+        let repeated = vec![(0..200_000).map(|x| (x % 40).to_string()).collect::<Vec<String>>()];
+        for (name, rows, falls_back) in [("many", distinct, true), ("few", repeated, false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let ctx = ctx();
+            // New table: delta-rs's write. Then an overwrite by the parallel path.
+            let first = plan(&ctx, &format!("{name}0"), &rows).await;
+            let table = write_overwrite_at(&ctx, &Storage::at(dir.path()), "t", "t", first).await.unwrap();
+            let again = plan(&ctx, &format!("{name}1"), &rows).await;
+            parallel_write(&ctx, &table, again, Commit::Overwrite).await.unwrap().expect("an eligible table");
+            let files = all_dictionary(&dir.path().join("t"));
+            assert!(files.len() >= 2, "{name}: files of both writes");
+            assert!(files.iter().all(|all| *all != falls_back), "{name}: {files:?}");
+        }
     }
 }
