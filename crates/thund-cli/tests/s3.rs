@@ -144,11 +144,14 @@ fn a_pipeline_on_s3_runs_incrementally_locks_and_is_readable_by_other_delta_read
     assert_eq!(csv(&endpoint, dir, "SELECT count(*) AS n, sum(amount) AS s FROM bronze"), "n,s\n5,43\n");
 
     // The tables are plain Delta tables on S3: an independent reader opens them.
-    let script = "import sys, deltalake\n\
+    // The reader leaves through os._exit: python deltalake's S3 client threads sometimes abort the
+    // interpreter's teardown ("terminate called without an active exception") after a good read.
+    let script = "import os, sys, deltalake\n\
                   opts = {'AWS_ENDPOINT_URL': sys.argv[2], 'AWS_ALLOW_HTTP': 'true', 'AWS_ACCESS_KEY_ID': 'test',\n\
                           'AWS_SECRET_ACCESS_KEY': 'test', 'AWS_REGION': 'us-east-1'}\n\
                   t = deltalake.DeltaTable(sys.argv[1], storage_options=opts)\n\
-                  print(sorted((r['kind'], r['n'], r['total']) for r in t.to_pyarrow_table().to_pylist()))";
+                  print(sorted((r['kind'], r['n'], r['total']) for r in t.to_pyarrow_table().to_pylist()), flush=True)\n\
+                  os._exit(0)";
     let table = format!("{storage}/tables/spark_catalog/default/totals");
     let out = Command::new(python()).arg("-c").arg(script).arg(&table).arg(&endpoint).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
