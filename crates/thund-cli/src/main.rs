@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 // returned them to the OS and faulted them back in (a fifth of a TPC-H run's CPU time in page
 // faults), mimalloc keeps them. Built without transparent huge pages (`no_thp`): with them,
 // every region mimalloc touched was faulted in and zeroed 2 MiB at a time, and TPC-H SF1 peaked
-// at 1.1–1.3 GiB instead of 0.6–0.9 GiB, at the same speed.
+// at 1.1–1.3 GiB instead of 0.7–1.0 GiB, at the same speed.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

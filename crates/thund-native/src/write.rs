@@ -40,7 +40,7 @@ use crate::error::{NativeError, Result};
 /// statistics) with a 128 KiB dictionary page limit instead of 1 MiB. A column whose distinct
 /// values outgrow the limit falls back to plain encoding; at 1 MiB, high-cardinality columns
 /// (keys, prices) interned up to 128k values per row group into a dictionary that is then
-/// dropped. On TPC-H SF1's 16-column silver table the encoder takes 12–16% less time and the
+/// dropped. On TPC-H SF1's 16-column silver table the encoder takes about 12% less time and the
 /// files are 4% smaller (`examples/parquet_writer.rs`).
 pub(crate) fn writer_properties() -> WriterProperties {
     WriterProperties::builder().set_compression(Compression::SNAPPY).set_dictionary_page_size_limit(128 * 1024).build()
