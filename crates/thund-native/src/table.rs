@@ -292,8 +292,7 @@ pub(crate) async fn write_overwrite(
     plan: LogicalPlan,
 ) -> Result<u64> {
     let exists = storage.is_table(&storage.table_key(&d.name)).await?;
-    let table = overwrite(ctx, &storage.table_url(&d.name), exists, &d.name.name, Some(d), plan).await?;
-    let rows = last_commit_rows(&table).await;
+    let (table, rows) = overwrite(ctx, &storage.table_url(&d.name), exists, &d.name.name, Some(d), plan).await?;
     let table = if exists { table } else { sync_properties(table, d).await? };
     register_written(ctx, d, &table).await?;
     Ok(rows)
@@ -308,7 +307,7 @@ pub(crate) async fn write_overwrite_at(
     plan: LogicalPlan,
 ) -> Result<DeltaTable> {
     let exists = storage.is_table(key).await?;
-    overwrite(ctx, &storage.url_of(&format!("{key}/")), exists, name, None, plan).await
+    Ok(overwrite(ctx, &storage.url_of(&format!("{key}/")), exists, name, None, plan).await?.0)
 }
 
 async fn overwrite(
@@ -318,7 +317,7 @@ async fn overwrite(
     name: &str,
     d: Option<&Dataset>,
     plan: LogicalPlan,
-) -> Result<DeltaTable> {
+) -> Result<(DeltaTable, u64)> {
     ensure_local_dir(url)?;
     let url = url.clone();
     // Loading a location that holds no table yet only produces noise; build it unloaded instead.
@@ -331,7 +330,7 @@ async fn overwrite(
         // A changed PARTITIONED BY rewrites the layout: delta-rs's write does that.
         if d.is_none_or(|d| d.details.partitioned_by.is_empty()) {
             if let Some(w) = parallel_write(ctx, &table, plan.clone(), Commit::Overwrite).await? {
-                return Ok(vacuum(w.table).await);
+                return Ok((vacuum(w.table).await, w.rows));
             }
         }
         table
@@ -350,7 +349,10 @@ async fn overwrite(
         Some(d) => with_table_details(builder, d),
         None => builder,
     };
-    Ok(vacuum(builder.await?).await)
+    let table = builder.await?;
+    // Counted before the vacuum, whose own commit may come next.
+    let rows = last_commit_rows(&table).await;
+    Ok((vacuum(table).await, rows))
 }
 
 /// Deletes the files an overwrite left behind once no version within the table's retention

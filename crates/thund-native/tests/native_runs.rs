@@ -390,6 +390,9 @@ fn overwritten_files_are_deleted_once_past_the_tables_retention() {
     for _ in 0..3 {
         let (s, _) = run(dir.path());
         assert!(!s.failed(), "{:?}", s.flows);
+        // The rows of the write, not of the vacuum commit that follows it.
+        let lean = s.flows.iter().find(|f| f.target.ends_with(".lean")).unwrap();
+        assert_eq!(lean.rows_written, 1, "{lean:?}");
     }
     // The default retention (7 days) keeps every version's files; zero keeps only the current one.
     assert_eq!(parquet_files(dir.path(), "kept"), 3);
