@@ -447,10 +447,14 @@ fn spark_still_loses_a_flows_rows_in_a_parquet_streaming_table_with_two_flows() 
     let dir = project(&db, &[("transformations/t.sql", &sql)]);
     let p = knut_thund::frontend::load(dir.path()).unwrap();
     assert!(SparkBackend::new(&url).check(&p).is_err(), "the backend must refuse this pipeline");
-    // Either the run fails with a race between the flows' commits, or it completes and one
-    // flow's rows are missing: both were seen on 4.1.4.
+    // Either the run fails with a race between the flows' commits (reported as a race while
+    // writing a batch, or as both queries using the table's `_spark_metadata` at once), or it
+    // completes and one flow's rows are missing: all three were seen on 4.1.4.
     match run_unchecked(&url, &db, &p, dir.path()).0 {
-        Err(e) => assert!(e.contains("Race while writing batch"), "{e}"),
+        Err(e) => assert!(
+            e.contains("Race while writing batch") || e.contains("Multiple streaming queries are concurrently using"),
+            "{e}"
+        ),
         Ok(()) => {
             let written = query(&url, &format!("SELECT id FROM {db}.t"));
             assert!(written.len() < 4, "both flows' rows arrived ({written:?}): Spark no longer loses them");
