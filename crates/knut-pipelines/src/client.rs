@@ -16,6 +16,7 @@ use crate::convert;
 use crate::graph::DataflowGraph;
 use crate::proto::google::rpc;
 use crate::proto::spark::connect as pb;
+use pb::execute_plan_response::ResponseType as Response;
 use pb::spark_connect_service_client::SparkConnectServiceClient;
 
 /// Port a Spark Connect server listens on unless the URL says otherwise.
@@ -413,16 +414,34 @@ impl PipelinesClient {
             })),
         };
         let timeout = Some(self.options.request_timeout);
-        let mut stream = self.execute(plan, vec![], timeout, what).await?;
+        let stream = self.execute(plan, vec![], timeout, what).await?;
         let mut result = None;
+        self.drain(stream, what, |response| {
+            if let Response::PipelineCommandResult(c) = response {
+                result = Some(c);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(result)
+    }
+
+    /// Reads a response stream to its end, handing each response to `each`; a failed stream is
+    /// the server's error for `what`.
+    async fn drain(
+        &self,
+        mut stream: Streaming<pb::ExecutePlanResponse>,
+        what: &str,
+        mut each: impl FnMut(Response) -> Result<()>,
+    ) -> Result<()> {
         loop {
             match stream.message().await {
                 Ok(Some(r)) => {
-                    if let Some(pb::execute_plan_response::ResponseType::PipelineCommandResult(c)) = r.response_type {
-                        result = Some(c);
+                    if let Some(response) = r.response_type {
+                        each(response)?;
                     }
                 }
-                Ok(None) => return Ok(result),
+                Ok(None) => return Ok(()),
                 Err(s) => return Err(self.status_error(s, what)),
             }
         }
@@ -499,26 +518,22 @@ impl PipelinesClient {
             })),
         };
         let tags = run.tag.iter().cloned().collect();
-        let mut stream = self.execute(plan, tags, None, "run").await?;
-        loop {
-            match stream.message().await {
-                Ok(Some(r)) => {
-                    if let Some(pb::execute_plan_response::ResponseType::PipelineEventResult(e)) = r.response_type {
-                        let Some(event) = e.event else { continue };
-                        let timestamp = event
-                            .timestamp
-                            .and_then(|t| {
-                                let secs = u64::try_from(t.seconds).ok()?;
-                                Some(SystemTime::UNIX_EPOCH + Duration::new(secs, t.nanos.max(0) as u32))
-                            })
-                            .unwrap_or_else(SystemTime::now);
-                        sink.on_event(PipelineEvent { timestamp, message: event.message.unwrap_or_default() });
-                    }
-                }
-                Ok(None) => return Ok(()),
-                Err(s) => return Err(self.status_error(s, "run")),
-            }
-        }
+        let stream = self.execute(plan, tags, None, "run").await?;
+        self.drain(stream, "run", |response| {
+            let Response::PipelineEventResult(pb::PipelineEventResult { event: Some(event) }) = response else {
+                return Ok(());
+            };
+            let timestamp = event
+                .timestamp
+                .and_then(|t| {
+                    let secs = u64::try_from(t.seconds).ok()?;
+                    Some(SystemTime::UNIX_EPOCH + Duration::new(secs, t.nanos.max(0) as u32))
+                })
+                .unwrap_or_else(SystemTime::now);
+            sink.on_event(PipelineEvent { timestamp, message: event.message.unwrap_or_default() });
+            Ok(())
+        })
+        .await
     }
 
     /// Drops a graph defined by this session.
@@ -550,23 +565,21 @@ impl PipelinesClient {
             })),
         };
         let timeout = Some(self.options.request_timeout);
-        let mut stream = self.execute(plan, vec![], timeout, "query").await?;
+        let stream = self.execute(plan, vec![], timeout, "query").await?;
         let mut batches = Vec::new();
-        loop {
-            match stream.message().await {
-                Ok(Some(r)) => {
-                    if let Some(pb::execute_plan_response::ResponseType::ArrowBatch(b)) = r.response_type {
-                        let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(b.data), None)
-                            .map_err(|e| ClientError::Protocol(format!("Arrow IPC result: {e}")))?;
-                        for batch in reader {
-                            batches.push(batch.map_err(|e| ClientError::Protocol(format!("Arrow IPC result: {e}")))?);
-                        }
-                    }
+        let ipc = |e: arrow::error::ArrowError| ClientError::Protocol(format!("Arrow IPC result: {e}"));
+        self.drain(stream, "query", |response| {
+            if let Response::ArrowBatch(b) = response {
+                let reader =
+                    arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(b.data), None).map_err(ipc)?;
+                for batch in reader {
+                    batches.push(batch.map_err(ipc)?);
                 }
-                Ok(None) => return Ok(batches),
-                Err(s) => return Err(self.status_error(s, "query")),
             }
-        }
+            Ok(())
+        })
+        .await?;
+        Ok(batches)
     }
 
     /// Ends the session on the server (its temporary state is released).

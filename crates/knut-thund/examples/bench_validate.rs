@@ -45,7 +45,7 @@ fn main() {
                 let p = knut_thund::frontend::load(dir.path()).unwrap();
                 p.validate().unwrap();
                 knut_thund::plan::plan(&p, &Default::default()).unwrap();
-                let _ = p.to_sdp();
+                p.to_sdp().unwrap();
                 t.elapsed()
             })
             .collect();

@@ -1,17 +1,25 @@
-//! The backend contract: what a backend can run ([`Capabilities`]), refusing the rest up front
-//! ([`ExecBackend::check`]), and the run it starts ([`RunHandle`] streaming [`RunEvent`]s).
+//! The backend contract: what a backend can run ([`Capabilities`]), the run it starts from a
+//! [`PreparedRun`](crate::prepare::PreparedRun) ([`ExecBackend`]), and the handle that streams the
+//! run's [`RunEvent`]s ([`RunHandle`]).
 //!
 //! A backend rejects everything it cannot run *before* running anything, listing every gap with
-//! the dataset and file:line that needs it — never a partial run that silently drops a rule.
+//! the dataset and file:line that needs it — never a partial run that silently drops a rule. The
+//! rejecting is done here, once, from the backend's [`Capabilities`]: backends describe what they
+//! can do and receive runs that are already validated, planned and checked.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CapabilityGap, Result, ThundError};
-use crate::ir::{DatasetKind, FlowKind, OutputMode, Pipeline, Read};
+use crate::ir::{DatasetKind, FlowFeature, FlowKind, OutputMode, Pipeline, Read, SourceLocation};
 use crate::plan::Selection;
+use crate::prepare::{prepare_for, PreparedRun};
 
 /// What a backend can run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,21 +46,71 @@ pub struct Capabilities {
     pub file_sources: bool,
     /// `INSERT INTO ONCE` flows (a backfill run on the first update and on full refresh only).
     pub once_flows: bool,
+    /// Which streaming tables can take appends from several flows and AUTO CDC's merges.
+    pub transactional_tables: TableFormats,
+    /// `rescuedDataColumn` on JSON file sources (records that do not fit are kept there).
+    pub rescued_data: bool,
+}
+
+/// Which tables a backend stores transactionally (several writers' commits kept, MERGE).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum TableFormats {
+    /// Every table, whatever its `USING` says (the native backend stores Delta tables).
+    Every,
+    /// Only tables declared `USING` one of these formats (lower-case).
+    Only(Vec<String>),
+}
+
+impl TableFormats {
+    fn covers(&self, format: Option<&str>) -> bool {
+        match self {
+            TableFormats::Every => true,
+            TableFormats::Only(formats) => format.is_some_and(|f| formats.iter().any(|t| t.eq_ignore_ascii_case(f))),
+        }
+    }
 }
 
 impl Capabilities {
+    /// A backend called `name` that can run nothing; backends list what they add to it.
+    pub fn none(name: impl Into<String>) -> Self {
+        Capabilities {
+            name: name.into(),
+            batch: false,
+            streaming: false,
+            event_time: false,
+            cdc: false,
+            expectations: false,
+            output_modes: Vec::new(),
+            sinks: false,
+            persistent_views: false,
+            file_sources: false,
+            once_flows: false,
+            transactional_tables: TableFormats::Only(Vec::new()),
+            rescued_data: false,
+        }
+    }
+
+    /// Refuses, all at once, every feature of `p` these capabilities lack.
+    pub fn check(&self, p: &Pipeline) -> Result<()> {
+        let gaps = self.gaps(p);
+        if gaps.is_empty() {
+            Ok(())
+        } else {
+            Err(ThundError::Unsupported { backend: self.name.clone(), gaps })
+        }
+    }
+
     /// Every feature `p` needs that these capabilities lack.
     pub fn gaps(&self, p: &Pipeline) -> Vec<CapabilityGap> {
         let mut gaps = Vec::new();
-        let mut gap =
-            |feature: &str, element: &dyn fmt::Display, location: &crate::ir::SourceLocation, detail: String| {
-                gaps.push(CapabilityGap {
-                    feature: feature.into(),
-                    element: element.to_string(),
-                    location: location.clone(),
-                    detail,
-                });
-            };
+        let mut gap = |feature: &str, element: &dyn fmt::Display, location: &SourceLocation, detail: String| {
+            gaps.push(CapabilityGap {
+                feature: feature.into(),
+                element: element.to_string(),
+                location: location.clone(),
+                detail,
+            });
+        };
         for d in &p.datasets {
             let needs_kind = match d.kind {
                 DatasetKind::MaterializedView | DatasetKind::TemporaryView => (!self.batch).then_some("batch"),
@@ -78,29 +136,60 @@ impl Capabilities {
                     gap("output modes", &d.name, &d.location, format!("output mode {mode}"));
                 }
             }
+            if d.kind != DatasetKind::StreamingTable || self.transactional_tables.covers(d.details.format.as_deref()) {
+                continue;
+            }
+            let format = d.details.format.as_deref().unwrap_or("parquet (the default)");
+            let formats = match &self.transactional_tables {
+                TableFormats::Only(f) if !f.is_empty() => f.join(" or "),
+                _ => "a transactional format".into(),
+            };
+            let flows: Vec<_> = p.flows_into(&d.name).collect();
+            if flows.len() > 1 {
+                // Measured on Spark 4.1.4: both flows write files, but a parquet table's
+                // `_spark_metadata` log keeps one flow's commits, so readers lose the other's rows.
+                for f in &flows {
+                    gap(
+                        "several flows into one parquet streaming table",
+                        &d.name,
+                        &f.location,
+                        format!(
+                            "flow {} is one of {} into it; a {format} table keeps only one flow's commits on {} \
+                             (write one flow with UNION ALL, or declare the table USING {formats})",
+                            f.name,
+                            flows.len(),
+                            self.name
+                        ),
+                    );
+                }
+            }
+            for f in flows.iter().filter(|f| matches!(f.kind, FlowKind::AutoCdc(_))) {
+                gap(
+                    "AUTO CDC into a table format with MERGE",
+                    &d.name,
+                    &f.location,
+                    format!("{} is {format}, which has no MERGE on {}; declare it USING {formats}", d.name, self.name),
+                );
+            }
         }
         for f in &p.flows {
-            match f.kind {
-                FlowKind::AutoCdc(_) if !self.cdc => gap("CDC", &f.name, &f.location, "AUTO CDC flow".into()),
-                FlowKind::Once { .. } if !self.once_flows => {
-                    gap("once flows", &f.name, &f.location, "INSERT INTO ONCE flow".into())
-                }
-                _ => {}
+            let missing = match f.kind.needs() {
+                Some(FlowFeature::Cdc) if !self.cdc => Some(("CDC", "AUTO CDC flow")),
+                Some(FlowFeature::Once) if !self.once_flows => Some(("once flows", "INSERT INTO ONCE flow")),
+                _ => None,
+            };
+            if let Some((feature, detail)) = missing {
+                gap(feature, &f.name, &f.location, detail.into());
             }
             let q = f.query();
             if let Some(et) = &q.event_time {
                 if !self.event_time {
-                    gap(
-                        "event time",
-                        &f.name,
-                        &et.location,
-                        format!("WATERMARK {} DELAY OF INTERVAL {}", et.column, et.delay),
-                    );
+                    gap("event time", &f.name, &et.location, et.clause());
                 }
             }
             for r in &q.reads {
                 match r {
-                    Read::Dataset { streaming: true, location, name } if !self.streaming => {
+                    Read::Dataset { streaming: true, location, name, .. } if !self.streaming => {
                         gap("streaming", &f.name, location, format!("STREAM({name})"));
                     }
                     Read::Files(fs) if !self.file_sources => {
@@ -109,57 +198,19 @@ impl Capabilities {
                     Read::Files(fs) if fs.streaming && !self.streaming => {
                         gap("streaming", &f.name, &fs.location, format!("STREAM read_files('{}')", fs.path));
                     }
+                    Read::Files(fs) if fs.options.contains_key("rescueddatacolumn") && !self.rescued_data => {
+                        gap(
+                            "rescuedDataColumn",
+                            &f.name,
+                            &f.location,
+                            format!("{}'s readers have no rescued-data column (reading `{}`)", self.name, fs.path),
+                        );
+                    }
                     _ => {}
                 }
             }
         }
         gaps
-    }
-}
-
-/// Name of the Spark Connect backend.
-pub const SPARK_BACKEND_NAME: &str = "spark-connect-sdp";
-
-/// What the Spark Connect backend can run on a server of `version` (e.g. `4.1.4`), from the
-/// per-version facts table. `None` for servers without the pipelines service (before 4.1).
-pub fn spark_capabilities(version: &str) -> Option<Capabilities> {
-    let facts = knut_pipelines::versions::facts_for(version)?;
-    Some(Capabilities {
-        name: format!("{SPARK_BACKEND_NAME} (Spark {version})"),
-        batch: true,
-        streaming: true,
-        // Watermarks work through SQL on 4.1, but windowed output is not yet checked against
-        // our semantics: refused until it is.
-        event_time: false,
-        cdc: facts.auto_cdc,
-        expectations: facts.expectations,
-        output_modes: vec![OutputMode::Append],
-        sinks: facts.sink_output,
-        persistent_views: facts.sql_graph_elements,
-        file_sources: true,
-        once_flows: facts.once_flows,
-    })
-}
-
-/// Refuses, all at once, what Spark with `caps` cannot run: capability gaps plus the lowering's
-/// own limits ([`Pipeline::sdp_gaps`]).
-pub fn spark_refusals(caps: Capabilities, p: &Pipeline) -> Result<()> {
-    let mut gaps = caps.gaps(p);
-    gaps.extend(p.sdp_gaps());
-    if gaps.is_empty() {
-        Ok(())
-    } else {
-        Err(ThundError::Unsupported { backend: caps.name, gaps })
-    }
-}
-
-/// Refuses, without a server, what no targeted Spark line can run (checked against the newest
-/// line's facts: whatever it cannot do, no server can).
-pub fn spark_check_any_version(p: &Pipeline) -> Result<()> {
-    let newest = knut_pipelines::versions::SERVER_FACTS.last().map(|f| format!("{}.0", f.line));
-    match newest.as_deref().and_then(spark_capabilities) {
-        Some(caps) => spark_refusals(Capabilities { name: SPARK_BACKEND_NAME.into(), ..caps }, p),
-        None => Err(ThundError::Internal("no Spark server facts".into())),
     }
 }
 
@@ -376,33 +427,87 @@ pub trait RunHandle: Send {
     /// Asks the run to stop; flows not yet finished end STOPPED and tables keep their last commit.
     fn cancel(&self);
     /// Waits for the end of the run (draining events) and returns its summary.
-    fn finish(self) -> Result<RunSummary>;
+    fn finish(self: Box<Self>) -> Result<RunSummary>;
 }
 
-/// The event channel and thread of a run that executes on a thread of its own: backends' run
-/// handles drain and join through it.
-#[derive(Debug)]
+/// Where a run's events are recorded besides the caller's channel (`<storage>/events/…`, written
+/// by `thund-native` for runs of every backend).
+pub trait EventLog: Send + Sync {
+    /// Records one event (at once, or buffered until [`EventLog::flush`]).
+    fn append(&self, event: &RunEvent);
+    /// Makes every event appended so far durable. Failing to is logged, never fatal to the run.
+    fn flush(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// How a backend emits a run's events: to the caller's [`RunHandle`] and to the run's event log.
+#[derive(Clone)]
+pub struct EventSender {
+    tx: Sender<RunEvent>,
+    log: Option<Arc<dyn EventLog>>,
+}
+
+impl EventSender {
+    /// Sends one event.
+    pub fn emit(&self, event: RunEvent) {
+        if let Some(log) = &self.log {
+            log.append(&event);
+        }
+        let _ = self.tx.send(event);
+    }
+
+    /// Flushes the event log, if the run has one.
+    pub async fn flush(&self) {
+        if let Some(log) = &self.log {
+            log.flush().await;
+        }
+    }
+}
+
+/// A run executing on a thread of its own: the [`RunHandle`] both backends return.
 pub struct RunThread {
-    rx: std::sync::mpsc::Receiver<RunEvent>,
+    rx: Receiver<RunEvent>,
     thread: Option<std::thread::JoinHandle<RunSummary>>,
+    cancel: Box<dyn Fn() + Send>,
 }
 
 impl RunThread {
-    /// Events arrive on `rx`; `thread` returns the summary.
-    pub fn new(rx: std::sync::mpsc::Receiver<RunEvent>, thread: std::thread::JoinHandle<RunSummary>) -> Self {
-        RunThread { rx, thread: Some(thread) }
+    /// Starts `body` on a thread named `name`. It emits the run's events through the
+    /// [`EventSender`] it is given (which also writes `log`) and returns the summary; `cancel`
+    /// asks it to stop.
+    pub fn spawn<F>(
+        name: &str,
+        log: Option<Arc<dyn EventLog>>,
+        cancel: Box<dyn Fn() + Send>,
+        body: F,
+    ) -> Result<Box<dyn RunHandle>>
+    where
+        F: FnOnce(EventSender) -> RunSummary + Send + 'static,
+    {
+        let (tx, rx) = channel();
+        let events = EventSender { tx, log };
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(events))
+            .map_err(|e| ThundError::Backend(format!("cannot start the run thread: {e}")))?;
+        Ok(Box::new(RunThread { rx, thread: Some(thread), cancel }))
     }
+}
 
-    /// [`RunHandle::poll_events`]: blocks for the next event, then takes every event queued.
-    pub fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
+impl RunHandle for RunThread {
+    /// Blocks for the next event, then takes every event queued.
+    fn poll_events(&mut self) -> Option<Vec<RunEvent>> {
         let first = self.rx.recv().ok()?;
         let mut out = vec![first];
         out.extend(self.rx.try_iter());
         Some(out)
     }
 
-    /// [`RunHandle::finish`]: drains the events and joins the thread.
-    pub fn finish(mut self) -> Result<RunSummary> {
+    fn cancel(&self) {
+        (self.cancel)();
+    }
+
+    /// Drains the events and joins the thread.
+    fn finish(mut self: Box<Self>) -> Result<RunSummary> {
         while self.rx.recv().is_ok() {}
         match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(summary)) => Ok(summary),
@@ -411,30 +516,38 @@ impl RunThread {
     }
 }
 
-/// A way to run pipelines.
+/// A way to run pipelines. Object-safe: a caller holds a `Box<dyn ExecBackend>`.
+///
+/// A backend describes what it can run ([`ExecBackend::capabilities`]) and runs what it is given
+/// ([`ExecBackend::start`]); validation, planning and refusing what it lacks happen before, once,
+/// in [`crate::prepare`].
 pub trait ExecBackend {
-    /// The run handle this backend returns.
-    type Run: RunHandle;
-
-    /// What this backend can run.
+    /// What this backend can run, as far as it knows now (a server's version may narrow it once
+    /// [`ExecBackend::connect`] has asked).
     fn capabilities(&self) -> Capabilities;
+
+    /// Makes sure the backend can start runs, learning what it needs to know for
+    /// [`ExecBackend::capabilities`] (a server's version). Nothing to do by default.
+    fn connect(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Starts a prepared run.
+    fn start(&self, run: PreparedRun) -> Result<Box<dyn RunHandle>>;
 
     /// Refuses, all at once, every feature of `p` that this backend lacks.
     fn check(&self, p: &Pipeline) -> Result<()> {
-        let caps = self.capabilities();
-        let gaps = caps.gaps(p);
-        if gaps.is_empty() {
-            Ok(())
-        } else {
-            Err(ThundError::Unsupported { backend: caps.name, gaps })
-        }
+        self.capabilities().check(p)
     }
 
-    /// Starts a run of `p` with `options`.
-    fn run_with(&self, p: &Pipeline, options: &RunOptions) -> Result<Self::Run>;
+    /// Prepares `p` for this backend ([`prepare_for`]) and starts it.
+    fn run_with(&self, p: &Pipeline, options: &RunOptions) -> Result<Box<dyn RunHandle>> {
+        let run = prepare_for(self, p, options)?;
+        self.start(run)
+    }
 
     /// Starts a full update of every dataset.
-    fn run(&self, p: &Pipeline) -> Result<Self::Run> {
+    fn run(&self, p: &Pipeline) -> Result<Box<dyn RunHandle>> {
         self.run_with(p, &RunOptions::default())
     }
 }

@@ -129,11 +129,17 @@ pub enum ThundError {
     /// A bug in Þund.
     #[error("internal error (a bug in thund, please report it): {0}")]
     Internal(String),
+    /// Several of the above, found together (preparing a run reports all its problems at once).
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Several(Vec<ThundError>),
 }
 
 impl ThundError {
     /// Whether the error is the user's input (exit code 2) rather than a failed run (exit code 1).
     pub fn is_usage(&self) -> bool {
+        if let ThundError::Several(all) = self {
+            return all.iter().all(ThundError::is_usage);
+        }
         matches!(
             self,
             ThundError::Spec(_)
@@ -144,6 +150,14 @@ impl ThundError {
                 | ThundError::Usage(_)
                 | ThundError::Query(_)
         )
+    }
+
+    /// The errors this one is made of: itself, or each of [`ThundError::Several`].
+    pub fn parts(&self) -> Vec<&ThundError> {
+        match self {
+            ThundError::Several(all) => all.iter().flat_map(ThundError::parts).collect(),
+            other => vec![other],
+        }
     }
 
     /// The located problems, for rendering with source snippets.

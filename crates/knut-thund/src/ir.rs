@@ -1,8 +1,11 @@
 //! The pipeline IR: what a pipeline *is*, independent of how it is written or run.
 //!
 //! Every kind is a closed enum, so adding a dataset or flow kind makes each backend's `match`
-//! fail to compile until it decides what to do with it. The IR holds no engine types: queries
-//! are SQL text (configuration already substituted) plus the reads the front-end found in them.
+//! fail to compile until it decides what to do with it. The IR holds no engine types: a query is
+//! its SQL text (configuration already substituted), the normalized text the front-end parsed,
+//! that parse (sqlparser's AST, which the native backend hands to DataFusion's planner), and the
+//! reads found in it, each with its byte span in the normalized text (which the Spark lowering
+//! splices). Nothing downstream parses a query again.
 //!
 //! Where SDP's protocol differs: a streaming table is `OutputType::Table` there, a persistent
 //! view has no output type (it travels as SQL), and expectations, output modes and event time
@@ -11,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -336,25 +340,99 @@ impl FlowKind {
             FlowKind::AutoCdc(_) => "auto_cdc",
         }
     }
+
+    /// What a backend must support to run this kind of flow, beyond its query (`None`: every
+    /// backend that runs its target runs it). `backend::Capabilities` refuses the rest.
+    pub fn needs(&self) -> Option<FlowFeature> {
+        match self {
+            FlowKind::Append { .. } => None,
+            FlowKind::Once { .. } => Some(FlowFeature::Once),
+            FlowKind::AutoCdc(_) => Some(FlowFeature::Cdc),
+        }
+    }
 }
 
-/// A query as the user wrote it, with what it reads.
+/// A capability that some flow kinds need (see [`FlowKind::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowFeature {
+    /// `INSERT INTO ONCE`.
+    Once,
+    /// `AUTO CDC`.
+    Cdc,
+}
+
+/// A byte range `start..end` in a query's normalized text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+/// A query as the user wrote it, with what the front-end found in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Query {
-    /// Spark SQL text, `${…}` already substituted.
+    /// Spark SQL text as written, `${…}` already substituted.
     pub sql: String,
+    /// The same query in the form sqlparser parses (see `frontend::query::normalize`): `STREAM x`
+    /// parenthesized, a `WATERMARK` clause blanked out. Every [`Span`] indexes into it.
+    pub normalized: String,
     /// Where the query text starts.
     pub location: SourceLocation,
     /// Datasets and files it reads (CTE names and aliases excluded), in order of appearance.
     pub reads: Vec<Read>,
     /// `WATERMARK col DELAY OF INTERVAL …` on a streaming source.
     pub event_time: Option<EventTime>,
+    /// The parse of `normalized`, made once by the front-end.
+    #[serde(skip)]
+    pub ast: ParsedQuery,
 }
 
 impl Query {
     /// Whether any read is a stream.
     pub fn is_streaming(&self) -> bool {
         self.reads.iter().any(Read::is_streaming)
+    }
+
+    /// The index in [`Query::reads`] of the read whose span starts at byte `start`.
+    pub fn read_at(&self, start: usize) -> Option<usize> {
+        self.reads.iter().position(|r| r.span().start == start)
+    }
+}
+
+/// The front-end's parse of a query. It travels with the query but is not part of its identity
+/// (it is a function of the normalized text) and is not serialized: a query read back from JSON
+/// has none until [`ParsedQuery::set`] gives it one.
+#[derive(Clone, Default)]
+pub struct ParsedQuery(Option<Arc<sqlparser::ast::Query>>);
+
+impl ParsedQuery {
+    /// Wraps a parse.
+    pub fn new(ast: sqlparser::ast::Query) -> Self {
+        ParsedQuery(Some(Arc::new(ast)))
+    }
+
+    /// The parse, if the query came from the front-end.
+    pub fn get(&self) -> Option<&sqlparser::ast::Query> {
+        self.0.as_deref()
+    }
+
+    /// Gives a deserialized query its parse.
+    pub fn set(&mut self, ast: sqlparser::ast::Query) {
+        self.0 = Some(Arc::new(ast));
+    }
+}
+
+impl PartialEq for ParsedQuery {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for ParsedQuery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "<parsed>" } else { "<not parsed>" })
     }
 }
 
@@ -370,6 +448,8 @@ pub enum Read {
         streaming: bool,
         /// Where the reference is.
         location: SourceLocation,
+        /// The reference in the normalized query text (`STREAM(…)` included).
+        span: Span,
     },
     /// Files (`read_files(…)` or Spark's `` fmt.`path` ``).
     Files(FileSource),
@@ -381,6 +461,14 @@ impl Read {
         match self {
             Read::Dataset { streaming, .. } => *streaming,
             Read::Files(f) => f.streaming,
+        }
+    }
+
+    /// Where the read is in the normalized query text.
+    pub fn span(&self) -> Span {
+        match self {
+            Read::Dataset { span, .. } => *span,
+            Read::Files(f) => f.span,
         }
     }
 }
@@ -400,6 +488,8 @@ pub struct FileSource {
     pub syntax: FileSyntax,
     /// Where it is referenced.
     pub location: SourceLocation,
+    /// The reference in the normalized query text (a leading `STREAM` included).
+    pub span: Span,
 }
 
 /// How a file source was written.
@@ -421,6 +511,15 @@ pub struct EventTime {
     pub delay: String,
     /// Where it is declared.
     pub location: SourceLocation,
+    /// The clause's place in the normalized query text, where it is blanked out.
+    pub span: Span,
+}
+
+impl EventTime {
+    /// The clause as Spark reads it.
+    pub fn clause(&self) -> String {
+        format!("WATERMARK {} DELAY OF INTERVAL {}", quote_ident(&self.column), self.delay)
+    }
 }
 
 /// `AUTO CDC INTO …`.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Result, ThundError};
 use crate::ir::{Pipeline, QualifiedName};
-use crate::validate::{dependencies, did_you_mean};
+use crate::validate::{dependencies, did_you_mean, readers};
 
 /// What a run should refresh, as the user said it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,15 +76,9 @@ pub fn plan(p: &Pipeline, sel: &Selection) -> Result<Plan> {
 /// Longest-path depth of each dataset (Kahn's algorithm, so a 10,000-long chain needs no deep
 /// recursion). Datasets on a cycle keep depth 0; validation reports the cycle.
 fn depths<'a>(deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>>) -> BTreeMap<&'a QualifiedName, usize> {
-    let mut readers: BTreeMap<&QualifiedName, Vec<&QualifiedName>> = BTreeMap::new();
-    let mut pending: BTreeMap<&QualifiedName, usize> = BTreeMap::new();
-    for (n, ds) in deps {
-        let known: Vec<_> = ds.iter().filter(|d| deps.contains_key(*d)).collect();
-        pending.insert(n, known.len());
-        for d in known {
-            readers.entry(*d).or_default().push(n);
-        }
-    }
+    let readers = readers(deps);
+    let pending_of = |n: &QualifiedName| deps[n].iter().filter(|d| deps.contains_key(*d)).count();
+    let mut pending: BTreeMap<&QualifiedName, usize> = deps.keys().map(|n| (*n, pending_of(n))).collect();
     let mut depth: BTreeMap<&QualifiedName, usize> = deps.keys().map(|n| (*n, 0)).collect();
     let mut ready: Vec<&QualifiedName> = pending.iter().filter(|(_, c)| **c == 0).map(|(n, _)| *n).collect();
     while let Some(n) = ready.pop() {
@@ -167,18 +161,12 @@ mod tests {
     use super::*;
 
     fn pipeline() -> Pipeline {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("pipeline.yml"), "name: p\nlibraries:\n  - glob:\n      include: '*.sql'\n")
-            .unwrap();
-        std::fs::write(
-            dir.path().join("a.sql"),
+        crate::frontend::load_sql(
             "CREATE MATERIALIZED VIEW raw AS SELECT 1 AS x;\n\
              CREATE MATERIALIZED VIEW clean AS SELECT x FROM raw;\n\
              CREATE MATERIALIZED VIEW report AS SELECT x FROM clean;\n\
              CREATE MATERIALIZED VIEW other AS SELECT 2 AS y;",
         )
-        .unwrap();
-        crate::frontend::load(dir.path()).unwrap()
     }
 
     fn names(set: &BTreeSet<QualifiedName>) -> Vec<&str> {

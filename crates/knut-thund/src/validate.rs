@@ -48,6 +48,19 @@ pub fn dependencies(p: &Pipeline) -> BTreeMap<&QualifiedName, BTreeSet<&Qualifie
     deps
 }
 
+/// The reverse of `deps`: for each name read, the datasets that read it.
+pub fn readers<'a>(
+    deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>>,
+) -> BTreeMap<&'a QualifiedName, Vec<&'a QualifiedName>> {
+    let mut readers: BTreeMap<&QualifiedName, Vec<&QualifiedName>> = BTreeMap::new();
+    for (n, ds) in deps {
+        for d in ds {
+            readers.entry(*d).or_default().push(n);
+        }
+    }
+    readers
+}
+
 /// A cycle in `deps` as a path `a -> b -> a`, if any.
 fn find_cycle<'a>(deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>>) -> Option<Vec<&'a QualifiedName>> {
     #[derive(Clone, Copy, PartialEq)]
@@ -220,7 +233,7 @@ impl Pipeline {
                 _ => {}
             }
             for r in &f.query().reads {
-                let Read::Dataset { name, streaming, location } = r else { continue };
+                let Read::Dataset { name, streaming, location, .. } = r else { continue };
                 match by_name.get(name) {
                     None => {
                         let mut d = Diagnostic::at(location, format!("`{name}` is not defined in this pipeline"));
@@ -307,12 +320,7 @@ pub fn downstream_of(
     deps: &BTreeMap<&QualifiedName, BTreeSet<&QualifiedName>>,
     roots: &BTreeSet<QualifiedName>,
 ) -> BTreeSet<QualifiedName> {
-    let mut readers: BTreeMap<&QualifiedName, Vec<&QualifiedName>> = BTreeMap::new();
-    for (n, ds) in deps {
-        for d in ds {
-            readers.entry(*d).or_default().push(n);
-        }
-    }
+    let readers = readers(deps);
     let mut out = BTreeSet::new();
     let mut stack: Vec<&QualifiedName> = roots.iter().collect();
     while let Some(n) = stack.pop() {

@@ -1,42 +1,37 @@
-//! One function per command; each returns the process exit code.
+//! One function per command. `run`, `dry-run` and `query` take one path whatever the backend:
+//! pick it (`backends`), prepare the run in the core (`knut_thund::prepare`), start it, follow
+//! its events. A command returns `Ok` or an error that carries its kind (`failure`).
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use knut_thund::backend::{rfc3339, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
 use knut_thund::ir::Pipeline;
 use knut_thund::plan::Selection;
-use knut_thund::render::GraphFormat;
+use knut_thund::prepare::prepare_for;
+use knut_thund::render::GraphFormat as Rendering;
 use knut_thund::status::{functional_status, render_table, status_rows};
-use thund_native::{EngineOptions, NativeBackend, NativeOptions, Storage};
+use thund_native::{EngineOptions, NativeBackend};
 
-use crate::render::{ProjectError, Usage};
-use crate::{
-    Backend, BackendArgs, Cli, Command, DoctorFormat, EventsFormat, GraphFormatArg, QueryFormat, SelectionArgs,
+use crate::backends;
+use crate::cli::{
+    BackendArgs, Command, DoctorFormat, EventsFormat, GraphFormat, QueryFormat, RunArgs, RunFormat, SelectionArgs,
 };
+use crate::failure::{Failure, ProjectError};
 
-pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    let json = cli.log_format == crate::LogFormat::Json;
-    match cli.command {
+pub fn dispatch(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Init { dir } => init(&dir),
         Command::Validate { project } => validate(&project.project),
-        Command::DryRun { project, target: BackendArgs { backend, remote }, selection } => {
-            dry_run(&project.project, backend, remote, selection, json)
-        }
+        Command::DryRun { run: args } => run(args, true, 0, EngineOptions::default()),
         Command::Graph { project, format } => graph(&project.project, format),
-        Command::Run {
-            project,
-            target: BackendArgs { backend, remote },
-            selection,
-            max_concurrent_flows,
-            memory_limit,
-        } => run(&project.project, backend, remote, selection, max_concurrent_flows, memory_limit, json),
-        Command::Query { project, target: BackendArgs { backend, remote }, sql, format } => {
-            query(&project.project, backend, remote, &sql, format)
+        Command::Run { run: args, max_concurrent_flows, memory_limit } => {
+            let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
+            run(args, false, max_concurrent_flows, EngineOptions { memory_limit, target_partitions: 0 })
         }
+        Command::Query { project, target, sql, format } => query(&project.project, &target, &sql, format),
         Command::Events { project, run, last: _, format } => events(&project.project, run, format),
         Command::Doctor { remote, format } => doctor(remote, format),
     }
@@ -54,8 +49,14 @@ fn in_project(start: &Path, error: ThundError) -> anyhow::Error {
     anyhow::Error::new(ProjectError { root: project_root(start), error })
 }
 
+/// Loads (parses) the project; validation is part of preparing a run, or of `validate`.
 fn load(start: &Path) -> anyhow::Result<Pipeline> {
-    let p = knut_thund::frontend::load(start).map_err(|e| in_project(start, e))?;
+    knut_thund::frontend::load(start).map_err(|e| in_project(start, e))
+}
+
+/// Loads and validates the project.
+fn load_valid(start: &Path) -> anyhow::Result<Pipeline> {
+    let p = load(start)?;
     p.validate().map_err(|e| in_project(start, e))?;
     Ok(p)
 }
@@ -64,14 +65,14 @@ fn selection(s: SelectionArgs) -> Selection {
     Selection { refresh: s.refresh, full_refresh: s.full_refresh, full_refresh_all: s.full_refresh_all }
 }
 
-fn init(dir: &Path) -> anyhow::Result<ExitCode> {
+fn init(dir: &Path) -> anyhow::Result<()> {
     crate::sample::create(dir)?;
     println!("Created a sample pipeline in {}. Run it with:\n  thund run -p {}", dir.display(), dir.display());
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-fn validate(start: &Path) -> anyhow::Result<ExitCode> {
-    let p = load(start)?;
+fn validate(start: &Path) -> anyhow::Result<()> {
+    let p = load_valid(start)?;
     let plan = knut_thund::plan::plan(&p, &Selection::default()).map_err(|e| in_project(start, e))?;
     println!(
         "pipeline `{}` is valid: {} datasets, {} flows, {} stages",
@@ -80,99 +81,20 @@ fn validate(start: &Path) -> anyhow::Result<ExitCode> {
         p.flows.len(),
         plan.stages.len()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-/// The Spark backend for `--remote` / `SPARK_REMOTE`.
-#[cfg(feature = "spark")]
-fn spark_backend(remote: Option<String>) -> anyhow::Result<knut_thund::spark::SparkBackend> {
-    match remote {
-        Some(url) => Ok(knut_thund::spark::SparkBackend::new(url)),
-        None => bail!(Usage("--backend spark needs a server: pass --remote sc://host:port or set SPARK_REMOTE".into())),
-    }
-}
-
-#[cfg(not(feature = "spark"))]
-fn spark_backend(_remote: Option<String>) -> anyhow::Result<std::convert::Infallible> {
-    bail!(Usage("this thund was built without the `spark` feature: rebuild with `--features spark`".into()))
-}
-
-fn dry_run(
-    start: &Path,
-    backend: Backend,
-    remote: Option<String>,
-    sel: SelectionArgs,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let p = load(start)?;
-    if backend == Backend::Spark {
-        if remote.is_none() {
-            return spark_dry_run(start, &p);
-        }
-        let spark = spark_backend(remote)?;
-        let options = RunOptions { selection: selection(sel), dry: true, max_concurrent_flows: 0 };
-        #[cfg(feature = "spark")]
-        {
-            let run = spark.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-            let summary = follow(run, json)?;
-            if summary.failed() {
-                eprintln!("the server's dry run found problems: fix the flows marked FAILED above");
-                return Ok(ExitCode::from(2));
-            }
-            println!("dry run ok on {}: graph defined and resolved by the server, nothing written", spark.version());
-            return Ok(ExitCode::SUCCESS);
-        }
-        #[cfg(not(feature = "spark"))]
-        match (spark, options) {}
-    }
-    let native = NativeBackend::new();
-    native.check(&p).map_err(|e| in_project(start, e))?;
-    let options = RunOptions { selection: selection(sel), dry: true, max_concurrent_flows: 0 };
-    let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-    let summary = follow(run, json)?;
-    if summary.failed() {
-        eprintln!("dry run found problems: fix the flows marked FAILED above");
-        return Ok(ExitCode::from(2));
-    }
-    println!("dry run ok: {} flows planned, nothing written", summary.flows.len());
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The Spark check that needs no server: what no targeted Spark line can run.
-fn spark_check(start: &Path, p: &Pipeline) -> anyhow::Result<()> {
-    knut_thund::backend::spark_check_any_version(p).map_err(|e| in_project(start, e))
-}
-
-/// Without a server, a Spark dry run checks everything that needs none: what no targeted line
-/// can run, and the lowered dataflow graph. It says plainly that nothing was sent.
-fn spark_dry_run(start: &Path, p: &Pipeline) -> anyhow::Result<ExitCode> {
-    spark_check(start, p)?;
-    let g = p.to_sdp();
-    g.validate().context("the lowered dataflow graph is invalid")?;
-    println!(
-        "capability check ok (what no Spark line can run); dataflow graph lowered: {} outputs, {} flows",
-        g.outputs.len(),
-        g.flows.len()
-    );
-    println!("nothing was sent: pass --remote sc://host:port (or set SPARK_REMOTE) to have the server resolve it");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn graph(start: &Path, format: GraphFormatArg) -> anyhow::Result<ExitCode> {
-    let p = load(start)?;
+fn graph(start: &Path, format: GraphFormat) -> anyhow::Result<()> {
+    let p = load_valid(start)?;
     let out = match format {
-        GraphFormatArg::Text => knut_thund::render::render(&p, GraphFormat::Text),
-        GraphFormatArg::Dot => knut_thund::render::render(&p, GraphFormat::Dot),
-        GraphFormatArg::Mermaid => knut_thund::render::render(&p, GraphFormat::Mermaid),
-        GraphFormatArg::Json => knut_thund::render::render(&p, GraphFormat::Json),
-        GraphFormatArg::Sdp => {
-            let g = p.to_sdp();
-            g.validate().context("the lowered dataflow graph is invalid")?;
-            format!("{}\n", serde_json::to_string_pretty(&g)?)
-        }
+        GraphFormat::Text => knut_thund::render::render(&p, Rendering::Text),
+        GraphFormat::Dot => knut_thund::render::render(&p, Rendering::Dot),
+        GraphFormat::Mermaid => knut_thund::render::render(&p, Rendering::Mermaid),
+        GraphFormat::Json => knut_thund::render::render(&p, Rendering::Json),
+        GraphFormat::Sdp => format!("{}\n", serde_json::to_string_pretty(&p.to_sdp()?)?),
     };
     print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Parses `512M`, `2G`, `1048576`.
@@ -186,61 +108,53 @@ fn parse_size(s: &str) -> anyhow::Result<usize> {
                 "K" => 1 << 10,
                 "M" => 1 << 20,
                 "G" => 1 << 30,
-                _ => bail!(Usage(format!("--memory-limit `{s}`: unknown unit (use K, M or G)"))),
+                _ => bail!(Failure::usage(format!("--memory-limit `{s}`: unknown unit (use K, M or G)"))),
             };
             (&s[..i], mult)
         }
         None => (s, 1),
     };
-    let n: f64 = num.trim().parse().map_err(|_| Usage(format!("--memory-limit `{s}` is not a size")))?;
+    let n: f64 = num.trim().parse().map_err(|_| Failure::usage(format!("--memory-limit `{s}` is not a size")))?;
     Ok((n * mult as f64) as usize)
 }
 
-fn run(
-    start: &Path,
-    backend: Backend,
-    remote: Option<String>,
-    sel: SelectionArgs,
-    max_concurrent_flows: usize,
-    memory_limit: Option<String>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
+/// `run` and `dry-run`, on any backend: prepare (every problem at once, before anything is
+/// contacted or written), start, follow the events, judge the summary.
+fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOptions) -> anyhow::Result<()> {
+    let start = args.project.project.as_path();
     let p = load(start)?;
-    if backend == Backend::Spark {
-        // Without a server, refuse what no targeted Spark line can run; with one, the backend
-        // checks against the server's own version.
-        if remote.is_none() {
-            spark_check(start, &p)?;
+    let backend = backends::pick(&args.target, engine)?;
+    let options = RunOptions { selection: selection(args.selection), dry, max_concurrent_flows };
+    let mut prepared = prepare_for(backend.as_ref(), &p, &options).map_err(|e| in_project(start, e))?;
+    if !dry {
+        // Every backend's runs are logged under the pipeline's storage, for `thund events`.
+        match thund_native::event_log::open(&prepared) {
+            Ok(log) => prepared = prepared.with_event_log(log),
+            Err(e) => eprintln!("warning: the events of this run are not logged: {e}"),
         }
-        let spark = spark_backend(remote)?;
-        let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
-        #[cfg(feature = "spark")]
-        {
-            let run = spark.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-            let summary = follow(run, json)?;
-            if !json {
-                print_summary(&summary);
-            }
-            return Ok(if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS });
-        }
-        #[cfg(not(feature = "spark"))]
-        match (spark, options) {}
     }
-    let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
-    let native =
-        NativeBackend::with_options(NativeOptions { engine: EngineOptions { memory_limit, target_partitions: 0 } });
-    let options = RunOptions { selection: selection(sel), dry: false, max_concurrent_flows };
-    let run = native.run_with(&p, &options).map_err(|e| in_project(start, e))?;
-    let summary = follow(run, json)?;
-    if !json {
+    let name = prepared.capabilities.name.clone();
+    let handle = backend.start(prepared).map_err(|e| in_project(start, e))?;
+    let json = args.format == RunFormat::Jsonl;
+    let summary = follow(handle, json)?;
+    if !json && !dry {
         print_summary(&summary);
     }
-    Ok(if summary.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
+    match (dry, failed) {
+        (true, 0) => {
+            println!("dry run ok on {name}: {} flows planned, nothing written", summary.flows.len());
+            Ok(())
+        }
+        (true, _) => bail!(Failure::usage("the dry run found problems: fix the flows marked FAILED above")),
+        (false, 0) => Ok(()),
+        (false, n) => bail!(Failure::failed(format!("the run failed: {n} of {} flows failed", summary.flows.len()))),
+    }
 }
 
 /// Prints events as they arrive (plain lines, or one JSON object per line) and returns the
 /// run's summary.
-fn follow(mut run: impl RunHandle, json: bool) -> anyhow::Result<RunSummary> {
+fn follow(mut run: Box<dyn RunHandle>, json: bool) -> anyhow::Result<RunSummary> {
     let terminal = std::io::stdout().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
     // On a terminal, a live line per flow; elsewhere plain lines (or JSON), stdout locked per
     // batch of events.
@@ -323,74 +237,37 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
-fn query(
-    start: &Path,
-    backend: Backend,
-    remote: Option<String>,
-    sql: &str,
-    format: QueryFormat,
-) -> anyhow::Result<ExitCode> {
-    if backend == Backend::Spark {
-        let spark = spark_backend(remote)?;
-        // Inside a project, unqualified names resolve to its catalog and database, as in a run.
-        let namespace = knut_thund::frontend::load(start).ok().map(|p| (p.catalog, p.database));
-        #[cfg(feature = "spark")]
-        {
-            let batches = match spark.query_in(namespace.as_ref().map(|(c, d)| (c.as_str(), d.as_str())), sql) {
-                Ok(b) => b,
-                Err(e @ ThundError::Query(_)) => bail!(Usage(e.to_string())),
-                Err(e) => return Err(e.into()),
-            };
-            let schema = match batches.first() {
-                Some(b) => b.schema(),
-                None => std::sync::Arc::new(arrow::datatypes::Schema::empty()),
-            };
-            print!("{}", crate::render::batches(&schema, &batches, format)?);
-            return Ok(ExitCode::SUCCESS);
-        }
-        #[cfg(not(feature = "spark"))]
-        match (spark, namespace) {}
-    }
-    let p = load(start)?;
-    let result = runtime()?.block_on(thund_native::query(&p, sql, &EngineOptions::default()));
-    let result = match result {
-        Ok(r) => r,
-        Err(e @ thund_native::NativeError::Plan { .. }) => bail!(Usage(e.to_string())),
-        Err(e) => return Err(e.into()),
+/// `query`, on any backend.
+fn query(start: &Path, target: &BackendArgs, sql: &str, format: QueryFormat) -> anyhow::Result<()> {
+    let backend = backends::pick(target, EngineOptions::default())?;
+    let p = match load_valid(start) {
+        Ok(p) => Some(p),
+        Err(e) if backend.needs_project() => return Err(e),
+        Err(_) => None,
     };
+    let result = backend.query(p.as_ref(), sql)?;
     print!("{}", crate::render::batches(&result.schema, &result.batches, format)?);
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Result<ExitCode> {
-    let p = load(start)?;
-    let storage = Storage::of(&p)?;
-    let (runs, text) = runtime()?.block_on(async {
-        let runs = storage.event_runs().await?;
-        let id = match &run {
-            Some(id) if runs.contains(id) => id.clone(),
-            _ => return Ok::<_, thund_native::NativeError>((runs, None)),
-        };
-        let text = storage.get(&storage.events_key(&id)).await?;
-        Ok((runs, text.map(|t| (id, t))))
-    })?;
-    let (id, text) = match (run, text) {
-        (_, Some((id, t))) => (id, String::from_utf8_lossy(&t).into_owned()),
-        (Some(id), None) => {
-            bail!(Usage(format!("no run `{id}` in {} (runs: {})", storage.display("events"), runs.join(", "))))
+fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Result<()> {
+    use thund_native::event_log;
+    let p = load_valid(start)?;
+    let runs = runtime()?.block_on(event_log::runs(&p))?;
+    let id = match (run, runs.last()) {
+        (Some(id), _) if runs.contains(&id) => id,
+        (Some(id), _) => {
+            bail!(Failure::usage(format!(
+                "no run `{id}` in {} (runs: {})",
+                event_log::location(&p, None)?,
+                runs.join(", ")
+            )))
         }
-        (None, None) => match runs.last() {
-            Some(id) => {
-                let key = storage.events_key(id);
-                let t = runtime()?
-                    .block_on(storage.get(&key))?
-                    .with_context(|| format!("reading {}", storage.display(&key)))?;
-                (id.clone(), String::from_utf8_lossy(&t).into_owned())
-            }
-            None => bail!(Usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
-        },
+        (None, Some(last)) => last.clone(),
+        (None, None) => bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
     };
-    let path = storage.display(&storage.events_key(&id));
+    let path = event_log::location(&p, Some(&id))?;
+    let text = runtime()?.block_on(event_log::read(&p, &id))?.with_context(|| format!("reading {path}"))?;
     match format {
         EventsFormat::Jsonl => print!("{text}"),
         EventsFormat::Text => {
@@ -407,14 +284,14 @@ fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Re
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Live self-checks; every row is the outcome of a check just performed.
-fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCode> {
+fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let project = dir.path().join("doctor");
-    let frontend = crate::sample::create(&project).and_then(|_| load(&project));
+    let frontend = crate::sample::create(&project).and_then(|_| load_valid(&project));
     let ok = functional_status(
         "knut-thund/frontend",
         "parse_validate_plan",
@@ -426,13 +303,13 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCo
     );
     if ok {
         if let Ok(p) = &frontend {
-            let lowered = p.to_sdp().validate();
+            let lowered = p.to_sdp();
             functional_status(
                 "knut-thund/backend_spark",
                 "lower_to_sdp",
                 lowered.is_ok(),
                 match lowered {
-                    Ok(()) => format!("{} outputs, {} flows", p.to_sdp().outputs.len(), p.to_sdp().flows.len()),
+                    Ok(g) => format!("{} outputs, {} flows", g.outputs.len(), g.flows.len()),
                     Err(e) => e.to_string(),
                 },
             );
@@ -477,43 +354,44 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<ExitCo
         DoctorFormat::Table => print!("{}", render_table(&rows)),
         DoctorFormat::Json => println!("{}", serde_json::to_string_pretty(&rows)?),
     }
-    Ok(if rows.iter().all(|r| r.ok) { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let red = rows.iter().filter(|r| !r.ok).count();
+    if red > 0 {
+        bail!(Failure::failed(format!("{red} of {} checks failed", rows.len())));
+    }
+    Ok(())
 }
 
-/// Spark rows of `thund doctor`: reachable, version, capabilities, lowering, a live run.
-#[cfg(feature = "spark")]
+/// Spark rows of `thund doctor`: reachable, version, capabilities, lowering, a live run — through
+/// the same backend value `run` uses.
 fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow::Result<()> {
-    use knut_thund::spark::SparkBackend;
-    let spark = SparkBackend::new(url);
-    let version = spark.detect_version();
-    let reachable = functional_status(
-        "knut-pipelines/client",
-        "connect_and_version",
-        version.is_ok(),
-        match &version {
-            Ok(v) => format!("Spark {v}"),
-            Err(e) => e.to_string(),
-        },
-    );
-    if !reachable {
-        return Ok(());
-    }
+    let args = BackendArgs { backend: crate::cli::Backend::Spark, remote: Some(url.to_string()) };
+    let spark = backends::pick(&args, EngineOptions::default()).and_then(|b| {
+        b.connect()?;
+        Ok(b)
+    });
+    let spark = match spark {
+        Ok(b) => {
+            functional_status("knut-pipelines/client", "connect_and_version", true, b.capabilities().name);
+            b
+        }
+        Err(e) => {
+            functional_status("knut-pipelines/client", "connect_and_version", false, e.to_string());
+            return Ok(());
+        }
+    };
     let caps = spark.capabilities();
-    let supported = knut_thund::backend::spark_capabilities(spark.version()).is_some();
+    // A server without the pipelines service (before Spark 4.1) can run nothing.
     functional_status(
         "knut-thund/backend_spark",
         "capabilities",
-        supported,
+        caps.batch,
         format!(
             "batch={} streaming={} cdc={} expectations={} event_time={} sinks={} persistent_views={}",
             caps.batch, caps.streaming, caps.cdc, caps.expectations, caps.event_time, caps.sinks, caps.persistent_views
         ),
     );
     if let Some(p) = sample {
-        let checked = spark
-            .check(p)
-            .map(|_| p.to_sdp())
-            .and_then(|g| g.validate().map(|_| g).map_err(|e| knut_thund::error::ThundError::Internal(e.to_string())));
+        let checked = spark.check(p).and_then(|_| p.to_sdp());
         functional_status(
             "knut-thund/backend_spark",
             "lower_sample_pipeline",
@@ -550,12 +428,6 @@ fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow:
             Err(e) => e.to_string(),
         },
     );
-    Ok(())
-}
-
-#[cfg(not(feature = "spark"))]
-fn spark_doctor(_url: &str, _sample: Option<&Pipeline>, _scratch: &Path) -> anyhow::Result<()> {
-    functional_status("knut-pipelines/client", "connect_and_version", false, "built without the `spark` feature");
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! (rows written, duration). Run-level messages and a failed flow's error print above the lines.
 //!
 //! Only used when stdout is a terminal; pipes and files get the plain event lines, and
-//! `--log-format json` one JSON object per event, so logs and scripts never see escape codes.
+//! `--format jsonl` one JSON object per event, so logs and scripts never see escape codes.
 
 use std::collections::HashMap;
 use std::time::Duration;

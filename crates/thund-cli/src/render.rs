@@ -1,46 +1,34 @@
-//! Rendering for people: errors with source snippets, query results, exit codes.
+//! Rendering for people: errors with source snippets, query results.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use arrow::record_batch::RecordBatch;
 use knut_thund::error::{Diagnostic, ThundError};
 
-/// A core error together with the project root, so diagnostics can quote the source.
-#[derive(Debug)]
-pub struct ProjectError {
-    pub root: PathBuf,
-    pub error: ThundError,
-}
+use crate::cli::QueryFormat;
+use crate::failure::ProjectError;
 
-impl fmt::Display for ProjectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let diags = self.error.diagnostics();
-        if diags.is_empty() {
-            return write!(f, "{}", self.error);
+/// A core error with its located problems quoted from the project's files: each part of it (all
+/// of them, when preparing a run found several kinds of problem) in turn.
+pub fn project_error(f: &mut fmt::Formatter<'_>, root: &Path, error: &ThundError) -> fmt::Result {
+    for (i, part) in error.parts().into_iter().enumerate() {
+        if i > 0 {
+            writeln!(f)?;
         }
-        let head = self.error.to_string();
+        let diags = part.diagnostics();
+        if diags.is_empty() {
+            writeln!(f, "{part}")?;
+            continue;
+        }
+        let head = part.to_string();
         writeln!(f, "{}", head.lines().next().unwrap_or_default().trim_end_matches(':'))?;
         for d in diags {
-            write!(f, "{}", snippet(&self.root, d))?;
+            write!(f, "{}", snippet(root, d))?;
         }
-        Ok(())
     }
+    Ok(())
 }
-
-impl std::error::Error for ProjectError {}
-
-/// Usage/config errors exit 2, everything else 1.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 /// A diagnostic with the line it points at and a caret under the column.
 pub fn snippet(root: &Path, d: &Diagnostic) -> String {
@@ -65,28 +53,18 @@ pub fn snippet(root: &Path, d: &Diagnostic) -> String {
     s
 }
 
-/// Prints the error and returns its exit code.
-pub fn report_error(e: &anyhow::Error) -> u8 {
-    let usage = if let Some(pe) = e.downcast_ref::<ProjectError>() {
-        eprint!("{pe}");
-        if !pe.to_string().ends_with('\n') {
+/// Prints a command's error on stderr.
+pub fn report_error(e: &anyhow::Error) {
+    if let Some(pe) = e.downcast_ref::<ProjectError>() {
+        let text = pe.to_string();
+        eprint!("{text}");
+        if !text.ends_with('\n') {
             eprintln!();
         }
-        pe.error.is_usage()
     } else if let Some(te) = e.downcast_ref::<ThundError>() {
         eprintln!("error: {te}");
-        te.is_usage()
-    } else if let Some(u) = e.downcast_ref::<Usage>() {
-        eprintln!("error: {u}");
-        true
     } else {
         eprintln!("error: {e:#}");
-        false
-    };
-    if usage {
-        2
-    } else {
-        1
     }
 }
 
@@ -94,11 +72,11 @@ pub fn report_error(e: &anyhow::Error) -> u8 {
 pub fn batches(
     schema: &arrow::datatypes::Schema,
     batches: &[RecordBatch],
-    format: crate::QueryFormat,
+    format: QueryFormat,
 ) -> anyhow::Result<String> {
     Ok(match format {
-        crate::QueryFormat::Table => format!("{}\n", arrow::util::pretty::pretty_format_batches(batches)?),
-        crate::QueryFormat::Csv => {
+        QueryFormat::Table => format!("{}\n", arrow::util::pretty::pretty_format_batches(batches)?),
+        QueryFormat::Csv => {
             let mut buf = Vec::new();
             {
                 let mut w = arrow::csv::WriterBuilder::new().with_header(true).build(&mut buf);
@@ -112,7 +90,7 @@ pub fn batches(
             }
             String::from_utf8(buf)?
         }
-        crate::QueryFormat::Json => {
+        QueryFormat::Json => {
             let mut buf = Vec::new();
             {
                 let mut w = arrow::json::ArrayWriter::new(&mut buf);

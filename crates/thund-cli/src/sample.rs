@@ -77,7 +77,7 @@ const CUSTOMERS: &str = r#"{"customer_id": 1, "name": "Astrid", "region": "North
 /// Writes the sample project into `dir`, which must not hold a pipeline already.
 pub fn create(dir: &Path) -> anyhow::Result<()> {
     if dir.join("spark-pipeline.yml").exists() {
-        bail!(crate::render::Usage(format!("{} already holds a pipeline", dir.display())));
+        bail!(crate::failure::Failure::usage(format!("{} already holds a pipeline", dir.display())));
     }
     let files = [
         ("spark-pipeline.yml", SPEC.to_string()),

@@ -228,16 +228,58 @@ fn spark_dry_run_refuses_expectations_without_a_server() {
 }
 
 #[test]
-fn json_log_format_prints_one_event_per_line() {
+fn jsonl_format_prints_one_event_per_line() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = tmp.path().join("demo");
     assert!(thund(&["init", p(&demo)]).status.success());
-    let o = thund(&["run", "-p", p(&demo), "--log-format", "json"]);
+    let o = thund(&["run", "-p", p(&demo), "--format", "jsonl"]);
     assert!(o.status.success(), "{}", text(&o));
     let events: Vec<serde_json::Value> =
         String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(events.iter().any(|e| e["phase"] == "COMPLETED" && e["details"]["rows_written"] == 60), "{events:?}");
     assert_eq!(events.last().unwrap()["message"], "Run is COMPLETED.");
+    // `--log-format` changes the diagnostics log only, never the run's output.
+    let o = thund(&["run", "-p", p(&demo), "--log-format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.lines().any(|l| l.contains("Run is COMPLETED.") && !l.starts_with('{')), "{out}");
+}
+
+#[test]
+fn every_problem_of_a_run_is_reported_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE STREAMING TABLE w AS SELECT count(*) AS n FROM STREAM(src) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY 1;\n\
+         CREATE MATERIALIZED VIEW m AS SELECT * FROM nowhere;\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(tmp.path()), "--refresh", "zzz"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    // What the backend lacks, what the graph gets wrong (quoted) and what the selection names.
+    assert!(out.contains("a.sql:1:") && out.contains("event time"), "{out}");
+    assert!(out.contains("2 | CREATE MATERIALIZED VIEW m AS SELECT * FROM nowhere;"), "{out}");
+    assert!(out.contains("`zzz`"), "{out}");
+    assert!(!tmp.path().join(".thund").exists(), "nothing is written");
+}
+
+#[test]
+fn a_spark_dry_run_without_a_server_lowers_the_graph_and_sends_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let o = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["dry-run", "--backend", "spark", "-p", p(&demo)])
+        .env_remove("SPARK_REMOTE")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("dataflow graph lowered:") && out.contains("nothing was sent"), "{out}");
+    assert!(!demo.join(".thund").exists(), "a dry run writes nothing");
 }
 
 /// Runs `thund` under a pseudo-terminal (util-linux `script`), as a user at a terminal sees it.

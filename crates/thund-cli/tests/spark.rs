@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use knut_thund::backend::{ExecBackend, RunEvent, RunHandle, RunOptions, RunPhase, RunSummary};
+use knut_thund::backend::{ExecBackend, RunEvent, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
 use knut_thund::spark::SparkBackend;
 
@@ -80,7 +80,7 @@ fn run_unchecked(url: &str, db: &str, p: &knut_thund::ir::Pipeline, dir: &Path) 
         let mut c = knut_pipelines::PipelinesClient::connect(url).await.unwrap();
         c.sql(&format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
         c.sql("SET spark.sql.streaming.schemaInference=true").await.unwrap();
-        let id = c.define_graph(&p.to_sdp()).await.unwrap();
+        let id = c.define_graph(&p.to_sdp().unwrap()).await.unwrap();
         let run = knut_pipelines::PipelineRun {
             graph_id: id,
             storage: Some(format!("file://{}", dir.join("storage").display())),
@@ -291,6 +291,16 @@ fn cli_runs_the_sample_project_on_spark_and_queries_it() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("COMPLETED"), "{stdout}");
+    // The Spark run is in the event log, as a native run would be.
+    let events = thund().args(["events", "--format", "jsonl", "-p"]).arg(&demo).output().unwrap();
+    assert!(events.status.success(), "{}", String::from_utf8_lossy(&events.stderr));
+    let lines: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&events.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let completed = lines.iter().find(|l| {
+        l["phase"] == "COMPLETED" && l["dataset"].as_str().is_some_and(|d| d.ends_with(".revenue_by_region"))
+    });
+    assert!(completed.is_some_and(|l| l["event_type"] == "flow_progress"), "{lines:#?}");
+    assert_eq!(lines.last().unwrap()["message"], "Run is COMPLETED.", "{lines:#?}");
     // The same rows as the embedded backend computes.
     let sql = "SELECT * FROM revenue_by_region ORDER BY 1";
     let spark = thund()
@@ -429,7 +439,7 @@ fn a_cancelled_run_stops_and_says_so() {
 fn spark_still_loses_a_flows_rows_in_a_parquet_streaming_table_with_two_flows() {
     // The premise of refusing several flows into one parquet streaming table, checked on the
     // real server with the refusal bypassed: if a Spark release stops losing rows, this fails
-    // and the refusal (`SparkBackend::lowering_gaps`) can be lifted for it.
+    // and the refusal (`Capabilities::transactional_tables` of the Spark wing) can be lifted for it.
     let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
     let db = database("twoflows");
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use knut_thund::backend::{ExecBackend, RunHandle, RunOptions};
+use knut_thund::backend::{ExecBackend, RunOptions};
 use knut_thund::spark::SparkBackend;
 
 /// A copy of `case` with `${STORAGE}` and `${DATA}` filled; Spark's copy also gets a database

@@ -1,8 +1,9 @@
 //! The DataFusion session Þund plans in, and how a pipeline query becomes a logical plan.
 //!
-//! A query is parsed by the front-end (sqlparser, Spark dialect, SDP syntax normalized), its
-//! file sources (`read_files(…)`, `` parquet.`path` ``) are registered as listing tables under
-//! generated names and rewritten in the AST, and the AST goes straight to DataFusion's SQL
+//! A query arrives parsed by the front-end (sqlparser, Spark dialect, SDP syntax normalized): a
+//! copy of its AST has its file sources (`read_files(…)`, `` parquet.`path` ``) and `STREAM` reads
+//! replaced by tables registered under generated names — each table factor matched to its read
+//! by where it starts in the query's normalized text — and goes straight to DataFusion's SQL
 //! planner. Spark's function semantics come from `datafusion-spark`, registered over
 //! DataFusion's defaults, so `round`, `concat`, `datediff`, … behave as in Spark.
 
@@ -24,7 +25,8 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion_spark::SessionStateBuilderSpark;
-use knut_thund::frontend::query::{name_parts, normalize, parse, FILE_FORMATS};
+use knut_thund::frontend::query::{ident_offset, name_parts};
+use knut_thund::frontend::text::LineIndex;
 use knut_thund::ir::{FileSource, Query, Read, SourceLocation};
 use sqlparser::ast::{
     Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Statement, TableAlias, TableFactor,
@@ -116,43 +118,44 @@ pub fn table_ref(name: &knut_thund::ir::QualifiedName) -> TableReference {
 
 static FILE_TABLE_SEQ: AtomicUsize = AtomicUsize::new(0);
 
+/// The tables standing in for a query's `STREAM` reads in one batch (each holding only the new
+/// rows of its source), by the read's index in [`Query::reads`].
+pub(crate) type StreamTables = BTreeMap<usize, String>;
+
 /// Plans a pipeline query. Relative file paths resolve against `root` (the project folder).
-pub async fn plan_query(ctx: &SessionContext, q: &Query, root: &Path) -> Result<LogicalPlan> {
-    plan_query_with_streams(ctx, q, root, Vec::new()).await
+pub(crate) async fn plan_query(ctx: &SessionContext, q: &Query, root: &Path) -> Result<LogicalPlan> {
+    plan_query_with_streams(ctx, q, root, &StreamTables::new()).await
 }
 
-/// Plans a query whose `STREAM(…)` reads are replaced, in order, by the registered tables
-/// `streams` (each holding only the new rows of its source).
-pub async fn plan_query_with_streams(
+/// Plans a query whose `STREAM(…)` reads are replaced by the registered tables `streams`.
+pub(crate) async fn plan_query_with_streams(
     ctx: &SessionContext,
     q: &Query,
     root: &Path,
-    streams: Vec<String>,
+    streams: &StreamTables,
 ) -> Result<LogicalPlan> {
     let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
-    let normalized = normalize(&q.sql, &q.location).map_err(|d| plan_err(d.message))?;
-    let mut ast = parse(&normalized.sql, &q.location).map_err(|d| plan_err(d.message))?;
-
-    let files: Vec<&FileSource> = q
-        .reads
-        .iter()
-        .filter_map(|r| match r {
-            Read::Files(f) if !f.streaming => Some(f),
-            _ => None,
-        })
-        .collect();
-    let mut names = Vec::with_capacity(files.len());
-    for f in &files {
-        let name = format!("__thund_file_{}", FILE_TABLE_SEQ.fetch_add(1, Ordering::Relaxed));
-        register_file_source(ctx, &name, f, root).await.map_err(|e| plan_err(e.to_string()))?;
-        names.push(name);
+    let mut ast = q
+        .ast
+        .get()
+        .cloned()
+        .ok_or_else(|| NativeError::Execution(format!("internal error: {} was not parsed", q.location)))?;
+    let mut tables = streams.clone();
+    for (i, r) in q.reads.iter().enumerate() {
+        if let Read::Files(f) = r {
+            if !f.streaming {
+                let name = format!("__thund_file_{}", FILE_TABLE_SEQ.fetch_add(1, Ordering::Relaxed));
+                register_file_source(ctx, &name, f, root).await.map_err(|e| plan_err(e.to_string()))?;
+                tables.insert(i, name);
+            }
+        }
     }
-    let mut rewriter = Rewriter { file_tables: names.into_iter(), stream_tables: streams.into_iter(), error: None };
+    let mut rewriter = Rewriter { query: q, lines: LineIndex::new(&q.normalized), tables, error: None };
     let _ = ast.visit(&mut rewriter);
     if let Some(e) = rewriter.error {
         return Err(plan_err(e));
     }
-    let stmt = DfStatement::Statement(Box::new(Statement::Query(ast)));
+    let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
     ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))
 }
 
@@ -179,9 +182,12 @@ fn stream_source_alias(args: Option<&sqlparser::ast::TableFunctionArgs>) -> Opti
     Some(TableAlias { explicit: true, name: ident, columns: Vec::new(), at: None })
 }
 
-struct Rewriter {
-    file_tables: std::vec::IntoIter<String>,
-    stream_tables: std::vec::IntoIter<String>,
+/// Replaces the table factors of file sources and `STREAM` reads with registered tables.
+struct Rewriter<'a> {
+    query: &'a Query,
+    lines: LineIndex<'a>,
+    /// Read index → the registered table that replaces it.
+    tables: BTreeMap<usize, String>,
     error: Option<String>,
 }
 
@@ -211,7 +217,7 @@ fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
     Parser::new(&knut_thund::frontend::text::DIALECT).try_with_sql(&sql).and_then(|mut p| p.parse_expr()).ok()
 }
 
-impl VisitorMut for Rewriter {
+impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
@@ -228,45 +234,31 @@ impl VisitorMut for Rewriter {
         let Some(parts) = name_parts(name) else {
             return ControlFlow::Continue(());
         };
-        let single = parts.len() == 1 && parts[0].quote_style.is_none();
-        let is_stream = single && parts[0].value.eq_ignore_ascii_case("stream") && args.is_some();
-        let is_read_files = single && parts[0].value.eq_ignore_ascii_case("read_files") && args.is_some();
-        let is_format_path = args.is_none()
-            && parts.len() == 2
-            && parts[1].quote_style == Some('`')
-            && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str());
-        if is_stream {
-            match self.stream_tables.next() {
-                Some(t) => {
-                    // `STREAM(src)` stays addressable as `src` in the rest of the query.
-                    if alias.is_none() {
-                        alias.clone_from(&stream_source_alias(args.as_ref()));
-                    }
-                    *name = ObjectName::from(vec![Ident::new(t)]);
-                    *args = None;
-                    // The replaced table holds the new rows; its inner read_files, if any, is gone.
-                    return ControlFlow::Continue(());
-                }
-                None => {
-                    self.error = Some(
-                        "STREAM(…) reads are only allowed in flows into streaming tables; read the source in batch here".into(),
-                    );
-                    return ControlFlow::Break(());
-                }
+        let is_stream =
+            parts.len() == 1 && parts[0].quote_style.is_none() && parts[0].value.eq_ignore_ascii_case("stream");
+        let Some(read) = self.query.read_at(ident_offset(&self.lines, parts[0])) else {
+            if is_stream && args.is_some() {
+                self.error = Some("internal error: a STREAM read the front-end did not record".into());
+                return ControlFlow::Break(());
             }
-        }
-        if is_read_files || is_format_path {
-            match self.file_tables.next() {
-                Some(t) => {
-                    *name = ObjectName::from(vec![Ident::new(t)]);
-                    *args = None;
-                }
-                None => {
-                    self.error = Some("internal error: file sources out of step with the front-end".into());
-                    return ControlFlow::Break(());
-                }
+            return ControlFlow::Continue(()); // a CTE or a table function: no read of its own
+        };
+        let Some(table) = self.tables.get(&read) else {
+            if self.query.reads[read].is_streaming() {
+                self.error = Some(
+                    "STREAM(…) reads are only allowed in flows into streaming tables; read the source in batch here"
+                        .into(),
+                );
+                return ControlFlow::Break(());
             }
+            return ControlFlow::Continue(()); // a dataset read in batch: planned by its name
+        };
+        // `STREAM(src)` stays addressable as `src` in the rest of the query.
+        if is_stream && alias.is_none() {
+            alias.clone_from(&stream_source_alias(args.as_ref()));
         }
+        *name = ObjectName::from(vec![Ident::new(table.clone())]);
+        *args = None;
         ControlFlow::Continue(())
     }
 }

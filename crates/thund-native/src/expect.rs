@@ -16,9 +16,10 @@ use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::catalog::streaming::StreamingTable;
 use datafusion::common::DFSchema;
+use datafusion::datasource::provider_as_source;
 use datafusion::error::DataFusionError;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
@@ -98,6 +99,12 @@ impl Checker {
             counters: Arc::clone(&self.counters),
         };
         Ok(Arc::new(StreamingTable::try_new(schema, vec![Arc::new(part)])?))
+    }
+
+    /// The plan's rows, checked, as a plan to write from.
+    pub async fn checked_plan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<LogicalPlan> {
+        let table = self.wrap(ctx, plan).await?;
+        Ok(LogicalPlanBuilder::scan("checked", provider_as_source(table), None)?.build()?)
     }
 }
 

@@ -2,20 +2,22 @@
 //!
 //! A materialized view is a function of its definition and its inputs. Before recomputing one,
 //! the run fingerprints both: the query text and table details, and for every input reached
-//! through views, a table's Delta id and version or a file's size and modification time. If the
+//! through views, a table's Delta id and version or each file's size and modification time (every
+//! file below a source folder, as its listing reads them). If the
 //! fingerprint equals the one stored after the view's last commit, and the view's table is still
 //! at that commit, the flow is IDLE. Queries calling non-deterministic functions (`rand()`,
 //! `current_timestamp`, …) are always recomputed, and so is everything under `--full-refresh`.
 //! The fingerprint is written after the commit: a crash in between only costs a recompute.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::storage::{name_key, resolve_project_path, Storage};
+use crate::sources::list_files;
+use crate::storage::{resolve_project_path, Storage};
 
 /// Function names whose result changes from run to run.
 const NON_DETERMINISTIC: [&str; 9] =
@@ -25,10 +27,6 @@ const NON_DETERMINISTIC: [&str; 9] =
 struct Stored {
     fingerprint: String,
     table_version: i64,
-}
-
-fn stored_key(d: &Dataset) -> String {
-    format!("{}.json", name_key("fingerprints", &d.name))
 }
 
 fn file_state(path: &Path) -> Value {
@@ -46,10 +44,8 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
     let p = resolve_project_path(&f.path, root);
     let mut entries = vec![file_state(&p)];
     if p.is_dir() {
-        let mut children: Vec<PathBuf> =
-            std::fs::read_dir(&p).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-        children.sort();
-        entries.extend(children.iter().map(|c| file_state(c)));
+        // An unreadable folder fingerprints as empty: its read fails in the flow itself.
+        entries.extend(list_files(&p).unwrap_or_default().iter().map(|rel| file_state(&p.join(rel))));
     }
     json!({"format": f.format, "options": f.options, "files": entries})
 }
@@ -98,7 +94,7 @@ pub async fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query
     for (i, name) in tables {
         let key = storage.table_key(&name);
         let version = storage.delta_version(&key).await?;
-        let id = crate::stream::table_id(storage, &key).await;
+        let id = crate::sources::table_id(storage, &key).await;
         parts[i] = json!({"table": name.to_string(), "version": version, "id": id});
     }
     let definition = json!({
@@ -113,7 +109,7 @@ pub async fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query
 
 /// Whether the view's table already holds the result of `fingerprint`.
 pub async fn is_fresh(storage: &Storage, d: &Dataset, fingerprint: &str) -> bool {
-    let Ok(Some(stored)) = storage.read_json::<Stored>(&stored_key(d)).await else { return false };
+    let Ok(Some(stored)) = storage.read_json::<Stored>(&storage.fingerprint_key(&d.name)).await else { return false };
     let Ok(version) = storage.delta_version(&storage.table_key(&d.name)).await else { return false };
     stored.fingerprint == fingerprint && stored.table_version == version
 }
@@ -121,5 +117,5 @@ pub async fn is_fresh(storage: &Storage, d: &Dataset, fingerprint: &str) -> bool
 /// Records that the view's table, at its current version, holds the result of `fingerprint`.
 pub async fn record(storage: &Storage, d: &Dataset, fingerprint: String) -> Result<()> {
     let stored = Stored { fingerprint, table_version: storage.delta_version(&storage.table_key(&d.name)).await? };
-    storage.write_json(&stored_key(d), &stored).await
+    storage.write_json(&storage.fingerprint_key(&d.name), &stored).await
 }

@@ -34,10 +34,11 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::SourceOffset;
 use crate::engine::plan_query;
 use crate::error::{NativeError, Result};
-use crate::storage::{name_key, Storage};
-use crate::stream::{table_id, table_increment, SourceOffset};
+use crate::sources::{table_id, table_increment};
+use crate::storage::Storage;
 use crate::table::{conform, open_at, write_overwrite, write_overwrite_at};
 use crate::types::delta_storable;
 
@@ -69,24 +70,15 @@ enum Partial {
     Avg,
 }
 
-/// A view that qualifies, analysed and ready to refresh.
+/// A view that qualifies, planned and ready to refresh.
 pub struct IncrementalView {
     source: QualifiedName,
     plan: LogicalPlan,
     definition: String,
 }
 
-/// Key of the view's state table.
-fn state_table(d: &Dataset) -> String {
-    name_key("state", &d.name)
-}
-
-fn record_key(d: &Dataset) -> String {
-    format!("{}.json", name_key("state", &d.name))
-}
-
-/// What [`analyse`] found.
-pub enum Analysis {
+/// Whether a view refreshes incrementally, as [`eligibility`] found.
+pub enum Eligibility {
     /// The view refreshes incrementally.
     Incremental(IncrementalView),
     /// It does not, and its query was planned on the way: use this plan, not a second one.
@@ -97,20 +89,26 @@ pub enum Analysis {
 
 /// Decides whether `f` (the flow of materialized view `d`) can refresh incrementally, planning
 /// its query only when the cheap checks pass.
-pub async fn analyse(ctx: &SessionContext, storage: &Storage, p: &Pipeline, d: &Dataset, f: &Flow) -> Result<Analysis> {
+pub async fn eligibility(
+    ctx: &SessionContext,
+    storage: &Storage,
+    p: &Pipeline,
+    d: &Dataset,
+    f: &Flow,
+) -> Result<Eligibility> {
     let q = f.query();
     if !d.expectations.is_empty() || q.reads.len() != 1 {
-        return Ok(Analysis::NotPlanned);
+        return Ok(Eligibility::NotPlanned);
     }
-    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Analysis::NotPlanned) };
+    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Eligibility::NotPlanned) };
     // The source must be a streaming table (appended to) that has been written.
     let is_table = p.dataset(source).is_some_and(|s| s.kind == DatasetKind::StreamingTable);
     if !is_table || !storage.is_table(&storage.table_key(source)).await? {
-        return Ok(Analysis::NotPlanned);
+        return Ok(Eligibility::NotPlanned);
     }
     let plan = plan_query(ctx, q, &p.root).await?;
     if aggregate_of(&plan, source).is_none() {
-        return Ok(Analysis::Planned(plan));
+        return Ok(Eligibility::Planned(plan));
     }
     let definition = serde_json::json!({
         "engine": env!("CARGO_PKG_VERSION"),
@@ -119,7 +117,7 @@ pub async fn analyse(ctx: &SessionContext, storage: &Storage, p: &Pipeline, d: &
         "source": source.to_string(),
     })
     .to_string();
-    Ok(Analysis::Incremental(IncrementalView { source: source.clone(), plan, definition }))
+    Ok(Eligibility::Incremental(IncrementalView { source: source.clone(), plan, definition }))
 }
 
 /// The plan's one aggregate, if everything under it is projections and filters over a scan of
@@ -215,8 +213,8 @@ impl IncrementalView {
     ) -> Result<u64> {
         let (agg, partials) = aggregate_of(&self.plan, &self.source)
             .ok_or_else(|| NativeError::Execution(format!("`{}` no longer refreshes incrementally", d.name)))?;
-        let record: Option<Record> = storage.read_json(&record_key(d)).await?;
-        let state_key = state_table(d);
+        let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
+        let state_key = storage.state_table_key(&d.name);
         let state_url = storage.url_of(&format!("{state_key}/"));
         let state_version = storage.delta_version(&state_key).await?;
         let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
@@ -337,7 +335,7 @@ impl IncrementalView {
             state_version,
             view_version,
         };
-        storage.write_json(&record_key(d), &record).await?;
+        storage.write_json(&storage.state_record_key(&d.name), &record).await?;
         Ok(rows)
     }
 }

@@ -5,32 +5,33 @@
 //! JVM, no server: a run starts in milliseconds.
 //!
 //! ```text
-//!  ir::Pipeline ─check/validate/plan─▶ Plan (stages, selection)
-//!        │
-//!        ▼  thread + Tokio runtime (run.rs)
-//!  for each stage, datasets concurrently (buffer_unordered):
-//!     query ─engine::plan_query─▶ LogicalPlan   (sqlparser AST → DataFusion planner,
-//!        │                                      datafusion-spark functions, file sources)
-//!        ├─ view:              registered as a DataFusion view (inlined into readers)
-//!        ├─ materialized view: unchanged inputs → IDLE (freshness.rs); an aggregate of an
-//!        │                     append-only table → merge only new rows (incremental.rs);
-//!        │                     else conform (declared schema, Delta types)
-//!        │                     → one Overwrite commit (streams the plan; a writer per
-//!        │                       partition, write.rs)
-//!        └─ streaming table:   only new input (stream.rs checkpoints) → one Append commit
-//!                              carrying the batch number, exactly once across crashes
-//!  events ─▶ channel (RunHandle::poll_events) + <storage>/events/<run>.jsonl
+//!  PreparedRun (validated, planned, checked by knut-thund)
+//!        │ backend: storage, run lock, event log; a thread + Tokio runtime
+//!        ▼
+//!  run: stages in order, the datasets of a stage concurrently; each flow to its concern:
+//!     ├─ views:      registered in the session (inlined into readers; checked where read)
+//!     ├─ refresh:    materialized view — unchanged inputs → IDLE (freshness); an aggregate of
+//!     │              an append-only table → merge only new rows (incremental); else recompute
+//!     │              → one Overwrite commit (table, write: a Parquet writer per partition)
+//!     └─ streaming:  streaming table / sink — only new input (sources) → one Append commit
+//!                    carrying the batch number, exactly once across crashes (checkpoint)
+//!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
+//!           STREAM reads replaced by registered tables, datafusion-spark functions)
+//!  events ─▶ RunHandle channel + event_log (<storage>/events/<run>.jsonl)
+//!  every key under the storage root comes from storage::Storage
 //! ```
 //!
 //! Atomicity: a materialized view is replaced by a single Delta commit, so a reader sees the old
 //! or the new version and a failed flow leaves the previous version current. A failed flow does
-//! not stop independent ones; its downstream is SKIPPED. Storage layout: [`storage`].
+//! not stop independent ones; its downstream is SKIPPED.
 //!
-//! What the backend cannot run yet (event time, CDC) is
-//! refused by `ExecBackend::check` before anything runs — see [`NativeBackend`]'s capabilities.
+//! The public surface is small: [`NativeBackend`] (an `ExecBackend`), [`query`] for `thund
+//! query`, and [`event_log`] (written for runs of any backend, read by `thund events`). What the
+//! backend cannot run yet (event time, CDC) is refused by `knut_thund::prepare` from
+//! [`NativeBackend`]'s capabilities before anything runs.
 //!
 //! ```no_run
-//! use knut_thund::backend::{ExecBackend, RunHandle};
+//! use knut_thund::backend::ExecBackend;
 //! let pipeline = knut_thund::frontend::load(std::path::Path::new("my_project")).unwrap();
 //! let mut run = thund_native::NativeBackend::new().run(&pipeline).unwrap();
 //! while let Some(events) = run.poll_events() {
@@ -41,23 +42,28 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod engine;
-pub mod error;
-pub mod expect;
-pub mod freshness;
-pub mod incremental;
-pub mod query;
-pub mod rescue;
-pub mod run;
-pub mod sink;
-pub mod storage;
-pub mod stream;
-pub mod table;
-pub mod types;
-pub mod write;
+mod backend;
+mod checkpoint;
+mod engine;
+mod error;
+pub mod event_log;
+mod expect;
+mod freshness;
+mod incremental;
+mod query;
+mod refresh;
+mod rescue;
+mod run;
+mod sink;
+mod sources;
+mod storage;
+mod streaming;
+mod table;
+mod types;
+mod views;
+mod write;
 
+pub use backend::{NativeBackend, NativeOptions, BACKEND_NAME};
 pub use engine::EngineOptions;
 pub use error::NativeError;
 pub use query::{query, QueryResult};
-pub use run::{NativeBackend, NativeOptions, NativeRun};
-pub use storage::Storage;

@@ -29,10 +29,9 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     let ctx = new_context(&p.catalog, &p.database, engine)?;
     let location = SourceLocation::new("<query>", 1, 1);
     let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
-    let analysis = analyze(sql, &location, &names).map_err(|ds| NativeError::Plan {
-        location: location.to_string(),
-        message: ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
-    })?;
+    let plan_error = |message: String| NativeError::Plan { location: location.to_string(), message };
+    let q = analyze(sql, &location, &names)
+        .map_err(|ds| plan_error(ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")))?;
 
     let mut stored_views: BTreeMap<QualifiedName, Query> = BTreeMap::new();
     for d in &p.datasets {
@@ -42,10 +41,7 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
                 ctx.register_table(table_ref(&d.name), provider)?;
             }
         } else if d.kind == DatasetKind::PersistentView {
-            let key = storage.view_key(&d.name);
-            if let Some(def) = storage.read_json::<serde_json::Value>(&key).await? {
-                let q: Query = serde_json::from_value(def["query"].clone())
-                    .map_err(|e| NativeError::Storage(format!("{}: {e}", storage.display(&key))))?;
+            if let Some(q) = crate::views::stored_definition(&storage, &d.name).await? {
                 stored_views.insert(d.name.clone(), q);
             }
         }
@@ -70,7 +66,7 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
         }
     }
 
-    for r in &analysis.reads {
+    for r in &q.reads {
         let Read::Dataset { name, .. } = r else { continue };
         let Some(d) = p.dataset(name) else { continue };
         if ctx.table_exist(table_ref(name)).unwrap_or(false) {
@@ -81,9 +77,8 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
             DatasetKind::Sink => "is a sink; read its files directly".to_string(),
             _ => format!("has no data yet (its {} has not been written): run `thund run` first", d.kind),
         };
-        return Err(NativeError::Plan { location: location.to_string(), message: format!("`{}` {why}", name.name) });
+        return Err(plan_error(format!("`{}` {why}", name.name)));
     }
-    let q = Query { sql: sql.to_string(), location, reads: analysis.reads, event_time: None };
     let plan = plan_query(&ctx, &q, &p.root).await?;
     let df = ctx.execute_logical_plan(plan).await?;
     let schema = Arc::clone(df.schema().inner());

@@ -4,7 +4,8 @@
 //! <storage>/
 //!   tables/<catalog>/<database>/<name>/     one Delta table per materialized view / streaming table
 //!   views/<catalog>/<database>/<name>.json  persistent view definitions (for `thund query`)
-//!   checkpoints/<catalog>/<database>/<table>/<flow>/state.json   streaming progress (see `stream`)
+//!   checkpoints/<catalog>/<database>/<table>/<flow>/state.json   streaming progress (`checkpoint`)
+//!   checkpoints/<catalog>/<database>/<table>.reset  a full refresh under way (`streaming`)
 //!   fingerprints/<catalog>/<database>/<name>.json   what each materialized view was computed from
 //!   state/<catalog>/<database>/<name>/      aggregate state of an incrementally refreshed view
 //!   state/<catalog>/<database>/<name>.json  which source version that state covers (`incremental`)
@@ -23,6 +24,7 @@
 //! run that died names its host and process, and is taken over when that process is gone from
 //! the same host, or deleted by hand).
 //!
+//! Every key comes from a method of [`Storage`]: the layout is written down here and nowhere else.
 //! A table's files replaced by an overwrite are deleted once past its retention (`table::vacuum`).
 //! Each name component is escaped: anything but ASCII letters, digits, `_` and `-` is written as
 //! `.XX` (hex), so a quoted name like `../x` (`.2E.2E.2Fx`) or `a/b` can never leave its folder.
@@ -79,7 +81,7 @@ pub fn encode_component(s: &str) -> String {
 }
 
 /// `kind/<catalog>/<database>/<name>`, each component escaped.
-pub fn name_key(kind: &str, name: &QualifiedName) -> String {
+fn name_key(kind: &str, name: &QualifiedName) -> String {
     format!(
         "{kind}/{}/{}/{}",
         encode_component(&name.catalog),
@@ -131,7 +133,7 @@ impl Storage {
 
     /// An S3 root; the store is configured from the `AWS_*` environment, as delta-rs's is.
     fn s3(url: Url) -> Result<Self> {
-        crate::table::register_object_stores();
+        register_object_stores();
         let bucket = url.host_str().unwrap_or_default().to_string();
         let s3 = object_store::aws::AmazonS3Builder::from_env()
             .with_url(format!("s3://{bucket}"))
@@ -140,11 +142,6 @@ impl Storage {
         let prefix = ObjectPath::from(url.path().trim_matches('/'));
         let store = Arc::new(object_store::prefix::PrefixStore::new(s3, prefix));
         Ok(Storage { url, store, local: None })
-    }
-
-    /// The root URL (ends in `/`).
-    pub fn url(&self) -> &Url {
-        &self.url
     }
 
     /// The root folder of a local storage.
@@ -180,21 +177,39 @@ impl Storage {
         format!("{}.json", name_key("views", name))
     }
 
+    /// The folder (key) of every checkpoint of flows writing `target`.
+    pub fn table_checkpoints(&self, target: &QualifiedName) -> String {
+        name_key("checkpoints", target)
+    }
+
+    /// The checkpoint folder (key) of `flow` writing `target`.
+    pub fn checkpoint_dir(&self, target: &QualifiedName, flow: &QualifiedName) -> String {
+        format!("{}/{}", self.table_checkpoints(target), encode_component(&flow.to_string()))
+    }
+
+    /// The marker of a full refresh of `target` under way.
+    pub fn reset_marker(&self, target: &QualifiedName) -> String {
+        format!("{}.reset", self.table_checkpoints(target))
+    }
+
+    /// Key of what materialized view `name` was last computed from.
+    pub fn fingerprint_key(&self, name: &QualifiedName) -> String {
+        format!("{}.json", name_key("fingerprints", name))
+    }
+
+    /// Key of the aggregate state table of incrementally refreshed view `name`.
+    pub fn state_table_key(&self, name: &QualifiedName) -> String {
+        name_key("state", name)
+    }
+
+    /// Key of the record of which versions the state of view `name` covers.
+    pub fn state_record_key(&self, name: &QualifiedName) -> String {
+        format!("{}.json", name_key("state", name))
+    }
+
     /// Key of a run's event log.
     pub fn events_key(&self, run_id: &str) -> String {
         format!("events/{run_id}.jsonl")
-    }
-
-    /// Ids of the runs with an event log, oldest first.
-    pub async fn event_runs(&self) -> Result<Vec<String>> {
-        let mut runs: Vec<String> = self
-            .list("events")
-            .await?
-            .into_iter()
-            .filter_map(|k| k.strip_prefix("events/")?.strip_suffix(".jsonl").map(str::to_string))
-            .collect();
-        runs.sort();
-        Ok(runs)
     }
 
     fn err(&self, key: &str, e: object_store::Error) -> NativeError {
@@ -387,6 +402,12 @@ fn remote_lock(storage: &Storage) -> Result<RunLock> {
 fn unix_now() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     format!("{secs} (unix seconds)")
+}
+
+/// Makes the object stores of remote storage roots (S3) known to delta-rs; once per process.
+fn register_object_stores() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| deltalake::aws::register_handlers(None));
 }
 
 /// A path a user wrote (a source, a sink), as a plain path or a `file://` URL; relative paths are

@@ -32,6 +32,18 @@ fn creation_properties(d: &Dataset) -> Vec<(String, Option<String>)> {
     delta.map(|(k, v)| (k.clone(), Some(v.clone()))).collect()
 }
 
+/// delta-rs's write of `plan` into `table` (the path for what `write::parallel_write` does not
+/// handle), with our Parquet settings.
+fn delta_write(ctx: &SessionContext, table: DeltaTable, plan: LogicalPlan, mode: SaveMode, name: &str) -> WriteBuilder {
+    table
+        .write(Vec::<RecordBatch>::new())
+        .with_writer_properties(writer_properties())
+        .with_input_plan(plan)
+        .with_session_state(Arc::new(ctx.state()))
+        .with_save_mode(mode)
+        .with_table_name(name.to_string())
+}
+
 /// Creation-time details of the dataset's table: partitioning, properties, comment.
 fn with_table_details(mut builder: WriteBuilder, d: &Dataset) -> WriteBuilder {
     if !d.details.partitioned_by.is_empty() {
@@ -158,13 +170,7 @@ pub(crate) async fn write_append(
             return Ok(w.rows);
         }
     }
-    let builder = table
-        .write(Vec::<RecordBatch>::new())
-        .with_writer_properties(writer_properties())
-        .with_input_plan(plan)
-        .with_session_state(Arc::new(ctx.state()))
-        .with_save_mode(SaveMode::Append)
-        .with_table_name(d.name.name.clone())
+    let builder = delta_write(ctx, table, plan, SaveMode::Append, &d.name.name)
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn));
     let builder = with_table_details(builder, d);
     let table = builder.await?;
@@ -194,12 +200,6 @@ async fn create_empty(table: DeltaTable, d: &Dataset, schema: &arrow::datatypes:
         builder = builder.with_comment(c.clone());
     }
     Ok(builder.await?)
-}
-
-/// Makes the object stores of remote storage roots (S3) known to delta-rs; once per process.
-pub(crate) fn register_object_stores() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| deltalake::aws::register_handlers(None));
 }
 
 /// Opens the Delta table of `name` if it has been written, registering its store with `ctx`.
@@ -337,14 +337,8 @@ async fn overwrite(
     } else {
         deltalake::DeltaTableBuilder::from_url(url)?.build()?
     };
-    let builder = table
-        .write(Vec::<RecordBatch>::new())
-        .with_writer_properties(writer_properties())
-        .with_input_plan(plan)
-        .with_session_state(Arc::new(ctx.state()))
-        .with_save_mode(SaveMode::Overwrite)
-        .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite)
-        .with_table_name(name.to_string());
+    let builder = delta_write(ctx, table, plan, SaveMode::Overwrite, name)
+        .with_schema_mode(deltalake::operations::write::SchemaMode::Overwrite);
     let builder = match d {
         Some(d) => with_table_details(builder, d),
         None => builder,

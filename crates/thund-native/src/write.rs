@@ -55,7 +55,7 @@ pub(crate) enum Commit {
 }
 
 /// A committed parallel write: the table at its new version and the rows it added.
-pub(crate) struct Written {
+pub(crate) struct Committed {
     pub table: DeltaTable,
     pub rows: u64,
 }
@@ -67,7 +67,7 @@ pub(crate) async fn parallel_write(
     table: &DeltaTable,
     plan: LogicalPlan,
     commit: Commit,
-) -> Result<Option<Written>> {
+) -> Result<Option<Committed>> {
     let snapshot = table.snapshot()?;
     let table_schema = snapshot.snapshot().arrow_schema();
     if !eligible(table, matches!(commit, Commit::Overwrite))? {
@@ -167,7 +167,7 @@ pub(crate) async fn parallel_write(
         CommitBuilder::from(properties).with_actions(actions).build(Some(snapshot), log_store, operation).await?;
     let mut table = table.clone();
     table.state = Some(finalized.snapshot);
-    Ok(Some(Written { table, rows }))
+    Ok(Some(Committed { table, rows }))
 }
 
 /// Whether the table is one this path writes exactly as delta-rs would.

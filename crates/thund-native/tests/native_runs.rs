@@ -246,7 +246,7 @@ fn tables_are_readable_by_an_independent_delta_reader() {
 
 #[test]
 fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
-    use knut_thund::backend::{ExecBackend, RunHandle};
+    use knut_thund::backend::ExecBackend;
     let dir = project(&[
         ("spark-pipeline.yml", SPEC),
         (
@@ -322,6 +322,27 @@ fn unchanged_materialized_views_are_not_recomputed() {
     };
     let (fourth, _) = run_with(dir.path(), options);
     assert_eq!(phases(&fourth), vec![("total".to_string(), RunPhase::Completed)]);
+}
+
+#[test]
+fn a_changed_file_in_a_nested_source_folder_refreshes_the_view() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("data/day=1/a.csv", "x\n1\n2\n"),
+        ("data/day=2/b.csv", "x\n5\n"),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW total AS SELECT sum(x) AS s FROM read_files('data', format => 'csv', header => true);"),
+    ]);
+    let (first, _) = run(dir.path());
+    assert_eq!(phase_of(&first, "total"), RunPhase::Completed, "{:?}", first.flows);
+    assert_eq!(sorted_rows(dir.path(), "SELECT s FROM total"), vec![vec!["8".to_string()]]);
+    let (second, _) = run(dir.path());
+    assert_eq!(phase_of(&second, "total"), RunPhase::Idle);
+    // Rewriting a file two folders down changes neither folder's own listing.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(dir.path().join("data/day=1/a.csv"), "x\n1\n2\n30\n").unwrap();
+    let (third, _) = run(dir.path());
+    assert_eq!(phase_of(&third, "total"), RunPhase::Completed, "a nested change must wake the view");
+    assert_eq!(sorted_rows(dir.path(), "SELECT s FROM total"), vec![vec!["38".to_string()]]);
 }
 
 #[test]

@@ -109,6 +109,16 @@ fn library_files(root: &Path, spec: &spec::Spec, spec_name: &str) -> Result<Vec<
     Ok(files)
 }
 
+/// A pipeline of one SQL file `a.sql` with the defaults, for tests.
+#[cfg(test)]
+pub(crate) fn load_sql(sql: &str) -> Pipeline {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("pipeline.yml"), "name: p\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(dir.path().join("a.sql"), sql).unwrap();
+    load(dir.path()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,11 @@
 //!
 //! Spark SQL in pipelines has three things sqlparser does not take as they are: `STREAM name`
 //! without parentheses, `STREAM read_files(…)`, and `WATERMARK col DELAY OF INTERVAL …` after a
-//! relation. [`normalize`] rewrites the first two to `STREAM(…)` and cuts the watermark out
-//! (recording it as [`EventTime`]); the result parses with sqlparser's Spark dialect and is what
-//! the native backend plans. The user's text is kept as it is for Spark, which reads it natively.
+//! relation. [`normalize`] rewrites the first two to `STREAM(…)` and blanks the watermark out
+//! (recording it as [`EventTime`], with the span it leaves); the result parses with sqlparser's
+//! Spark dialect. [`analyze`] parses it once and finds every read with its byte span in that
+//! normalized text: the IR query carries text, spans and parse, so the native backend plans the
+//! parse and the Spark lowering splices the text, and neither parses again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
@@ -16,9 +18,9 @@ use sqlparser::ast::{
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::text::{shift, split_parser_error, tokenize, Tok, DIALECT};
+use super::text::{shift, split_parser_error, tokenize, LineIndex, Tok, DIALECT};
 use crate::error::Diagnostic;
-use crate::ir::{EventTime, FileSource, FileSyntax, QualifiedName, Read, SourceLocation};
+use crate::ir::{EventTime, FileSource, FileSyntax, ParsedQuery, QualifiedName, Query, Read, SourceLocation, Span};
 
 /// File formats Spark accepts in `` fmt.`path` `` and `read_files(format => …)`.
 pub const FILE_FORMATS: [&str; 7] = ["parquet", "json", "csv", "delta", "orc", "text", "avro"];
@@ -53,16 +55,18 @@ pub fn ident_name(ident: &Ident) -> String {
     }
 }
 
-/// A query in the form sqlparser parses, with the event time cut out of it.
+/// A query in the form sqlparser parses, with the event time blanked out of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Normalized {
     /// Parseable Spark SQL.
     pub sql: String,
-    /// `WATERMARK … DELAY OF INTERVAL …`, if the query had one.
+    /// `WATERMARK … DELAY OF INTERVAL …`, if the query had one (its span is in `sql`).
     pub event_time: Option<EventTime>,
 }
 
 /// Rewrites SDP-only syntax (see the module docs). `base` is where `sql` starts in its file.
+/// The watermark clause becomes spaces (its newlines kept), so the tokens after it keep their
+/// lines and columns.
 pub fn normalize(sql: &str, base: &SourceLocation) -> Result<Normalized, Diagnostic> {
     let toks = tokenize(sql, Some(base), &base.file)?;
     // Edits as (byte offset, bytes to remove, text to insert), applied in order.
@@ -96,8 +100,13 @@ pub fn normalize(sql: &str, base: &SourceLocation) -> Result<Normalized, Diagnos
             if event_time.is_some() {
                 return Err(Diagnostic::at(&loc(t, base), "a query may declare only one WATERMARK"));
             }
-            event_time = Some(EventTime { column, delay, location: loc(t, base) });
-            edits.push((t.start, toks[last].end - t.start, String::new()));
+            // The span is filled in below, once the edits before it are known.
+            event_time = Some((
+                edits.len(),
+                EventTime { column, delay, location: loc(t, base), span: Span { start: 0, end: 0 } },
+            ));
+            let blank: String = sql[t.start..toks[last].end].chars().map(|c| if c == '\n' { c } else { ' ' }).collect();
+            edits.push((t.start, toks[last].end - t.start, blank));
             i = last + 1;
             continue;
         }
@@ -105,13 +114,16 @@ pub fn normalize(sql: &str, base: &SourceLocation) -> Result<Normalized, Diagnos
     }
     let mut out = String::with_capacity(sql.len() + 8);
     let mut pos = 0;
-    for (at, remove, insert) in edits {
+    for (k, (at, remove, insert)) in edits.into_iter().enumerate() {
         out.push_str(&sql[pos..at]);
+        if let Some((_, et)) = event_time.as_mut().filter(|(edit, _)| *edit == k) {
+            et.span = Span { start: out.len(), end: out.len() + insert.len() };
+        }
         out.push_str(&insert);
         pos = at + remove;
     }
     out.push_str(&sql[pos..]);
-    Ok(Normalized { sql: out, event_time })
+    Ok(Normalized { sql: out, event_time: event_time.map(|(_, et)| et) })
 }
 
 fn loc(t: &Tok, base: &SourceLocation) -> SourceLocation {
@@ -240,34 +252,63 @@ pub fn parse(sql: &str, base: &SourceLocation) -> Result<Box<AstQuery>, Diagnost
     Ok(query)
 }
 
-/// What a query reads and its event time, from its text as the user wrote it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Analysis {
-    /// Datasets and files read.
-    pub reads: Vec<Read>,
-    /// Event time, if declared.
-    pub event_time: Option<EventTime>,
-}
-
-/// Normalizes, parses and walks a query.
-pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Analysis, Vec<Diagnostic>> {
+/// Normalizes, parses and walks a query once: the IR query with its reads, their spans and the
+/// parse.
+pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Query, Vec<Diagnostic>> {
     let normalized = normalize(sql, base).map_err(|d| vec![d])?;
     let ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
-    let reads = reads_of(&ast, base, names)?;
-    Ok(Analysis { reads, event_time: normalized.event_time })
+    let reads = reads_of(&ast, &normalized.sql, base, names)?;
+    Ok(Query {
+        sql: sql.to_string(),
+        normalized: normalized.sql,
+        location: base.clone(),
+        reads,
+        event_time: normalized.event_time,
+        ast: ParsedQuery::new(*ast),
+    })
 }
 
-/// The reads of a parsed query, CTE names excluded.
-pub fn reads_of(ast: &AstQuery, base: &SourceLocation, names: &NameContext) -> Result<Vec<Read>, Vec<Diagnostic>> {
+/// Gives a query read back from JSON (its parse does not travel there) the parse of its
+/// normalized text.
+pub fn parse_stored(q: &mut Query) -> Result<(), Diagnostic> {
+    if q.ast.get().is_none() {
+        let ast = parse(&q.normalized, &q.location)?;
+        q.ast.set(*ast);
+    }
+    Ok(())
+}
+
+/// The reads of a parsed query (`text` is what was parsed), CTE names excluded.
+fn reads_of(
+    ast: &AstQuery,
+    text: &str,
+    base: &SourceLocation,
+    names: &NameContext,
+) -> Result<Vec<Read>, Vec<Diagnostic>> {
     let mut ctes = CteNames(BTreeSet::new());
     let _ = ast.visit(&mut ctes);
-    let mut v = ReadCollector { base, names, ctes: ctes.0, reads: Vec::new(), errors: Vec::new() };
+    let toks = tokenize(text, Some(base), &base.file).map_err(|d| vec![d])?;
+    let mut v = ReadCollector {
+        base,
+        names,
+        ctes: ctes.0,
+        lines: LineIndex::new(text),
+        toks,
+        reads: Vec::new(),
+        errors: Vec::new(),
+    };
     let _ = ast.visit(&mut v);
     if v.errors.is_empty() {
         Ok(v.reads)
     } else {
         Err(v.errors)
     }
+}
+
+/// The byte offset in `text` where an identifier of its parse starts: how a table factor of the
+/// AST is matched to its read ([`Query::read_at`]).
+pub fn ident_offset(lines: &LineIndex<'_>, ident: &Ident) -> usize {
+    lines.offset(ident.span.start.line, ident.span.start.column)
 }
 
 struct CteNames(BTreeSet<String>);
@@ -288,6 +329,8 @@ struct ReadCollector<'a> {
     base: &'a SourceLocation,
     names: &'a NameContext,
     ctes: BTreeSet<String>,
+    lines: LineIndex<'a>,
+    toks: Vec<Tok>,
     reads: Vec<Read>,
     errors: Vec<Diagnostic>,
 }
@@ -308,21 +351,41 @@ impl ReadCollector<'_> {
         shift(Some(self.base), &self.base.file, ident.span.start.line, ident.span.start.column)
     }
 
-    fn dataset(&mut self, parts: &[&Ident], streaming: bool) {
+    /// The span of the table factor whose name starts with `first`: a dotted name, or a name
+    /// with an argument list (`STREAM(…)`, `read_files(…)`) up to its closing parenthesis.
+    fn span_from(&self, first: &Ident) -> Span {
+        let start = ident_offset(&self.lines, first);
+        let Some(i) = self.toks.iter().position(|t| t.start == start) else {
+            return Span { start, end: start };
+        };
+        let mut last = i;
+        if self.toks.get(i + 1).is_some_and(|t| t.token == Token::LParen) {
+            last = matching_paren(&self.toks, i + 1).unwrap_or(i);
+        } else {
+            while self.toks.get(last + 1).is_some_and(|t| t.token == Token::Period)
+                && matches!(self.toks.get(last + 2).map(|t| &t.token), Some(Token::Word(_)))
+            {
+                last += 2;
+            }
+        }
+        Span { start, end: self.toks[last].end }
+    }
+
+    fn dataset(&mut self, parts: &[&Ident], streaming: bool, span: Span) {
         let names: Vec<String> = parts.iter().map(|i| ident_name(i)).collect();
         let location = self.at(parts[0]);
         if names.len() == 1 && !streaming && self.ctes.contains(&names[0]) {
             return;
         }
         match self.names.resolve(&names) {
-            Some(name) => self.reads.push(Read::Dataset { name, streaming, location }),
+            Some(name) => self.reads.push(Read::Dataset { name, streaming, location, span }),
             None => self
                 .errors
                 .push(Diagnostic::at(&location, format!("`{}` has more than three name parts", names.join(".")))),
         }
     }
 
-    fn read_files(&mut self, fname: &Ident, args: &[FunctionArg], streaming: bool) {
+    fn read_files(&mut self, fname: &Ident, args: &[FunctionArg], streaming: bool, span: Span) {
         let location = self.at(fname);
         let mut path = None;
         let mut options = BTreeMap::new();
@@ -369,6 +432,7 @@ impl ReadCollector<'_> {
             streaming,
             syntax: FileSyntax::ReadFiles,
             location,
+            span,
         }));
     }
 }
@@ -396,11 +460,12 @@ impl Visitor for ReadCollector<'_> {
             return ControlFlow::Continue(());
         };
         let single = parts.len() == 1 && parts[0].quote_style.is_none();
+        let span = self.span_from(parts[0]);
         match args {
             Some(a) if single && parts[0].value.eq_ignore_ascii_case("stream") => match a.args.as_slice() {
                 [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => match e {
-                    Expr::Identifier(i) => self.dataset(&[i], true),
-                    Expr::CompoundIdentifier(ids) => self.dataset(&ids.iter().collect::<Vec<_>>(), true),
+                    Expr::Identifier(i) => self.dataset(&[i], true, span),
+                    Expr::CompoundIdentifier(ids) => self.dataset(&ids.iter().collect::<Vec<_>>(), true, span),
                     Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("read_files") => {
                         let args = match &f.args {
                             FunctionArguments::List(l) => l.args.clone(),
@@ -408,7 +473,7 @@ impl Visitor for ReadCollector<'_> {
                         };
                         let fname = name_parts(&f.name).and_then(|p| p.first().copied().cloned());
                         if let Some(fname) = fname {
-                            self.read_files(&fname, &args, true);
+                            self.read_files(&fname, &args, true, span);
                         }
                     }
                     _ => self
@@ -421,7 +486,7 @@ impl Visitor for ReadCollector<'_> {
                 )),
             },
             Some(a) if single && parts[0].value.eq_ignore_ascii_case("read_files") => {
-                self.read_files(parts[0], &a.args, false);
+                self.read_files(parts[0], &a.args, false, span);
             }
             Some(_) => {} // another table function (range, explode, …): reads no dataset
             None => {
@@ -436,9 +501,10 @@ impl Visitor for ReadCollector<'_> {
                         streaming: false,
                         syntax: FileSyntax::FormatPath,
                         location: self.at(parts[0]),
+                        span,
                     }));
                 } else {
-                    self.dataset(&parts, false);
+                    self.dataset(&parts, false, span);
                 }
             }
         }
@@ -477,13 +543,42 @@ mod tests {
     }
 
     #[test]
-    fn cuts_out_the_watermark() {
-        let n =
-            normalize("SELECT count(*) FROM STREAM(src) WATERMARK ts DELAY OF INTERVAL 5 MINUTES GROUP BY 1", &base())
-                .unwrap();
-        assert_eq!(n.sql, "SELECT count(*) FROM STREAM(src)  GROUP BY 1");
+    fn blanks_out_the_watermark_keeping_positions() {
+        let clause = "WATERMARK ts DELAY OF INTERVAL 5 MINUTES";
+        let n = normalize(&format!("SELECT count(*) FROM STREAM src {clause} GROUP BY 1"), &base()).unwrap();
+        let blank = " ".repeat(clause.len());
+        assert_eq!(n.sql, format!("SELECT count(*) FROM STREAM(src) {blank} GROUP BY 1"));
         let et = n.event_time.unwrap();
         assert_eq!((et.column.as_str(), et.delay.as_str()), ("ts", "5 MINUTES"));
+        assert_eq!(&n.sql[et.span.start..et.span.end], blank);
+        assert_eq!(et.clause(), "WATERMARK ts DELAY OF INTERVAL 5 MINUTES");
+    }
+
+    #[test]
+    fn read_spans_cover_every_spelling() {
+        let a = analyze(
+            "SELECT * FROM STREAM read_files('/x', format => 'json') JOIN STREAM a.b AS s ON 1 = 1 \
+             JOIN parquet.`data/p` AS t ON 1 = 1 JOIN read_files('/y', format => 'csv') ON 1 = 1 \
+             JOIN c.d.e ON 1 = 1 -- read_files('no')",
+            &base(),
+            &ctx(),
+        )
+        .unwrap();
+        let spans: Vec<&str> = a.reads.iter().map(|r| &a.normalized[r.span().start..r.span().end]).collect();
+        assert_eq!(
+            spans,
+            [
+                "STREAM(read_files('/x', format => 'json'))",
+                "STREAM(a.b)",
+                "parquet.`data/p`",
+                "read_files('/y', format => 'csv')",
+                "c.d.e"
+            ]
+        );
+        for (i, r) in a.reads.iter().enumerate() {
+            assert_eq!(a.read_at(r.span().start), Some(i));
+        }
+        assert!(a.ast.get().is_some(), "the parse travels with the query");
     }
 
     #[test]

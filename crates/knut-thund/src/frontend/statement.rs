@@ -108,10 +108,16 @@ impl<'a> Cursor<'a> {
     }
 
     fn expect_word(&mut self, w: &str) -> PResult<()> {
-        if self.eat_word(w) {
+        let hit = self.eat_word(w);
+        self.expected(hit, w)
+    }
+
+    /// `Ok` if `hit`, else "expected `what`, found …".
+    fn expected(&self, hit: bool, what: impl std::fmt::Display) -> PResult<()> {
+        if hit {
             Ok(())
         } else {
-            Err(self.error(format!("expected `{w}`, found {}", self.found())))
+            Err(self.error(format!("expected `{what}`, found {}", self.found())))
         }
     }
 
@@ -124,11 +130,8 @@ impl<'a> Cursor<'a> {
     }
 
     fn expect(&mut self, tok: &Token) -> PResult<()> {
-        if self.eat(tok) {
-            Ok(())
-        } else {
-            Err(self.error(format!("expected `{tok}`, found {}", self.found())))
-        }
+        let hit = self.eat(tok);
+        self.expected(hit, tok)
     }
 
     fn at_end(&self) -> bool {
@@ -285,10 +288,10 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// A query whose reads are found by analysis (errors joined into the first one's location).
+/// A query analyzed by the front-end (errors joined into the first one's location).
 fn query_from(sql: String, location: SourceLocation, names: &NameContext) -> PResult<Query> {
     match analyze(&sql, &location, names) {
-        Ok(a) => Ok(Query { sql, location, reads: a.reads, event_time: a.event_time }),
+        Ok(q) => Ok(q),
         Err(mut ds) => {
             let mut first = ds.remove(0);
             for d in ds {
@@ -346,10 +349,10 @@ fn statement(
     let or_refresh = c.eat_words(&["OR", "REFRESH"]);
     let or_replace = !or_refresh && c.eat_words(&["OR", "REPLACE"]);
     if c.eat_words(&["MATERIALIZED", "VIEW"]) {
-        return table(c, names, DatasetKind::MaterializedView, start, conf, out);
+        return dataset(c, names, DatasetKind::MaterializedView, start, conf, out);
     }
     if c.eat_words(&["STREAMING", "TABLE"]) {
-        return table(c, names, DatasetKind::StreamingTable, start, conf, out);
+        return dataset(c, names, DatasetKind::StreamingTable, start, conf, out);
     }
     if or_refresh {
         return Err(c.error(format!(
@@ -357,11 +360,12 @@ fn statement(
             c.found()
         )));
     }
+    // Views take no `SET` conf: they are inlined into their readers, whose conf applies.
     if c.eat_words(&["TEMPORARY", "VIEW"]) || c.eat_words(&["TEMP", "VIEW"]) {
-        return view(c, names, DatasetKind::TemporaryView, start, out);
+        return dataset(c, names, DatasetKind::TemporaryView, start, &BTreeMap::new(), out);
     }
     if c.eat_word("VIEW") {
-        return view(c, names, DatasetKind::PersistentView, start, out);
+        return dataset(c, names, DatasetKind::PersistentView, start, &BTreeMap::new(), out);
     }
     if or_replace {
         return Err(c.error(format!("`CREATE OR REPLACE` is followed by VIEW, found {}", c.found())));
@@ -474,7 +478,9 @@ fn table_clauses(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()> {
     }
 }
 
-fn table(
+/// `CREATE … MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW name [(columns)] [clauses]
+/// [AS query | FLOW AUTO CDC …]` and its implicit flow.
+fn dataset(
     c: &mut Cursor<'_>,
     names: &NameContext,
     kind: DatasetKind,
@@ -509,6 +515,8 @@ fn table(
         Some(FlowKind::AutoCdc(auto_cdc(c, names)?))
     } else if c.at_end() && kind == DatasetKind::StreamingTable {
         None // filled by `CREATE FLOW … INSERT INTO`
+    } else if kind.is_view() {
+        return Err(c.error(format!("expected `AS`, found {}", c.found())));
     } else if c.at_end() {
         return Err(c.error("a materialized view needs `AS <query>`"));
     } else {
@@ -524,34 +532,6 @@ fn table(
             location: start,
         });
     }
-    out.datasets.push(ds);
-    Ok(())
-}
-
-fn view(
-    c: &mut Cursor<'_>,
-    names: &NameContext,
-    kind: DatasetKind,
-    start: SourceLocation,
-    out: &mut FileDefinitions,
-) -> PResult<()> {
-    c.eat_words(&["IF", "NOT", "EXISTS"]);
-    let name = c.qualified(names)?;
-    let mut ds = new_dataset(name.clone(), kind, start.clone());
-    if c.peek().is_some_and(|t| t.token == Token::LParen) {
-        columns_and_constraints(c, &mut ds)?;
-    }
-    table_clauses(c, &mut ds)?;
-    c.expect_word("AS")?;
-    let query = c.rest_as_query(names)?;
-    out.flows.push(Flow {
-        name: name.clone(),
-        target: name,
-        kind: FlowKind::Append { query, by_name: false },
-        implicit: true,
-        sql_conf: BTreeMap::new(),
-        location: start,
-    });
     out.datasets.push(ds);
     Ok(())
 }

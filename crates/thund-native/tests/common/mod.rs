@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use knut_thund::backend::{ExecBackend, RunEvent, RunHandle, RunOptions, RunSummary};
+use knut_thund::backend::{ExecBackend, RunEvent, RunOptions, RunSummary};
 use knut_thund::ir::Pipeline;
 use thund_native::{EngineOptions, NativeBackend};
 

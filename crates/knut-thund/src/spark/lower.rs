@@ -6,6 +6,11 @@
 //! query reads the view instead: streaming ones cannot be SQL on Spark (`STREAM json.\`p\`` is a
 //! batch relation there), open-source Spark has no `read_files`, and a relative path must be
 //! resolved against the project folder, not the server's working directory.
+//!
+//! The flow's SQL is the query's normalized text with each file source replaced at its span and
+//! the `WATERMARK` clause, blanked out for sqlparser, put back at its own: the front-end's spans
+//! say exactly where, so nothing is searched for in the text and a source that cannot be replaced
+//! is an error.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +19,10 @@ use knut_pipelines::{
     SinkDetails, SourceCodeLocation, SqlGraphElements, TableDetails as GTable,
 };
 
-use crate::error::CapabilityGap;
-use crate::ir::{ColumnSelection, DatasetKind, FileSource, FlowKind, Pipeline, Read, ScdType, SourceLocation};
+use crate::error::{Result, ThundError};
+use crate::ir::{
+    ColumnSelection, DatasetKind, FileSource, FlowKind, Pipeline, Query, Read, ScdType, SourceLocation, Span,
+};
 
 fn location(l: &SourceLocation) -> Option<SourceCodeLocation> {
     Some(SourceCodeLocation { file_name: l.file.clone(), line_number: l.line })
@@ -62,79 +69,10 @@ fn output_name(kind: DatasetKind, name: &crate::ir::QualifiedName) -> String {
     }
 }
 
-/// Table formats whose tables Spark can append to from several flows and MERGE into.
-const TRANSACTIONAL_FORMATS: &[&str] = &["delta", "iceberg"];
-
 impl Pipeline {
-    /// What the lowering cannot express faithfully on Spark, whatever the server version:
-    /// several flows into one parquet streaming table, AUTO CDC into a table without MERGE.
-    pub fn sdp_gaps(&self) -> Vec<CapabilityGap> {
-        let p = self;
-        let mut gaps = Vec::new();
-        for d in p.datasets.iter().filter(|d| d.kind == DatasetKind::StreamingTable) {
-            let transactional = d
-                .details
-                .format
-                .as_deref()
-                .is_some_and(|f| TRANSACTIONAL_FORMATS.contains(&f.to_ascii_lowercase().as_str()));
-            if transactional {
-                continue;
-            }
-            let flows: Vec<_> = p.flows_into(&d.name).collect();
-            if flows.len() > 1 {
-                // Measured on Spark 4.1.4: both flows write files, but the parquet table's
-                // `_spark_metadata` log keeps one flow's commits, so readers lose the other's rows.
-                for f in &flows {
-                    gaps.push(CapabilityGap {
-                        feature: "several flows into one parquet streaming table".into(),
-                        element: d.name.to_string(),
-                        location: f.location.clone(),
-                        detail: format!(
-                            "flow {} is one of {} into it; Spark keeps only one flow's commits in a parquet table \
-                             (write one flow with UNION ALL, or declare the table USING delta)",
-                            f.name,
-                            flows.len()
-                        ),
-                    });
-                }
-            }
-            for f in flows.iter().filter(|f| matches!(f.kind, FlowKind::AutoCdc(_))) {
-                gaps.push(CapabilityGap {
-                    feature: "AUTO CDC into a table format with MERGE".into(),
-                    element: d.name.to_string(),
-                    location: f.location.clone(),
-                    detail: format!(
-                        "{} is {}, which has no MERGE on Spark; declare it USING delta or iceberg",
-                        d.name,
-                        d.details.format.as_deref().unwrap_or("parquet (the default)")
-                    ),
-                });
-            }
-        }
-        // `rescuedDataColumn` is a Databricks reader option; open-source Spark's JSON reader
-        // ignores it silently, so the same project would drop or fail records instead.
-        for f in &p.flows {
-            for r in &f.query().reads {
-                if let Read::Files(fs) = r {
-                    if fs.options.contains_key("rescueddatacolumn") {
-                        gaps.push(CapabilityGap {
-                            feature: "rescuedDataColumn".into(),
-                            element: f.name.to_string(),
-                            location: f.location.clone(),
-                            detail: format!(
-                                "open-source Spark's readers have no rescued-data column (reading `{}`)",
-                                fs.path
-                            ),
-                        });
-                    }
-                }
-            }
-        }
-        gaps
-    }
-
-    /// Lowers the pipeline to the dataflow graph SDP runs.
-    pub fn to_sdp(&self) -> DataflowGraph {
+    /// Lowers the pipeline to the dataflow graph SDP runs, checked by
+    /// [`DataflowGraph::validate`]. An error here is a bug: the pipeline was valid.
+    pub fn to_sdp(&self) -> Result<DataflowGraph> {
         let mut g = DataflowGraph::new(&self.catalog, &self.database);
         g.sql_conf = self.configuration.clone();
         for d in &self.datasets {
@@ -172,38 +110,29 @@ impl Pipeline {
                 });
                 continue;
             }
-            let mut sql = f.query().sql.clone();
-            let mut used = vec![false; f.query().reads.len()];
-            let mut next_view = 0;
-            while let Some(occ) = next_file_source(&sql) {
-                // Match the occurrence to its read by path and streaming-ness, in text order.
-                let found = f.query().reads.iter().enumerate().find_map(|(ri, r)| match r {
-                    Read::Files(fs) if !used[ri] && fs.path == occ.path && fs.streaming == occ.streaming => {
-                        Some((ri, fs))
-                    }
-                    _ => None,
-                });
-                let Some((ri, fs)) = found else { break };
-                used[ri] = true;
-                let view = file_view_name(fi, next_view);
-                next_view += 1;
+            let mut splices = Vec::new();
+            for (ri, r) in f.query().reads.iter().enumerate() {
+                let Read::Files(fs) = r else { continue };
+                let view = file_view_name(fi, ri);
                 // Temporary views have one-part names on Spark.
-                let qualified = view.clone();
-                let mut o = Output::new(&qualified, OutputType::TemporaryView);
+                let mut o = Output::new(&view, OutputType::TemporaryView);
                 o.location = location(&fs.location);
                 g.outputs.push(o);
                 g.flows.push(GFlow {
                     location: location(&fs.location),
-                    ..GFlow::new(&qualified, &qualified, FlowDetails::Relation(read_relation(fs, &self.root)))
+                    ..GFlow::new(&view, &view, FlowDetails::Relation(read_relation(fs, &self.root)))
                 });
                 if fs.streaming && !fs.options.contains_key("schema") {
                     // A streaming file source needs a schema on Spark unless inference is on;
                     // read_files infers one.
                     g.sql_conf.insert("spark.sql.streaming.schemaInference".into(), "true".into());
                 }
-                let replacement = if fs.streaming { format!("STREAM({view})") } else { view };
-                sql = format!("{}{replacement}{}", &sql[..occ.start], &sql[occ.end..]);
+                splices.push((fs.span, if fs.streaming { format!("STREAM({view})") } else { view }));
             }
+            if let Some(et) = &f.query().event_time {
+                splices.push((et.span, et.clause()));
+            }
+            let sql = splice(f.query(), splices)?;
             let relation = Relation::Sql { query: sql };
             let details = match &f.kind {
                 FlowKind::Append { .. } | FlowKind::Once { .. } => FlowDetails::Relation(relation),
@@ -256,83 +185,75 @@ impl Pipeline {
             gf.sql_conf = f.sql_conf.clone();
             g.flows.push(gf);
         }
-        g
+        g.validate().map_err(|e| ThundError::Internal(format!("lowering produced an invalid graph: {e}")))?;
+        Ok(g)
     }
 }
 
-/// A file source found in SQL text: its byte range (including a leading `STREAM`), path and
-/// whether it streams.
-#[derive(Debug, PartialEq, Eq)]
-struct FileOccurrence {
-    start: usize,
-    end: usize,
-    path: String,
-    streaming: bool,
-}
-
-/// Finds the first file source in `sql`: `read_files(…)` or `` fmt.`path` ``, optionally
-/// streamed with `STREAM x` or `STREAM(x)`. Works on tokens so strings and comments are never
-/// touched.
-fn next_file_source(sql: &str) -> Option<FileOccurrence> {
-    use sqlparser::tokenizer::Token;
-    let base = SourceLocation::new("", 1, 1);
-    let toks = crate::frontend::text::tokenize(sql, Some(&base), "").ok()?;
-    for (i, t) in toks.iter().enumerate() {
-        // `read_files(` …
-        let (first, last, path) =
-            if t.is_word("read_files") && toks.get(i + 1).is_some_and(|n| n.token == Token::LParen) {
-                let close = crate::frontend::query::matching_paren(&toks, i + 1)?;
-                let path = toks[i + 2..close].iter().find_map(|x| match &x.token {
-                    Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Some(s.clone()),
-                    _ => None,
-                })?;
-                (i, close, path)
-            } else if let (Token::Word(w), Some(dot), Some(p)) = (&t.token, toks.get(i + 1), toks.get(i + 2)) {
-                // … or ``fmt.`path` ``
-                let is_format = crate::frontend::query::FILE_FORMATS.iter().any(|f| w.value.eq_ignore_ascii_case(f));
-                match &p.token {
-                    Token::Word(pw) if is_format && dot.token == Token::Period && pw.quote_style == Some('`') => {
-                        (i, i + 2, pw.value.clone())
-                    }
-                    _ => continue,
-                }
-            } else {
-                continue;
-            };
-        // A leading `STREAM` or `STREAM(` makes it a streaming read.
-        let (mut start_tok, mut end_tok, mut streaming) = (first, last, false);
-        if first >= 1 && toks[first - 1].is_word("STREAM") {
-            (start_tok, streaming) = (first - 1, true);
-        } else if first >= 2
-            && toks[first - 1].token == Token::LParen
-            && toks[first - 2].is_word("STREAM")
-            && toks.get(last + 1).is_some_and(|x| x.token == Token::RParen)
-        {
-            (start_tok, end_tok, streaming) = (first - 2, last + 1, true);
+/// The query's normalized text with each span replaced by its text. Spans come from the
+/// front-end; one that does not fit the text (out of bounds, overlapping, off a character
+/// boundary) is an error rather than a query sent half rewritten.
+fn splice(q: &Query, mut splices: Vec<(Span, String)>) -> Result<String> {
+    let text = &q.normalized;
+    splices.sort_by_key(|(span, _)| span.start);
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    for (span, replacement) in splices {
+        let fits = pos <= span.start
+            && span.start <= span.end
+            && text.is_char_boundary(span.start)
+            && text.get(span.start..span.end).is_some();
+        if !fits {
+            return Err(ThundError::Internal(format!(
+                "{}: cannot replace bytes {}..{} of the query for Spark (text of {} bytes)",
+                q.location,
+                span.start,
+                span.end,
+                text.len()
+            )));
         }
-        return Some(FileOccurrence { start: toks[start_tok].start, end: toks[end_tok].end, path, streaming });
+        out.push_str(&text[pos..span.start]);
+        out.push_str(&replacement);
+        pos = span.end;
     }
-    None
+    out.push_str(&text[pos..]);
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn flow_sql(g: &DataflowGraph, name: &str) -> String {
+        let f = g.flows.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name}: {g:#?}"));
+        match &f.details {
+            FlowDetails::Relation(Relation::Sql { query }) => query.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
-    fn finds_file_sources_in_every_spelling() {
-        let q = "SELECT * FROM STREAM read_files('/x', format => 'json') WHERE a";
-        let o = next_file_source(q).unwrap();
-        assert_eq!(
-            (&q[o.start..o.end], o.path.as_str(), o.streaming),
-            ("STREAM read_files('/x', format => 'json')", "/x", true)
+    fn file_sources_are_replaced_at_their_spans_and_the_watermark_put_back() {
+        let p = crate::frontend::load_sql(
+            "CREATE STREAMING TABLE s AS SELECT * FROM STREAM read_files('in', format => 'json') \
+             WATERMARK ts DELAY OF INTERVAL 5 MINUTES JOIN parquet.`dim` d ON d.k = k \
+             WHERE note <> 'read_files(''x'')';\n",
         );
-        let q = "SELECT * FROM STREAM(read_files('/x', format => 'json'))";
-        let o = next_file_source(q).unwrap();
-        assert_eq!(&q[o.start..o.end], "STREAM(read_files('/x', format => 'json'))");
-        let q = "SELECT * FROM parquet.`data/p` AS t -- read_files('no')";
-        let o = next_file_source(q).unwrap();
-        assert_eq!((&q[o.start..o.end], o.path.as_str(), o.streaming), ("parquet.`data/p`", "data/p", false));
-        assert_eq!(next_file_source("SELECT 'read_files(1)' FROM t"), None);
+        let g = p.to_sdp().unwrap();
+        assert_eq!(
+            flow_sql(&g, "spark_catalog.default.s"),
+            "SELECT * FROM STREAM(__thund_files_0_0) WATERMARK ts DELAY OF INTERVAL 5 MINUTES JOIN \
+             __thund_files_0_1 d ON d.k = k WHERE note <> 'read_files(''x'')'"
+        );
+    }
+
+    #[test]
+    fn a_span_that_does_not_fit_is_an_error() {
+        let mut p = crate::frontend::load_sql("CREATE MATERIALIZED VIEW m AS SELECT * FROM parquet.`dim`;\n");
+        let FlowKind::Append { query, .. } = &mut p.flows[0].kind else { panic!() };
+        let Read::Files(fs) = &mut query.reads[0] else { panic!() };
+        fs.span = Span { start: 10, end: 500 };
+        let err = p.to_sdp().unwrap_err().to_string();
+        assert!(err.contains("cannot replace bytes 10..500"), "{err}");
     }
 }

@@ -1,28 +1,12 @@
-//! Streaming tables: each run processes only the input that arrived since the last one, exactly
-//! once, even if the process is killed at any moment.
-//!
-//! A flow's progress is its checkpoint: per streaming source, how far it has read (a source
-//! table's Delta version, or the set of files processed), plus the number of the last batch.
-//! One batch is committed in three steps:
-//!
-//! ```text
-//!  1. write  pending.json  {batch: n+1, offsets: new}     (the intent: what batch n+1 covers)
-//!  2. commit the rows to the target Delta table, with application transaction (flow, n+1)
-//!  3. write  state.json    {batch: n+1, offsets: new}    and remove pending.json
-//! ```
-//! After a crash, a leftover `pending.json` is resolved against the target table: if the table's
-//! transaction version for the flow is n+1, the commit landed and the intent becomes the state;
-//! otherwise the intent is dropped and the batch is recomputed. Rows are therefore never lost and
-//! never written twice. Files are written with an atomic rename, so a checkpoint is never torn.
-//!
-//! Layout: `<storage>/checkpoints/<catalog>/<database>/<table>/<flow>/{state,pending}.json`,
-//! each holding `format_version` ([`CHECKPOINT_FORMAT_VERSION`]).
+//! Streaming sources: what a batch reads from each `STREAM` read — the files not yet processed
+//! under a folder, or the rows a source table committed since its last read — with the offset
+//! that the batch's checkpoint records (`checkpoint`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::datatypes::{Schema, SchemaRef};
+use arrow::datatypes::Schema;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::json::JsonFormat;
@@ -33,149 +17,10 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use deltalake::DeltaTable;
 use knut_thund::ir::{FileSource, QualifiedName, Read};
-use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::{source_key, Checkpoint, SourceOffset};
 use crate::error::{NativeError, Result};
-use crate::storage::{encode_component, name_key, resolve_project_path, Storage};
-
-/// Version of the checkpoint files' format.
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
-
-/// How far one flow has read.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// [`CHECKPOINT_FORMAT_VERSION`].
-    pub format_version: u32,
-    /// Number of the last committed batch (0: none yet).
-    pub batch: i64,
-    /// Per streaming source (keyed by [`source_key`]), its offset.
-    pub sources: BTreeMap<String, SourceOffset>,
-    /// A once flow has run.
-    #[serde(default)]
-    pub once_done: bool,
-}
-
-/// Progress through one streaming source.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SourceOffset {
-    /// A Delta table (another streaming table): the last version read.
-    Table {
-        /// Delta version.
-        version: i64,
-        /// The table's id (Delta `metaData.id`): a full refresh creates a new table whose
-        /// version numbers start again, so the version alone cannot tell them apart.
-        #[serde(default)]
-        table_id: Option<String>,
-    },
-    /// Files: every file processed, and the schema fixed on the first batch.
-    Files {
-        /// Paths relative to the source folder.
-        processed: BTreeSet<String>,
-        /// The schema inferred from the first files, kept for all later files.
-        schema: Option<SchemaRef>,
-    },
-}
-
-/// The key of a streaming source in a checkpoint.
-pub fn source_key(r: &Read) -> String {
-    match r {
-        Read::Dataset { name, .. } => format!("table:{name}"),
-        Read::Files(f) => format!("files:{}:{}", f.format, f.path),
-    }
-}
-
-/// The checkpoint folder (key) of `flow` writing `target`.
-pub fn checkpoint_dir(target: &QualifiedName, flow: &QualifiedName) -> String {
-    format!("{}/{}", table_checkpoints(target), encode_component(&flow.to_string()))
-}
-
-/// The folder (key) of every checkpoint of flows writing `target`.
-pub fn table_checkpoints(target: &QualifiedName) -> String {
-    name_key("checkpoints", target)
-}
-
-/// A flow's checkpoint files.
-pub struct CheckpointStore {
-    storage: Storage,
-    dir: String,
-}
-
-impl CheckpointStore {
-    /// The store in folder `dir` of `storage`.
-    pub fn new(storage: &Storage, dir: String) -> Self {
-        CheckpointStore { storage: storage.clone(), dir }
-    }
-
-    fn state_key(&self) -> String {
-        format!("{}/state.json", self.dir)
-    }
-
-    fn pending_key(&self) -> String {
-        format!("{}/pending.json", self.dir)
-    }
-
-    /// Loads the state, first resolving an intent left by a crash: `committed_batch` is the
-    /// target table's transaction version for this flow.
-    pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
-        let state: Checkpoint = self
-            .storage
-            .read_json(&self.state_key())
-            .await?
-            .unwrap_or(Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, ..Default::default() });
-        if state.format_version > CHECKPOINT_FORMAT_VERSION {
-            return Err(NativeError::Storage(format!(
-                "{}: checkpoint format {} is newer than this thund understands ({CHECKPOINT_FORMAT_VERSION})",
-                self.storage.display(&self.dir),
-                state.format_version
-            )));
-        }
-        let Some(pending) = self.storage.read_json::<Checkpoint>(&self.pending_key()).await? else {
-            return Ok(state);
-        };
-        if committed_batch.is_some_and(|b| b >= pending.batch) {
-            // The data commit of the pending batch landed: the intent is the truth.
-            self.storage.write_json(&self.state_key(), &pending).await?;
-            self.clear_pending().await?;
-            Ok(pending)
-        } else {
-            self.clear_pending().await?;
-            Ok(state)
-        }
-    }
-
-    /// The batch number of a leftover intent, if any.
-    pub async fn pending_batch(&self) -> Result<Option<i64>> {
-        Ok(self.storage.read_json::<Checkpoint>(&self.pending_key()).await?.map(|c| c.batch))
-    }
-
-    /// Step 1: record what the next batch covers.
-    pub async fn write_pending(&self, next: &Checkpoint) -> Result<()> {
-        self.storage.write_json(&self.pending_key(), next).await
-    }
-
-    /// Step 3: the batch is committed.
-    pub async fn commit(&self, next: &Checkpoint) -> Result<()> {
-        self.storage.write_json(&self.state_key(), next).await?;
-        self.clear_pending().await
-    }
-
-    async fn clear_pending(&self) -> Result<()> {
-        self.storage.delete(&self.pending_key()).await
-    }
-}
-
-/// The application id a flow's commits carry.
-pub fn app_id(flow: &QualifiedName) -> String {
-    format!("thund:{flow}")
-}
-
-/// The target's transaction version for `app`, if the table exists.
-pub async fn committed_batch(table: Option<&DeltaTable>, app: &str) -> Result<Option<i64>> {
-    let Some(table) = table else { return Ok(None) };
-    let Ok(state) = table.snapshot() else { return Ok(None) };
-    Ok(state.transaction_version(table.log_store().as_ref(), app).await?)
-}
+use crate::storage::{resolve_project_path, Storage};
 
 /// New input of one streaming source for the next batch.
 pub struct NewInput {
@@ -252,9 +97,11 @@ fn active_files(table: &DeltaTable) -> Result<BTreeSet<String>> {
     Ok(table.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect())
 }
 
-/// Files under `root` (recursively), relative to it, skipping hidden and `_`-prefixed entries
-/// (commit markers, checksums) as Spark does.
-fn list_files(root: &Path) -> Result<Vec<String>> {
+/// Files under `root` (recursively), relative to it and sorted, skipping hidden and `_`-prefixed
+/// entries (commit markers, checksums) as Spark and DataFusion's listings do. Streaming file
+/// sources take the files not yet processed from it; a materialized view's fingerprint covers
+/// every file in it, so a change anywhere below a source folder is seen.
+pub fn list_files(root: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -388,6 +235,16 @@ pub async fn files_increment(
     })
 }
 
+/// The new input of one streaming read of a query.
+pub struct Increment {
+    /// The read's index in the query's reads.
+    pub read: usize,
+    /// The source's key in the checkpoint.
+    pub key: String,
+    /// Its new rows and offset.
+    pub input: NewInput,
+}
+
 /// The increment of every streaming read of a query, in the order the query names them.
 pub async fn increments(
     ctx: &SessionContext,
@@ -395,16 +252,16 @@ pub async fn increments(
     root: &Path,
     reads: &[Read],
     state: &Checkpoint,
-) -> Result<Vec<(String, NewInput)>> {
+) -> Result<Vec<Increment>> {
     let mut out = Vec::new();
-    for r in reads.iter().filter(|r| r.is_streaming()) {
+    for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
         let key = source_key(r);
         let last = state.sources.get(&key);
         let input = match r {
             Read::Dataset { name, .. } => table_increment(ctx, storage, name, last).await?,
             Read::Files(f) => files_increment(ctx, f, root, last).await?,
         };
-        out.push((key, input));
+        out.push(Increment { read, key, input });
     }
     Ok(out)
 }

@@ -1,0 +1,274 @@
+//! The live spark-connect-sdp backend: defines the lowered graph on a Spark Connect server, starts
+//! the run and translates the streamed event sentences ([`super::events`]).
+//!
+//! What the backend can run depends on the server's Spark version. Before it is contacted, it
+//! claims what any targeted line could run ([`super::any_version`]), so a pipeline no server can
+//! run is refused without one; [`ExecBackend::connect`] learns the version, and the capabilities
+//! narrow to that line's.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow::record_batch::RecordBatch;
+use knut_pipelines::{ClientError, ClientOptions, PipelineRun, PipelinesClient};
+
+use super::events::EventTranslator;
+use crate::backend::{Capabilities, ExecBackend, RunEvent, RunHandle, RunSummary, RunThread};
+use crate::error::{Result, ThundError};
+use crate::ir::{quote_ident, Pipeline};
+use crate::prepare::PreparedRun;
+
+/// A connection made by [`ExecBackend::connect`], kept for the run that follows: the client and
+/// the runtime its channel lives on.
+type Connection = (tokio::runtime::Runtime, PipelinesClient);
+
+/// Runs pipelines on a Spark Connect server with Spark Declarative Pipelines.
+#[derive(Debug)]
+pub struct SparkBackend {
+    /// `None`: no server; only a dry run, which lowers the graph without sending it, can run.
+    url: Option<String>,
+    forced_version: Option<String>,
+    detected: OnceLock<String>,
+    options: ClientOptions,
+    connection: Mutex<Option<Connection>>,
+}
+
+impl SparkBackend {
+    /// A backend for the server at `url` (`sc://host:port`). Nothing is contacted until
+    /// [`ExecBackend::connect`], a run, a query or [`SparkBackend::detect_version`].
+    pub fn new(url: impl Into<String>) -> Self {
+        SparkBackend {
+            url: Some(url.into()),
+            forced_version: None,
+            detected: OnceLock::new(),
+            options: ClientOptions::default(),
+            connection: Mutex::new(None),
+        }
+    }
+
+    /// A backend without a server: it checks and lowers a pipeline (a dry run) and says that
+    /// nothing was sent; real runs and queries are usage errors.
+    pub fn offline() -> Self {
+        SparkBackend { url: None, ..SparkBackend::new("") }
+    }
+
+    /// Treats the server as `version` whatever it reports.
+    pub fn with_version(mut self, version: impl Into<String>) -> Self {
+        self.forced_version = Some(version.into());
+        self
+    }
+
+    /// Connect and request timeouts.
+    pub fn with_client_options(mut self, options: ClientOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The version capabilities are computed for (forced or detected), once known.
+    pub fn version(&self) -> Option<&str> {
+        self.forced_version.as_deref().or(self.detected.get().map(String::as_str))
+    }
+
+    fn url(&self) -> Result<&str> {
+        self.url.as_deref().ok_or_else(|| {
+            ThundError::Usage("--backend spark needs a server: pass --remote sc://host:port or set SPARK_REMOTE".into())
+        })
+    }
+
+    fn runtime() -> Result<tokio::runtime::Runtime> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| ThundError::Backend(format!("cannot start the Spark client runtime: {e}")))
+    }
+
+    /// A new connection; the server's version is recorded.
+    fn open(&self) -> Result<Connection> {
+        let rt = Self::runtime()?;
+        let client = rt.block_on(PipelinesClient::connect_with(self.url()?, self.options)).map_err(client_error)?;
+        let _ = self.detected.set(client.version().to_string());
+        Ok((rt, client))
+    }
+
+    /// The connection [`ExecBackend::connect`] made, or a new one.
+    fn take_connection(&self) -> Result<Connection> {
+        let kept = self.connection.lock().ok().and_then(|mut c| c.take());
+        match kept {
+            Some(c) => Ok(c),
+            None => self.open(),
+        }
+    }
+
+    /// Connects, and returns the server's Spark version (capabilities follow it from then on).
+    pub fn detect_version(&self) -> Result<String> {
+        let (rt, client) = self.open()?;
+        let version = client.version().to_string();
+        let _ = rt.block_on(client.close());
+        Ok(version)
+    }
+
+    /// Runs a SQL query on the server and returns its rows.
+    pub fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        self.query_in(None, sql)
+    }
+
+    /// Runs a SQL query with unqualified names resolved in `namespace` (catalog, database).
+    /// A query the server rejects is [`ThundError::Query`].
+    pub fn query_in(&self, namespace: Option<(&str, &str)>, sql: &str) -> Result<Vec<RecordBatch>> {
+        let (rt, mut client) = self.take_connection()?;
+        rt.block_on(async {
+            if let Some((catalog, database)) = namespace {
+                // The database may not exist before the first run; then names stay unresolved
+                // and the query's own error says so.
+                let _ = client.sql(&format!("USE {}.{}", quote_ident(catalog), quote_ident(database))).await;
+            }
+            let rows = client.sql(sql).await.map_err(|e| match e {
+                ClientError::Server(s) => ThundError::Query(s.to_string()),
+                other => client_error(other),
+            });
+            let _ = client.close().await;
+            rows
+        })
+    }
+
+    /// Where the server keeps checkpoints: the spec's `storage` as a URI, relative paths resolved
+    /// against the project folder. `None`: the spec has none.
+    fn storage_uri(p: &Pipeline) -> Option<String> {
+        let s = p.storage.as_deref()?;
+        if s.contains("://") {
+            return Some(s.to_string());
+        }
+        let path = std::path::Path::new(s);
+        let abs = if path.is_absolute() { path.to_path_buf() } else { p.root.join(path) };
+        Some(format!("file://{}", abs.display()))
+    }
+
+    /// A dry run without a server: the graph is lowered and checked here; nothing is sent.
+    fn lower_only(&self, run: PreparedRun) -> Result<Box<dyn RunHandle>> {
+        let g = run.pipeline.to_sdp()?;
+        let lowered = format!(
+            "capability check ok (what no Spark line can run); dataflow graph lowered: {} outputs, {} flows",
+            g.outputs.len(),
+            g.flows.len()
+        );
+        RunThread::spawn("thund-spark-lower", run.event_log, Box::new(|| {}), move |events| {
+            events.emit(RunEvent::now("run", None, lowered));
+            events.emit(RunEvent::now(
+                "run",
+                None,
+                "nothing was sent: pass --remote sc://host:port (or set SPARK_REMOTE) to have the server resolve it",
+            ));
+            RunSummary::default()
+        })
+    }
+}
+
+fn client_error(e: ClientError) -> ThundError {
+    match e {
+        ClientError::Url { .. } => ThundError::Usage(e.to_string()),
+        other => ThundError::Backend(other.to_string()),
+    }
+}
+
+impl ExecBackend for SparkBackend {
+    fn capabilities(&self) -> Capabilities {
+        match self.version() {
+            Some(v) => super::capabilities(v).unwrap_or_else(|| {
+                // A server older than 4.1 has no pipelines service: nothing runs there.
+                Capabilities::none(format!("{} (Spark {v}: no pipelines service)", super::BACKEND_NAME))
+            }),
+            None => super::any_version(),
+        }
+    }
+
+    fn connect(&self) -> Result<()> {
+        let connected = self.connection.lock().map(|c| c.is_some()).unwrap_or(false);
+        if self.url.is_none() || connected {
+            return Ok(());
+        }
+        let connection = self.open()?;
+        if let Ok(mut kept) = self.connection.lock() {
+            *kept = Some(connection);
+        }
+        Ok(())
+    }
+
+    fn start(&self, run: PreparedRun) -> Result<Box<dyn RunHandle>> {
+        if self.url.is_none() && run.is_dry() {
+            return self.lower_only(run);
+        }
+        self.url()?;
+        let graph = run.pipeline.to_sdp()?;
+        let (rt, mut client) = self.take_connection()?;
+        let p = &run.pipeline;
+        let storage = Self::storage_uri(p);
+        let selection = &run.options.selection;
+        let selective = !selection.refresh.is_empty();
+        let request = PipelineRun {
+            graph_id: String::new(),
+            full_refresh: run.plan.full_refresh.iter().map(ToString::to_string).collect(),
+            full_refresh_all: selection.full_refresh_all,
+            refresh: if selective { run.plan.selected.iter().map(ToString::to_string).collect() } else { vec![] },
+            dry: run.options.dry || storage.is_none(),
+            // The server wants a storage root even for a dry run, which writes nothing there.
+            storage: storage.clone().or_else(|| Some(format!("file:///tmp/thund-dry-run-{}", client.session_id()))),
+            tag: Some(format!("thund-run-{}", client.session_id())),
+        };
+        // The pipeline's database is created on a real run, as the native backend does; SDP
+        // itself only creates tables.
+        let create_db = (!request.dry)
+            .then(|| format!("CREATE DATABASE IF NOT EXISTS {}.{}", quote_ident(&p.catalog), quote_ident(&p.database)));
+        let no_storage = storage.is_none();
+        let (pipeline, plan) = (run.pipeline, run.plan);
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        let cancel_rx = cancel.clone();
+        let on_cancel = Box::new(move || cancel.notify_one());
+        RunThread::spawn("thund-spark-run", run.event_log, on_cancel, move |events| {
+            let mut translator = EventTranslator::new(&pipeline, &plan.selected, events);
+            if no_storage {
+                translator.emit(RunEvent::now(
+                    "run",
+                    None,
+                    "the spec has no `storage`: this is a validate-only dry run on the server; nothing is written",
+                ));
+            }
+            rt.block_on(async move {
+                translator.emit(RunEvent::now("run", None, format!("defining the dataflow graph on {}", client.url())));
+                // Session settings the server needs while it analyses definitions (not only
+                // during the run): streaming file sources without a declared schema.
+                for (k, v) in graph.sql_conf.iter().filter(|(k, _)| k.starts_with("spark.sql.streaming.")) {
+                    if let Err(e) = client.sql(&format!("SET {k}={v}")).await {
+                        return translator.finish(Err(e.to_string()), false).await;
+                    }
+                }
+                if let Some(ddl) = create_db {
+                    if let Err(e) = client.sql(&ddl).await {
+                        return translator.finish(Err(e.to_string()), false).await;
+                    }
+                }
+                let graph_id = match client.define_graph(&graph).await {
+                    Ok(id) => id,
+                    Err(e) => return translator.finish(Err(e.to_string()), false).await,
+                };
+                let request = PipelineRun { graph_id: graph_id.clone(), ..request };
+                let mut interrupter = client.clone();
+                let mut stopped = false;
+                let outcome = {
+                    let running = client.start_run(&request, &mut translator);
+                    tokio::pin!(running);
+                    loop {
+                        tokio::select! {
+                            r = &mut running => break r,
+                            _ = cancel_rx.notified(), if !stopped => {
+                                stopped = true;
+                                let _ = interrupter.interrupt_tag(request.tag.as_deref().unwrap_or_default()).await;
+                            }
+                        }
+                    }
+                };
+                let _ = client.drop_graph(&graph_id).await;
+                let _ = client.close().await;
+                translator.finish(outcome.map_err(|e| e.to_string()), stopped).await
+            })
+        })
+    }
+}

@@ -1,0 +1,61 @@
+//! What the Spark Connect backend can run, per server line, from `knut_pipelines::versions` (the
+//! per-version facts, kept as data).
+
+use knut_pipelines::versions::{facts_for, SERVER_FACTS};
+
+use crate::backend::{Capabilities, TableFormats};
+use crate::ir::OutputMode;
+
+/// Name of the Spark Connect backend.
+pub const BACKEND_NAME: &str = "spark-connect-sdp";
+
+/// Table formats whose tables Spark appends to from several flows and MERGEs into. Spark's
+/// default, parquet, is not one of them.
+const TRANSACTIONAL_FORMATS: [&str; 2] = ["delta", "iceberg"];
+
+/// What the backend can run on a server of `version` (e.g. `4.1.4`). `None` for servers without
+/// the pipelines service (before 4.1).
+pub fn capabilities(version: &str) -> Option<Capabilities> {
+    let facts = facts_for(version)?;
+    Some(Capabilities {
+        batch: true,
+        streaming: true,
+        // Watermarks work through SQL on 4.1, but windowed output is not yet checked against
+        // our semantics: refused until it is.
+        event_time: false,
+        cdc: facts.auto_cdc,
+        expectations: facts.expectations,
+        output_modes: vec![OutputMode::Append],
+        sinks: facts.sink_output,
+        persistent_views: facts.sql_graph_elements,
+        file_sources: true,
+        once_flows: facts.once_flows,
+        transactional_tables: TableFormats::Only(TRANSACTIONAL_FORMATS.map(String::from).to_vec()),
+        // A Databricks reader option: open-source Spark's JSON reader ignores it silently, so the
+        // same project would drop or fail records instead.
+        rescued_data: false,
+        ..Capabilities::none(format!("{BACKEND_NAME} (Spark {version})"))
+    })
+}
+
+/// What a server of any targeted line could run (the newest line's facts): the check a pipeline
+/// gets before a server is contacted. Whatever this refuses, no server can run.
+pub fn any_version() -> Capabilities {
+    let newest = SERVER_FACTS.last().map(|f| format!("{}.0", f.line)).unwrap_or_default();
+    let caps = capabilities(&newest).unwrap_or_else(|| Capabilities::none(BACKEND_NAME));
+    Capabilities { name: BACKEND_NAME.into(), ..caps }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_differ_where_the_facts_do() {
+        let (c41, c43) = (capabilities("4.1.4").unwrap(), capabilities("4.3.0").unwrap());
+        assert!(!c41.cdc && c43.cdc);
+        assert!(!c41.expectations && !c43.expectations);
+        assert!(capabilities("3.5.1").is_none());
+        assert_eq!(any_version(), Capabilities { name: BACKEND_NAME.into(), ..c43 });
+    }
+}

@@ -1,0 +1,184 @@
+//! The command line, as clap parses it. Nothing here runs anything: `commands` does.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Declarative data pipelines in Spark SQL, run embedded or on Spark.
+#[derive(Debug, Parser)]
+#[command(name = "thund", version, about)]
+pub struct Cli {
+    /// Format of the diagnostics log on stderr (`THUND_LOG` sets its level).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Embedded: DataFusion + Delta Lake, in this process.
+    Native,
+    /// A Spark Connect server running Spark Declarative Pipelines.
+    Spark,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProjectArg {
+    /// Project folder (or spec file); the spec is searched from here upwards.
+    #[arg(short = 'p', long = "project", default_value = ".")]
+    pub project: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BackendArgs {
+    /// Where to run (or check) the pipeline.
+    #[arg(long, value_enum, default_value_t = Backend::Native)]
+    pub backend: Backend,
+    /// Spark Connect URL (`sc://host:port`).
+    #[arg(long, env = "SPARK_REMOTE")]
+    pub remote: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SelectionArgs {
+    /// Refresh only these datasets (comma-separated; `+name` adds upstream, `name+` downstream).
+    #[arg(long, value_delimiter = ',')]
+    pub refresh: Vec<String>,
+    /// Clear these datasets and reprocess all their input.
+    #[arg(long, value_delimiter = ',')]
+    pub full_refresh: Vec<String>,
+    /// Full refresh of every dataset.
+    #[arg(long)]
+    pub full_refresh_all: bool,
+}
+
+/// What `run` and `dry-run` share.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub project: ProjectArg,
+    #[command(flatten)]
+    pub target: BackendArgs,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    /// How the run's events are shown: a live view on a terminal or plain lines (`text`), or one
+    /// JSON object per event (`jsonl`).
+    #[arg(long, value_enum, default_value_t = RunFormat::Text)]
+    pub format: RunFormat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a sample project that runs out of the box.
+    Init {
+        /// Where to create it.
+        #[arg(default_value = "thund-demo")]
+        dir: PathBuf,
+    },
+    /// Parse and validate the pipeline.
+    Validate {
+        #[command(flatten)]
+        project: ProjectArg,
+    },
+    /// Validate, plan every query and check the backend can run it; writes nothing.
+    DryRun {
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Show the dependency graph.
+    Graph {
+        #[command(flatten)]
+        project: ProjectArg,
+        /// Output format (`sdp`: the dataflow graph sent to Spark, as JSON).
+        #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+        format: GraphFormat,
+    },
+    /// Run the pipeline.
+    Run {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Flows run at once (default: number of cores).
+        #[arg(long, default_value_t = 0)]
+        max_concurrent_flows: usize,
+        /// Memory limit of the engine (e.g. `512M`, `2G`); aggregates and sorts spill to disk
+        /// beyond it (a hash join's smaller side must still fit).
+        #[arg(long)]
+        memory_limit: Option<String>,
+    },
+    /// Run SQL over the pipeline's tables and views.
+    Query {
+        #[command(flatten)]
+        project: ProjectArg,
+        #[command(flatten)]
+        target: BackendArgs,
+        /// The query (Spark SQL).
+        sql: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = QueryFormat::Table)]
+        format: QueryFormat,
+    },
+    /// Print a run's event log.
+    Events {
+        #[command(flatten)]
+        project: ProjectArg,
+        /// Run id (default: the last run).
+        #[arg(long)]
+        run: Option<String>,
+        /// The last run (the default).
+        #[arg(long, conflicts_with = "run")]
+        last: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = EventsFormat::Text)]
+        format: EventsFormat,
+    },
+    /// Check what works here: front-end, native engine, Spark reachability.
+    Doctor {
+        /// Spark Connect URL to check as well.
+        #[arg(long, env = "SPARK_REMOTE")]
+        remote: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = DoctorFormat::Table)]
+        format: DoctorFormat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunFormat {
+    Text,
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Text,
+    Dot,
+    Mermaid,
+    Json,
+    Sdp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum QueryFormat {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EventsFormat {
+    Text,
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DoctorFormat {
+    Table,
+    Json,
+}

@@ -1,0 +1,168 @@
+//! Streaming flows: one batch per run of each flow into a streaming table or sink, made of the
+//! input that arrived since the last batch (`sources`), committed exactly once across crashes
+//! (`checkpoint` has the protocol), and the full refresh that resets a table and its flows'
+//! checkpoints.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use deltalake::kernel::Transaction;
+use deltalake::DeltaTable;
+use knut_thund::backend::DataQuality;
+use knut_thund::ir::{Dataset, DatasetKind, FlowKind};
+
+use crate::checkpoint::{app_id, committed_batch, Checkpoint, CheckpointStore, CHECKPOINT_FORMAT_VERSION};
+use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
+use crate::error::{NativeError, Result};
+use crate::expect::Checker;
+use crate::run::{FlowEffect, FlowJob};
+use crate::sink::FileSink;
+use crate::sources::increments;
+use crate::storage::Storage;
+use crate::table::{align_to_target, conform, dir_url, write_append};
+
+static STREAM_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// `--full-refresh` of a streaming table (`asked`): its data and its flows' checkpoints go, so all
+/// input is processed again. A reset marker makes this crash-safe: a run that finds the marker
+/// finishes the reset before anything else, so a half-done reset never leaves a table whose
+/// checkpoints claim rows it no longer has (or the reverse).
+pub(crate) async fn reset_if_asked(storage: &Storage, d: &Dataset, asked: bool) -> Result<()> {
+    let marker = storage.reset_marker(&d.name);
+    if asked {
+        let allowed = d.details.properties.get("pipelines.reset.allowed").map(|v| !v.eq_ignore_ascii_case("false"));
+        if allowed == Some(false) {
+            return Err(NativeError::Plan {
+                location: d.location.to_string(),
+                message: format!(
+                    "`{}` has TBLPROPERTIES ('pipelines.reset.allowed' = 'false'): it cannot be fully refreshed",
+                    d.name
+                ),
+            });
+        }
+        storage.put(&marker, Vec::new()).await?;
+    }
+    if storage.exists(&marker).await? {
+        // The table's log goes first: a reset cut short leaves no table rather than one whose log
+        // names files already deleted.
+        let table = storage.table_key(&d.name);
+        storage.delete_prefix(&format!("{table}/_delta_log")).await?;
+        storage.delete_prefix(&table).await?;
+        storage.delete_prefix(&storage.table_checkpoints(&d.name)).await?;
+        storage.delete(&marker).await?;
+    }
+    Ok(())
+}
+
+/// One batch of a flow into a streaming table or sink; `dq` receives its expectation counts.
+pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<FlowEffect> {
+    let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
+    let store = CheckpointStore::new(storage, storage.checkpoint_dir(&d.name, &f.name));
+    // Where the rows go: the table's own Delta folder, or the sink's path.
+    let sink = match d.kind {
+        DatasetKind::Sink => Some(FileSink::of(d, &p.root)?),
+        _ => None,
+    };
+    let url = match &sink {
+        Some(s) => dir_url(&s.path)?,
+        None => storage.table_url(&d.name),
+    };
+    let delta = sink.as_ref().is_none_or(|s| s.format == "delta");
+    let is_table = match &sink {
+        Some(s) => s.path.join("_delta_log").is_dir(),
+        None => storage.is_table(&storage.table_key(&d.name)).await?,
+    };
+    let existing = if delta && is_table { Some(DeltaTable::try_from_url(url.clone()).await?) } else { None };
+    let app = app_id(&f.name);
+    let committed = match &sink {
+        Some(s) if !delta => {
+            let pending = store.pending_batch().await?;
+            let done = s.committed_batch(&f.name, pending);
+            if let (Some(b), None) = (pending, done) {
+                // The intent's files may be half renamed: remove them before recomputing.
+                s.discard(&f.name, b)?;
+            }
+            done
+        }
+        _ => committed_batch(existing.as_ref(), &app).await?,
+    };
+    let state = store.recover(committed).await?;
+    let mut next = Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
+    let plan = match &f.kind {
+        FlowKind::Once { query, .. } => {
+            if state.once_done {
+                return Ok(FlowEffect::Nothing);
+            }
+            next.once_done = true;
+            plan_query(ctx, query, &p.root).await?
+        }
+        FlowKind::Append { query, .. } => {
+            if !query.is_streaming() {
+                return Err(NativeError::Plan {
+                    location: f.location.to_string(),
+                    message: format!(
+                        "flow `{}` into {} `{}` reads no STREAM source; read `STREAM(t)` or `STREAM read_files(…)`, or make it a backfill with `INSERT INTO ONCE`",
+                        f.name, d.kind, d.name
+                    ),
+                });
+            }
+            let inputs = increments(ctx, storage, &p.root, &query.reads, &state)
+                .await
+                .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
+            if !inputs.iter().any(|i| i.input.has_data) {
+                return Ok(FlowEffect::Nothing);
+            }
+            let mut streams = StreamTables::new();
+            for i in inputs {
+                let name = format!("__thund_stream_{}", STREAM_SEQ.fetch_add(1, Ordering::Relaxed));
+                ctx.register_table(name.as_str(), i.input.provider)?;
+                streams.insert(i.read, name);
+                if let Some(o) = i.input.offset {
+                    next.sources.insert(i.key, o);
+                }
+            }
+            let planned = plan_query_with_streams(ctx, query, &p.root, &streams).await;
+            for n in streams.values() {
+                let _ = ctx.deregister_table(n.as_str());
+            }
+            planned?
+        }
+        FlowKind::AutoCdc(_) => {
+            return Err(NativeError::Execution(format!(
+                "AUTO CDC flow `{}` cannot run on the native backend yet",
+                f.name
+            )))
+        }
+    };
+    let by_name = matches!(f.kind, FlowKind::Append { by_name: true, .. } | FlowKind::Once { by_name: true, .. });
+    // Appends to an existing table line up with its columns; file sinks take rows as they come.
+    let plan = conform(ctx, d, f, plan)?;
+    let plan = match &existing {
+        Some(t) if !f.implicit => align_to_target(ctx, f, plan, t, by_name).await?,
+        _ => plan,
+    };
+    job.starting();
+    if job.dry {
+        return Ok(FlowEffect::Rows(0));
+    }
+    let checker = match d.expectations.is_empty() {
+        true => None,
+        false => Some(Checker::new(ctx, d, &plan)?),
+    };
+    job.running();
+    let plan = match &checker {
+        Some(c) => c.checked_plan(ctx, plan).await?,
+        None => plan,
+    };
+    store.write_pending(&next).await?;
+    let written = match &sink {
+        Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
+        _ => {
+            let register = d.kind == DatasetKind::StreamingTable;
+            write_append(ctx, &url, d, plan, existing, Transaction::new(&app, next.batch), register).await
+        }
+    };
+    *dq = checker.map(|c| c.metrics());
+    let rows = written?;
+    store.commit(&next).await?;
+    Ok(FlowEffect::Rows(rows))
+}
