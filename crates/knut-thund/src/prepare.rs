@@ -132,6 +132,40 @@ mod tests {
         assert!(text.contains("a.sql:1:") && text.contains("nowhere") && text.contains("zzz"), "{text}");
     }
 
+    /// A backend that can run expectations until it connects, and then cannot (as a Spark
+    /// server of an older line narrows what was assumed before asking it).
+    #[derive(Default)]
+    struct Narrowing {
+        connected: std::cell::Cell<bool>,
+    }
+
+    impl ExecBackend for Narrowing {
+        fn capabilities(&self) -> Capabilities {
+            let expectations = !self.connected.get();
+            Capabilities { batch: true, expectations, ..Capabilities::none("narrowing") }
+        }
+
+        fn connect(&self) -> Result<()> {
+            self.connected.set(true);
+            Ok(())
+        }
+
+        fn start(&self, _: PreparedRun) -> Result<Box<dyn crate::backend::RunHandle>> {
+            Err(ThundError::Internal("this test starts nothing".into()))
+        }
+    }
+
+    #[test]
+    fn what_connecting_narrows_is_checked_again() {
+        let p =
+            crate::frontend::load_sql("CREATE MATERIALIZED VIEW a (CONSTRAINT c EXPECT (x > 0)) AS SELECT 1 AS x;\n");
+        let backend: Box<dyn ExecBackend> = Box::new(Narrowing::default());
+        assert!(prepare(&p, &RunOptions::default(), &backend.capabilities()).is_ok());
+        let err = prepare_for(backend.as_ref(), &p, &RunOptions::default()).unwrap_err();
+        let ThundError::Unsupported { gaps, .. } = &err else { panic!("{err}") };
+        assert_eq!(gaps[0].feature, "expectations", "{err}");
+    }
+
     #[test]
     fn a_good_pipeline_is_planned_with_a_run_id() {
         let p = crate::frontend::load_sql("CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\n");

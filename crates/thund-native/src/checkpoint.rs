@@ -1,5 +1,5 @@
-//! Streaming tables: each run processes only the input that arrived since the last one, exactly
-//! once, even if the process is killed at any moment.
+//! Streaming checkpoints: each run of a streaming flow processes only the input that arrived since
+//! the last one, exactly once, even if the process is killed at any moment.
 //!
 //! A flow's progress is its checkpoint: per streaming source, how far it has read (a source
 //! table's Delta version, or the set of files processed), plus the number of the last batch.

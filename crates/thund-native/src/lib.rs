@@ -8,7 +8,8 @@
 //!  PreparedRun (validated, planned, checked by knut-thund)
 //!        │ backend: storage, run lock, event log; a thread + Tokio runtime
 //!        ▼
-//!  run: stages in order, the datasets of a stage concurrently; each flow to its concern:
+//!  run: stages in order, the datasets of a stage concurrently; each flow (a flow::FlowJob) to
+//!       its concern:
 //!     ├─ views:      registered in the session (inlined into readers; checked where read)
 //!     ├─ refresh:    materialized view — unchanged inputs → IDLE (freshness); an aggregate of
 //!     │              an append-only table → merge only new rows (incremental); else recompute
@@ -48,6 +49,7 @@ mod engine;
 mod error;
 pub mod event_log;
 mod expect;
+mod flow;
 mod freshness;
 mod incremental;
 mod query;

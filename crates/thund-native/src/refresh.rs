@@ -11,9 +11,9 @@ use knut_thund::backend::DataQuality;
 use crate::engine::{plan_query, table_ref};
 use crate::error::Result;
 use crate::expect::Checker;
+use crate::flow::{FlowEffect, FlowJob};
 use crate::freshness;
 use crate::incremental::{self, Eligibility};
-use crate::run::{FlowEffect, FlowJob};
 use crate::table::{conform, write_overwrite};
 
 /// Refreshes the materialized view `job.dataset`; `dq` receives its expectation counts.

@@ -22,6 +22,7 @@ use knut_thund::validate::dependencies;
 
 use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
 use crate::error::Result;
+use crate::flow::{FlowEffect, FlowJob, RunEvents};
 use crate::storage::{RunLock, Storage};
 use crate::table::open_stored_table;
 use crate::views::Views;
@@ -37,64 +38,6 @@ pub(crate) struct Job {
     cancel: Arc<AtomicBool>,
     views: Views,
     lock: Mutex<Option<RunLock>>,
-}
-
-/// What a flow's work needs from its run.
-pub(crate) struct FlowJob<'a> {
-    /// The run's session: every dataset written so far is registered in it.
-    pub ctx: &'a SessionContext,
-    /// Where tables and state live.
-    pub storage: &'a Storage,
-    /// The whole pipeline (for reads through views, the project folder).
-    pub pipeline: &'a Pipeline,
-    /// The target.
-    pub dataset: &'a Dataset,
-    /// The flow.
-    pub flow: &'a Flow,
-    /// Whether this is a dry run: nothing is written.
-    pub dry: bool,
-    /// Whether the target is fully refreshed.
-    pub full_refresh: bool,
-    events: &'a RunEvents,
-}
-
-impl FlowJob<'_> {
-    /// Reports that the flow starts (its query is planned).
-    pub fn starting(&self) {
-        self.events.flow(self.flow, RunPhase::Starting, EventDetails::default());
-    }
-
-    /// Reports that the flow writes rows.
-    pub fn running(&self) {
-        self.events.flow(self.flow, RunPhase::Running, EventDetails::default());
-    }
-}
-
-/// What a flow did.
-pub(crate) enum FlowEffect {
-    /// A view was defined.
-    View,
-    /// Rows were committed.
-    Rows(u64),
-    /// Nothing to do (IDLE): no new input, or an unchanged materialized view.
-    Nothing,
-}
-
-/// The run's events, worded as SDP words them.
-struct RunEvents(EventSender);
-
-impl RunEvents {
-    fn flow(&self, f: &Flow, phase: RunPhase, details: EventDetails) {
-        let verb = if phase.is_terminal() { "has" } else { "is" };
-        let mut ev = RunEvent::now(f.name.to_string(), Some(phase), format!("Flow {} {verb} {phase}.", f.name));
-        ev.details = details;
-        ev.details.location.get_or_insert_with(|| f.location.to_string());
-        self.0.emit(ev);
-    }
-
-    fn run(&self, phase: RunPhase, message: String) {
-        self.0.emit(RunEvent::now("run", Some(phase), message));
-    }
 }
 
 impl Job {
@@ -125,7 +68,7 @@ impl Job {
 
     /// Runs the job on a runtime of its own; its events go to `events`.
     pub(crate) fn run_blocking(self, events: EventSender) -> RunSummary {
-        let events = RunEvents(events);
+        let events = RunEvents::new(events);
         let runtime =
             tokio::runtime::Builder::new_multi_thread().worker_threads(self.max_concurrent.max(2)).enable_all().build();
         match runtime {
@@ -139,7 +82,7 @@ impl Job {
 
     async fn run(&self, events: &RunEvents) -> RunSummary {
         let summary = self.run_stages(events).await;
-        events.0.flush().await;
+        events.flush().await;
         let lock = self.lock.lock().ok().and_then(|mut l| l.take());
         if let Some(lock) = lock {
             if let Err(e) = self.storage.release(lock).await {
@@ -175,7 +118,7 @@ impl Job {
             });
             let results: Vec<(&Dataset, Vec<FlowOutcome>)> =
                 futures::stream::iter(work).buffer_unordered(self.max_concurrent).collect().await;
-            events.0.flush().await;
+            events.flush().await;
             for (d, flows) in results {
                 if flows.iter().any(|o| matches!(o.phase, RunPhase::Failed | RunPhase::Skipped | RunPhase::Stopped)) {
                     broken.insert(d.name.clone());
@@ -192,7 +135,7 @@ impl Job {
             );
             ev.details.data_quality = Some(metrics.clone());
             ev.details.location = Some(f.location.to_string());
-            events.0.emit(ev);
+            events.emit(ev);
             if let Some(o) = summary.flows.iter_mut().find(|o| o.flow == f.name.to_string()) {
                 o.data_quality = Some(metrics);
             }
@@ -290,7 +233,7 @@ impl Job {
 
     /// One flow: what it did.
     async fn flow(&self, job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<FlowEffect> {
-        job.events.flow(job.flow, RunPhase::Planning, EventDetails::default());
+        job.planning();
         match job.dataset.kind {
             DatasetKind::StreamingTable | DatasetKind::Sink => crate::streaming::batch(job, dq).await,
             DatasetKind::MaterializedView => crate::refresh::refresh(job, dq).await,

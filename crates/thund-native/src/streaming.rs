@@ -14,7 +14,7 @@ use crate::checkpoint::{app_id, committed_batch, Checkpoint, CheckpointStore, CH
 use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
-use crate::run::{FlowEffect, FlowJob};
+use crate::flow::{FlowEffect, FlowJob};
 use crate::sink::FileSink;
 use crate::sources::increments;
 use crate::storage::Storage;

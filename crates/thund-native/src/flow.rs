@@ -1,0 +1,89 @@
+//! One flow's work, as the run order (`run`) hands it to the concern that does it (`refresh`,
+//! `streaming`, `views`): what the work needs from its run ([`FlowJob`]), what it did
+//! ([`FlowEffect`]), and the run's events as SDP words them ([`RunEvents`]).
+
+use datafusion::prelude::SessionContext;
+use knut_thund::backend::{EventDetails, EventSender, RunEvent, RunPhase};
+use knut_thund::ir::{Dataset, Flow, Pipeline};
+
+use crate::storage::Storage;
+
+/// What a flow's work needs from its run.
+pub(crate) struct FlowJob<'a> {
+    /// The run's session: every dataset written so far is registered in it.
+    pub ctx: &'a SessionContext,
+    /// Where tables and state live.
+    pub storage: &'a Storage,
+    /// The whole pipeline (for reads through views, the project folder).
+    pub pipeline: &'a Pipeline,
+    /// The target.
+    pub dataset: &'a Dataset,
+    /// The flow.
+    pub flow: &'a Flow,
+    /// Whether this is a dry run: nothing is written.
+    pub dry: bool,
+    /// Whether the target is fully refreshed.
+    pub full_refresh: bool,
+    /// Where the flow's phases are reported.
+    pub events: &'a RunEvents,
+}
+
+impl FlowJob<'_> {
+    /// Reports that the flow is being planned.
+    pub fn planning(&self) {
+        self.events.flow(self.flow, RunPhase::Planning, EventDetails::default());
+    }
+
+    /// Reports that the flow starts (its query is planned).
+    pub fn starting(&self) {
+        self.events.flow(self.flow, RunPhase::Starting, EventDetails::default());
+    }
+
+    /// Reports that the flow writes rows.
+    pub fn running(&self) {
+        self.events.flow(self.flow, RunPhase::Running, EventDetails::default());
+    }
+}
+
+/// What a flow did.
+pub(crate) enum FlowEffect {
+    /// A view was defined.
+    View,
+    /// Rows were committed.
+    Rows(u64),
+    /// Nothing to do (IDLE): no new input, or an unchanged materialized view.
+    Nothing,
+}
+
+/// The run's events, worded as SDP words them.
+pub(crate) struct RunEvents(EventSender);
+
+impl RunEvents {
+    pub fn new(events: EventSender) -> Self {
+        RunEvents(events)
+    }
+
+    /// A flow's phase (`details.location` defaults to the flow's).
+    pub fn flow(&self, f: &Flow, phase: RunPhase, details: EventDetails) {
+        let verb = if phase.is_terminal() { "has" } else { "is" };
+        let mut ev = RunEvent::now(f.name.to_string(), Some(phase), format!("Flow {} {verb} {phase}.", f.name));
+        ev.details = details;
+        ev.details.location.get_or_insert_with(|| f.location.to_string());
+        self.0.emit(ev);
+    }
+
+    /// The run's own phase.
+    pub fn run(&self, phase: RunPhase, message: String) {
+        self.0.emit(RunEvent::now("run", Some(phase), message));
+    }
+
+    /// Any other event.
+    pub fn emit(&self, event: RunEvent) {
+        self.0.emit(event);
+    }
+
+    /// Flushes the event log.
+    pub async fn flush(&self) {
+        self.0.flush().await;
+    }
+}
