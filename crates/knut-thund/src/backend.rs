@@ -50,6 +50,8 @@ pub struct Capabilities {
     pub transactional_tables: TableFormats,
     /// `rescuedDataColumn` on JSON file sources (records that do not fit are kept there).
     pub rescued_data: bool,
+    /// Joins of two streams (`STREAM(a) JOIN STREAM(b)`), which keep each side's rows in state.
+    pub stream_joins: bool,
 }
 
 /// Which tables a backend stores transactionally (several writers' commits kept, MERGE).
@@ -87,6 +89,7 @@ impl Capabilities {
             once_flows: false,
             transactional_tables: TableFormats::Only(Vec::new()),
             rescued_data: false,
+            stream_joins: false,
         }
     }
 
@@ -182,6 +185,11 @@ impl Capabilities {
                 gap(feature, &f.name, &f.location, detail.into());
             }
             let q = f.query();
+            if !self.stream_joins {
+                if let Some(at) = crate::event_time::stream_stream_join(q) {
+                    gap("stream-stream joins", &f.name, &at, "a join of two STREAM sources; join the stream with a table read in batch, or run it on a backend that keeps join state".into());
+                }
+            }
             if let Some(et) = &q.event_time {
                 if !self.event_time {
                     gap("event time", &f.name, &et.location, et.clause());
@@ -330,6 +338,10 @@ pub struct EventDetails {
     /// Expectation metrics of the rows the flow processed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data_quality: Option<DataQuality>,
+    /// Input rows (one per window they fell in) dropped because their window had already closed
+    /// when they arrived: Spark's `numRowsDroppedByWatermark`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_rows_dropped_by_watermark: Option<u64>,
 }
 
 /// Expectation metrics of one flow, shaped like DLT's event log
@@ -410,6 +422,8 @@ pub struct FlowOutcome {
     pub error: Option<String>,
     /// Expectation metrics, for flows into datasets with expectations.
     pub data_quality: Option<DataQuality>,
+    /// Late input rows dropped by the watermark (see [`EventDetails`]).
+    pub rows_dropped_by_watermark: u64,
 }
 
 impl RunSummary {

@@ -43,6 +43,7 @@
 
 pub mod backend;
 pub mod error;
+pub mod event_time;
 pub mod frontend;
 pub mod ir;
 pub mod plan;

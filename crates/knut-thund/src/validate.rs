@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{Diagnostic, Result, ThundError};
-use crate::ir::{ColumnSelection, DatasetKind, FlowKind, Pipeline, QualifiedName, Read, ScdType};
+use crate::event_time::shape;
+use crate::ir::{
+    ColumnSelection, Dataset, DatasetKind, Flow, FlowKind, OutputMode, Pipeline, QualifiedName, Read, ScdType,
+};
 
 /// The closest candidate within a small edit distance, for "did you mean".
 pub fn did_you_mean<'a, I, S>(wanted: &str, candidates: I) -> Option<String>
@@ -258,6 +261,9 @@ impl Pipeline {
                     }
                 }
             }
+            for problem in event_time_problems(f, target) {
+                problems.push((Some(f.target.clone()), problem));
+            }
         }
         for d in self.datasets.iter().filter(|d| !duplicated.contains(&d.name)) {
             let n = flows_per_target.get(&d.name).copied().unwrap_or(0);
@@ -331,4 +337,65 @@ pub fn downstream_of(
         }
     }
     out
+}
+
+/// What Spark refuses about a flow's event time before it runs: malformed delays and windows, a
+/// streaming aggregation in append mode whose groups never close (no watermark, or no window on
+/// the watermarked column), and distinct aggregates over a stream.
+fn event_time_problems(f: &Flow, target: &Dataset) -> Vec<Diagnostic> {
+    let q = f.query();
+    let mut problems = Vec::new();
+    if let Some(Err(d)) = q.event_time.as_ref().map(|et| et.delay_micros()) {
+        problems.push(d);
+    }
+    let shape = match shape(q) {
+        Ok(s) => s,
+        Err(mut errors) => {
+            problems.append(&mut errors);
+            return problems;
+        }
+    };
+    let into_stream = matches!(target.kind, DatasetKind::StreamingTable | DatasetKind::Sink);
+    let (Some(aggregation), true) = (&shape.aggregation, into_stream && q.is_streaming()) else {
+        return problems;
+    };
+    if let Some(at) = &shape.distinct_aggregate {
+        // Spark's own words.
+        problems.push(
+            Diagnostic::at(at, "distinct aggregations are not supported on streaming DataFrames/Datasets")
+                .with_hint("use approx_count_distinct(), or count distinct values in a materialized view downstream"),
+        );
+    }
+    let mode = target.output_mode.unwrap_or(OutputMode::Append);
+    let closes = match (&q.event_time, &shape.window) {
+        (Some(et), Some(w)) => et.column.eq_ignore_ascii_case(&w.column),
+        _ => false,
+    };
+    if mode == OutputMode::Append && !closes {
+        let hint = match (&q.event_time, &shape.window) {
+            (Some(et), Some(w)) => format!(
+                "the window is on `{}` but the watermark on `{}`; window the watermarked column",
+                w.column, et.column
+            ),
+            (Some(et), None) => format!(
+                "group by a window of the watermarked column, e.g. `GROUP BY window({}, '10 minutes')`",
+                et.column
+            ),
+            (None, _) => "add `WATERMARK <event time column> DELAY OF INTERVAL <delay>` after the STREAM source \
+                          and group by `window(<column>, '<length>')`, or write the aggregate to a materialized view"
+                .to_string(),
+        };
+        // Spark 4.1's words for the same query (STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION).
+        problems.push(
+            Diagnostic::at(
+                aggregation,
+                format!(
+                    "invalid streaming output mode: append; it is not supported for streaming aggregations without watermark (flow `{}`)",
+                    f.name
+                ),
+            )
+            .with_hint(hint),
+        );
+    }
+    problems
 }

@@ -183,6 +183,9 @@ fn follow(mut run: Box<dyn RunHandle>, json: bool) -> anyhow::Result<RunSummary>
             let mut line = format!("{} {phase:<9} {}", &time[11..23], e.message);
             if let Some(n) = e.details.rows_written {
                 line.push_str(&format!(" ({n} rows"));
+                if let Some(late) = e.details.num_rows_dropped_by_watermark.filter(|n| *n > 0) {
+                    line.push_str(&format!(", {late} late rows dropped by the watermark"));
+                }
                 if let Some(ms) = e.details.duration_ms {
                     line.push_str(&format!(", {ms} ms"));
                 }
@@ -211,6 +214,9 @@ fn print_summary(s: &RunSummary) {
     println!("\n{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
     for f in &s.flows {
         println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), f.rows_written, f.duration.as_secs_f64());
+    }
+    for f in s.flows.iter().filter(|f| f.rows_dropped_by_watermark > 0) {
+        println!("{:w$}  {} late input rows dropped by the watermark", f.target, f.rows_dropped_by_watermark);
     }
     let checked: Vec<_> = s.flows.iter().filter_map(|f| f.data_quality.as_ref()).collect();
     if checked.is_empty() {

@@ -90,3 +90,99 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     assert_eq!(ids(dir, "parquet.`out`"), all, "parquet sink after kills (seed {seed})");
     assert!(kills_during_run >= 10, "only {kills_during_run} of 20 kills hit a running process (seed {seed})");
 }
+
+const WINDOWS: &str = "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+     CREATE STREAMING TABLE events AS SELECT id, device, CAST(ts AS TIMESTAMP) AS ts FROM STREAM(raw);\n\
+     CREATE STREAMING TABLE counts AS SELECT window.start AS ws, device, count(*) AS n, sum(id) AS ids\n\
+       FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 4 MINUTES GROUP BY window(ts, '5 minutes'), device;\n\
+     CREATE STREAMING TABLE hops AS SELECT window.start AS ws, count(*) AS n\n\
+       FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 4 MINUTES GROUP BY window(ts, '10 minutes', '5 minutes');\n\
+     CREATE STREAMING TABLE sessions AS SELECT device, session_window.start AS s, session_window.end AS e, count(*) AS n\n\
+       FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 4 MINUTES GROUP BY device, session_window(ts, '2 minutes');";
+
+/// Batch `i` of device events: minutes 10i … 10i+9, out of order, plus a row 3 minutes and one 12
+/// minutes before the batch (the first may count, the second is late).
+fn write_events(dir: &Path, i: u64) {
+    let folder = dir.join(format!("in/b{i:02}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut minutes: Vec<i64> = (0..10).map(|k| (10 * i as i64) + (k * 7) % 10).collect();
+    minutes.extend([10 * i as i64 - 3, 10 * i as i64 - 12]);
+    let lines: String = minutes
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| **m >= 0)
+        .map(|(k, m)| {
+            let id = i * 100 + k as u64;
+            let device = ["a", "b", "c"][(id % 3) as usize];
+            format!(
+                "{{\"id\": {id}, \"device\": \"{device}\", \"ts\": \"2026-06-01T{:02}:{:02}:{:02}\"}}\n",
+                m / 60,
+                m % 60,
+                id % 60
+            )
+        })
+        .collect();
+    std::fs::write(folder.join("part.json"), lines).unwrap();
+}
+
+fn csv(dir: &Path, sql: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["query", "-p"])
+        .arg(dir)
+        .arg(sql)
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_runs() {
+    let setup = |dir: &Path| {
+        std::fs::write(dir.join("spark-pipeline.yml"), "name: w\nlibraries:\n  - glob:\n      include: sql/**\n")
+            .unwrap();
+        std::fs::create_dir_all(dir.join("sql")).unwrap();
+        std::fs::write(dir.join("sql/a.sql"), WINDOWS).unwrap();
+    };
+    let (killed, calm) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    setup(killed.path());
+    setup(calm.path());
+    write_events(calm.path(), 0);
+    let t = Instant::now();
+    assert!(thund(calm.path()).status().unwrap().success());
+    let span = t.elapsed().as_micros() as u64 * 12 / 10;
+    for i in 1..12 {
+        write_events(calm.path(), i);
+        assert!(thund(calm.path()).status().unwrap().success());
+    }
+
+    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
+    let mut rng = Lcg(seed);
+    let mut kills_during_run = 0;
+    for i in 0..12 {
+        write_events(killed.path(), i);
+        // Each batch is killed once at a random moment, then finished, so every batch of input is
+        // one batch of the windowed flows, as in the uninterrupted runs (the watermark moves per
+        // batch: merging two batches into one would change which rows are late).
+        let mut child = thund(killed.path()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % span));
+        if child.try_wait().unwrap().is_none() {
+            kills_during_run += 1;
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert!(thund(killed.path()).status().unwrap().success(), "run after a kill failed (seed {seed})");
+    }
+    eprintln!("{kills_during_run} of 12 kills hit a running process (seed {seed})");
+    for sql in [
+        "SELECT * FROM counts ORDER BY ws, device",
+        "SELECT * FROM hops ORDER BY ws",
+        "SELECT * FROM sessions ORDER BY device, s",
+    ] {
+        let expected = csv(calm.path(), sql);
+        assert!(expected.lines().count() > 5, "{sql}: {expected}");
+        assert_eq!(csv(killed.path(), sql), expected, "{sql} after kills (seed {seed})");
+    }
+    assert!(kills_during_run >= 6, "only {kills_during_run} of 12 kills hit a running process (seed {seed})");
+}

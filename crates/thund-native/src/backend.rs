@@ -50,6 +50,8 @@ impl ExecBackend for NativeBackend {
             persistent_views: true,
             file_sources: true,
             once_flows: true,
+            // Windowed aggregation over event time, append mode (`event_time`).
+            event_time: true,
             // Every table is a Delta table, whatever `USING` says.
             transactional_tables: TableFormats::Every,
             rescued_data: true,

@@ -15,6 +15,10 @@
 //! otherwise the intent is dropped and the batch is recomputed. Rows are therefore never lost and
 //! never written twice. Files are written with an atomic rename, so a checkpoint is never torn.
 //!
+//! A flow aggregating over event time also carries its watermark and the key of its open windows'
+//! rows (`event_time`), written under a name of its own before step 1; the checkpoint that wins
+//! names the state that goes with it, and the loser's file is removed by the next commit.
+//!
 //! Layout: `<storage>/checkpoints/<catalog>/<database>/<table>/<flow>/{state,pending}.json`
 //! (`Storage::checkpoint_dir`), each holding `format_version` ([`CHECKPOINT_FORMAT_VERSION`]).
 //! What a batch reads from each source is in `sources`; the batch itself in `streaming`.
@@ -30,7 +34,8 @@ use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 
 /// Version of the checkpoint files' format.
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 1;
+/// 2 added the watermark and the open windows' state of flows aggregating over event time.
+pub const CHECKPOINT_FORMAT_VERSION: u32 = 2;
 
 /// How far one flow has read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -44,6 +49,12 @@ pub struct Checkpoint {
     /// A once flow has run.
     #[serde(default)]
     pub once_done: bool,
+    /// The watermark in milliseconds, for a flow aggregating over event time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<i64>,
+    /// Key of the rows of windows still open after this batch (`Storage::window_state_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_state: Option<String>,
 }
 
 /// Progress through one streaming source.

@@ -51,6 +51,13 @@ pub(crate) enum FlowEffect {
     View,
     /// Rows were committed.
     Rows(u64),
+    /// Rows were committed by a flow aggregating over event time, which dropped late rows.
+    Windowed {
+        /// Rows committed.
+        rows: u64,
+        /// Late input rows dropped.
+        dropped_by_watermark: u64,
+    },
     /// Nothing to do (IDLE): no new input, or an unchanged materialized view.
     Nothing,
 }

@@ -48,6 +48,7 @@ mod checkpoint;
 mod engine;
 mod error;
 pub mod event_log;
+mod event_time;
 mod expect;
 mod flow;
 mod freshness;

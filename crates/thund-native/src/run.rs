@@ -223,6 +223,12 @@ impl Job {
                     Ok(FlowEffect::Rows(n)) => {
                         Ending { rows: Some(n), data_quality: dq, ..Ending::of(RunPhase::Completed) }
                     }
+                    Ok(FlowEffect::Windowed { rows, dropped_by_watermark }) => Ending {
+                        rows: Some(rows),
+                        data_quality: dq,
+                        dropped_by_watermark: Some(dropped_by_watermark),
+                        ..Ending::of(RunPhase::Completed)
+                    },
                     Err(e) => Ending::failed(e.to_string(), dq),
                 }
             };
@@ -256,11 +262,12 @@ struct Ending {
     rows: Option<u64>,
     error: Option<String>,
     data_quality: Option<DataQuality>,
+    dropped_by_watermark: Option<u64>,
 }
 
 impl Ending {
     fn of(phase: RunPhase) -> Self {
-        Ending { phase, rows: None, error: None, data_quality: None }
+        Ending { phase, rows: None, error: None, data_quality: None, dropped_by_watermark: None }
     }
 
     fn failed(error: String, data_quality: Option<DataQuality>) -> Self {
@@ -275,6 +282,7 @@ impl Ending {
             error: self.error.clone(),
             data_quality: self.data_quality.clone(),
             location: None,
+            num_rows_dropped_by_watermark: self.dropped_by_watermark,
         };
         events.flow(f, self.phase, details);
         FlowOutcome {
@@ -286,6 +294,7 @@ impl Ending {
             // A skipped flow's reason is its upstream's error, not its own.
             error: self.error.filter(|_| self.phase == RunPhase::Failed),
             data_quality: self.data_quality,
+            rows_dropped_by_watermark: self.dropped_by_watermark.unwrap_or(0),
         }
     }
 }

@@ -187,6 +187,13 @@ impl Storage {
         format!("{}/{}", self.table_checkpoints(target), encode_component(&flow.to_string()))
     }
 
+    /// Key of the open windows' rows that batch `batch` of `flow` leaves for the next one. Each
+    /// batch writes its own, so a batch that crashes before it commits never touches the state
+    /// the checkpoint still names.
+    pub fn window_state_key(&self, target: &QualifiedName, flow: &QualifiedName, batch: i64) -> String {
+        format!("{}/windows-{batch}.arrow", self.checkpoint_dir(target, flow))
+    }
+
     /// The marker of a full refresh of `target` under way.
     pub fn reset_marker(&self, target: &QualifiedName) -> String {
         format!("{}.reset", self.table_checkpoints(target))

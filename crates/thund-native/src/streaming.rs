@@ -4,6 +4,10 @@
 //! checkpoints.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
 
 use deltalake::kernel::Transaction;
 use deltalake::DeltaTable;
@@ -13,6 +17,7 @@ use knut_thund::ir::{Dataset, DatasetKind, FlowKind};
 use crate::checkpoint::{app_id, committed_batch, Checkpoint, CheckpointStore, CHECKPOINT_FORMAT_VERSION};
 use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
+use crate::event_time::{load_state, save_state, Windowed};
 use crate::expect::Checker;
 use crate::flow::{FlowEffect, FlowJob};
 use crate::sink::FileSink;
@@ -87,6 +92,8 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     };
     let state = store.recover(committed).await?;
     let mut next = Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
+    // A flow aggregating over event time: the open windows' rows and the late rows dropped.
+    let mut windows = None;
     let plan = match &f.kind {
         FlowKind::Once { query, .. } => {
             if state.once_done {
@@ -105,6 +112,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                     ),
                 });
             }
+            let windowed = Windowed::of(query)?;
             let inputs = increments(ctx, storage, &p.root, &query.reads, &state)
                 .await
                 .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
@@ -114,13 +122,32 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
             let mut streams = StreamTables::new();
             for i in inputs {
                 let name = format!("__thund_stream_{}", STREAM_SEQ.fetch_add(1, Ordering::Relaxed));
-                ctx.register_table(name.as_str(), i.input.provider)?;
+                let provider = match &windowed {
+                    Some(w) if w.read == i.read => {
+                        // The user's query sees only the rows of the windows this batch closes.
+                        let source = i.input.provider.schema();
+                        let new = ctx.read_table(i.input.provider)?.collect().await?;
+                        let open = load_state(storage, state.window_state.as_deref()).await?;
+                        let step = w.step(&source, &new, open, state.watermark.unwrap_or(0))?;
+                        next.watermark = Some(step.watermark);
+                        let closing: Arc<dyn TableProvider> =
+                            Arc::new(MemTable::try_new(Arc::clone(&step.schema), vec![step.closing])?);
+                        windows = Some((step.state_schema, step.open, step.dropped));
+                        closing
+                    }
+                    _ => i.input.provider,
+                };
+                ctx.register_table(name.as_str(), provider)?;
                 streams.insert(i.read, name);
                 if let Some(o) = i.input.offset {
                     next.sources.insert(i.key, o);
                 }
             }
-            let planned = plan_query_with_streams(ctx, query, &p.root, &streams).await;
+            let query = match &windowed {
+                Some(w) => w.rewrite(query)?,
+                None => query.clone(),
+            };
+            let planned = plan_query_with_streams(ctx, &query, &p.root, &streams).await;
             for n in streams.values() {
                 let _ = ctx.deregister_table(n.as_str());
             }
@@ -153,6 +180,11 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         Some(c) => c.checked_plan(ctx, plan).await?,
         None => plan,
     };
+    if let Some((schema, open, _)) = &windows {
+        let key = storage.window_state_key(&d.name, &f.name, next.batch);
+        save_state(storage, &key, schema, open).await?;
+        next.window_state = Some(key);
+    }
     store.write_pending(&next).await?;
     let written = match &sink {
         Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
@@ -164,5 +196,16 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     *dq = checker.map(|c| c.metrics());
     let rows = written?;
     store.commit(&next).await?;
-    Ok(FlowEffect::Rows(rows))
+    Ok(match windows {
+        Some((_, _, dropped_by_watermark)) => {
+            // The state the last batch left, and any a crashed batch left, are no longer named.
+            for key in storage.list(&storage.checkpoint_dir(&d.name, &f.name)).await? {
+                if key.ends_with(".arrow") && Some(&key) != next.window_state.as_ref() {
+                    storage.delete(&key).await?;
+                }
+            }
+            FlowEffect::Windowed { rows, dropped_by_watermark }
+        }
+        None => FlowEffect::Rows(rows),
+    })
 }

@@ -191,6 +191,13 @@ fn parse_watermark(
                 k += 2;
             }
             if last == first {
+                if let Some(unit) = toks.get(first + 1).filter(|t| matches!(t.token, Token::Word(_))) {
+                    return Err(Diagnostic::at(
+                        &loc(unit, base),
+                        format!("unknown interval unit `{}` in the watermark delay", unit.token),
+                    )
+                    .with_hint("use weeks, days, hours, minutes, seconds, milliseconds or microseconds"));
+                }
                 return Err(expected());
             }
         }

@@ -20,9 +20,9 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
     Some(Capabilities {
         batch: true,
         streaming: true,
-        // Watermarks work through SQL on 4.1, but windowed output is not yet checked against
-        // our semantics: refused until it is.
-        event_time: false,
+        // `WATERMARK … DELAY OF` with `window(…)` in append mode: every line since 4.1 runs it, and
+        // `conformance/event-time` checks its tables against the native backend's.
+        event_time: true,
         cdc: facts.auto_cdc,
         expectations: facts.expectations,
         output_modes: vec![OutputMode::Append],
@@ -34,6 +34,8 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
         // A Databricks reader option: open-source Spark's JSON reader ignores it silently, so the
         // same project would drop or fail records instead.
         rescued_data: false,
+        // Spark keeps both sides in state and matches rows across batches.
+        stream_joins: true,
         ..Capabilities::none(format!("{BACKEND_NAME} (Spark {version})"))
     })
 }

@@ -141,6 +141,8 @@ impl EventTranslator {
                     },
                     error: t.error.clone(),
                     data_quality: None,
+                    // Nor does the server send its streaming progress.
+                    rows_dropped_by_watermark: 0,
                 })
                 .collect(),
         };

@@ -1,0 +1,128 @@
+//! Event time on the native backend: late rows are counted where users look, open windows survive
+//! between runs, and what the engine cannot run is refused before anything is written. Spark's
+//! own tables for the same windows are checked in `conformance/event-time` (both backends).
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use knut_thund::backend::{ExecBackend, RunPhase};
+use thund_native::NativeBackend;
+
+const SPEC: &str = "name: e\nlibraries:\n  - glob:\n      include: sql/**\n";
+
+const EVENTS: &str = "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+     CREATE STREAMING TABLE events AS SELECT id, CAST(ts AS TIMESTAMP) AS ts FROM STREAM(raw);\n";
+
+const COUNTS: &str = "CREATE STREAMING TABLE counts AS\n\
+     SELECT window.start AS ws, window.end AS we, count(*) AS n, max(id) AS last_id\n\
+     FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 5 MINUTES\n\
+     GROUP BY window(ts, '10 minutes');\n";
+
+/// Events `(id, minute after midnight)` as one new JSON file.
+fn write_events(dir: &Path, batch: u32, events: &[(u32, u32)]) {
+    let folder = dir.join("in");
+    std::fs::create_dir_all(&folder).unwrap();
+    let lines: String = events
+        .iter()
+        .map(|(id, m)| format!("{{\"id\": {id}, \"ts\": \"2026-06-01T{:02}:{:02}:00\"}}\n", m / 60, m % 60))
+        .collect();
+    std::fs::write(folder.join(format!("b{batch}.json")), lines).unwrap();
+}
+
+fn table(dir: &Path, sql: &str) -> Vec<Vec<String>> {
+    let mut r = rows(&query(dir, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))).1;
+    r.sort();
+    r
+}
+
+fn outcome<'a>(s: &'a knut_thund::backend::RunSummary, flow: &str) -> &'a knut_thund::backend::FlowOutcome {
+    s.flows.iter().find(|f| f.flow.ends_with(&format!(".{flow}"))).unwrap_or_else(|| panic!("{flow}"))
+}
+
+#[test]
+fn windows_are_written_once_when_the_watermark_passes_and_late_rows_are_counted() {
+    let sql = format!("{EVENTS}{COUNTS}");
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    write_events(dir.path(), 0, &[(1, 1), (2, 9), (3, 10), (4, 24), (5, 31)]);
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    // Watermark 00:26: [00:00, 00:10) and [00:10, 00:20) are final; [00:20, 00:30) is still open.
+    let q = "SELECT ws, n, last_id FROM counts";
+    assert_eq!(table(dir.path(), q), [["2026-06-01T00:00:00Z", "2", "2"], ["2026-06-01T00:10:00Z", "1", "3"]]);
+    assert_eq!(outcome(&s1, "counts").rows_dropped_by_watermark, 0);
+
+    // 00:15 is late (its window closed in run 1); 00:22 is older than the watermark but its
+    // window is open, so it counts. 00:47 moves the watermark to 00:42.
+    write_events(dir.path(), 1, &[(6, 15), (7, 22), (8, 47)]);
+    let (s2, events) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    assert_eq!(
+        table(dir.path(), q),
+        [
+            ["2026-06-01T00:00:00Z", "2", "2"],
+            ["2026-06-01T00:10:00Z", "1", "3"],
+            ["2026-06-01T00:20:00Z", "2", "7"],
+            ["2026-06-01T00:30:00Z", "1", "5"],
+        ]
+    );
+    assert_eq!(outcome(&s2, "counts").rows_dropped_by_watermark, 1);
+    let completed = events
+        .iter()
+        .find(|e| e.element.ends_with(".counts") && e.phase == Some(RunPhase::Completed))
+        .expect("the flow's COMPLETED event");
+    assert_eq!(completed.details.num_rows_dropped_by_watermark, Some(1));
+
+    // No new input: nothing to finalize beyond what run 2 did (Spark's no-data batch ran there).
+    let (s3, _) = run(dir.path());
+    assert_eq!(outcome(&s3, "counts").phase, RunPhase::Idle);
+    assert_eq!(table(dir.path(), q).len(), 4);
+
+    // A full refresh forgets the watermark and the open windows with the table.
+    let full = knut_thund::backend::RunOptions {
+        selection: knut_thund::plan::Selection { full_refresh_all: true, ..Default::default() },
+        ..Default::default()
+    };
+    let (s4, _) = run_with(dir.path(), full);
+    assert!(!s4.failed(), "{:?}", s4.flows);
+    assert_eq!(outcome(&s4, "counts").rows_dropped_by_watermark, 0);
+    assert_eq!(table(dir.path(), "SELECT n FROM counts WHERE ws = TIMESTAMP '2026-06-01 00:10:00'"), [["2"]]);
+}
+
+#[test]
+fn a_watermark_on_a_column_that_is_not_a_timestamp_is_a_clear_error() {
+    let sql = "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE counts AS\n\
+         SELECT window.start AS ws, count(*) AS n\n\
+         FROM STREAM(raw) WATERMARK ts DELAY OF INTERVAL 5 MINUTES\n\
+         GROUP BY window(ts, '10 minutes');\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    write_events(dir.path(), 0, &[(1, 1)]);
+    let (s, _) = run(dir.path());
+    let counts = outcome(&s, "counts");
+    assert_eq!(counts.phase, RunPhase::Failed);
+    let error = counts.error.as_deref().unwrap();
+    assert!(error.starts_with("sql/a.sql:4:"), "{error}");
+    assert!(
+        error.contains("event time must be defined on a window or a timestamp, but `ts` is of type string"),
+        "{error}"
+    );
+    assert!(!dir.path().join("storage/tables").exists() || query(dir.path(), "SELECT * FROM counts").is_err());
+}
+
+#[test]
+fn a_join_of_two_streams_is_refused_before_the_run() {
+    let sql = format!(
+        "{EVENTS}CREATE STREAMING TABLE other AS SELECT * FROM STREAM read_files('in2', format => 'json');\n\
+         CREATE STREAMING TABLE joined AS\n\
+         SELECT e.id, o.id AS other_id FROM STREAM(events) e\n\
+         JOIN STREAM(other) o ON e.id = o.id;\n\
+         CREATE STREAMING TABLE unioned AS SELECT id FROM STREAM(events) UNION ALL SELECT id FROM STREAM(other);\n"
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    let err = NativeBackend::new().check(&load(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("stream-stream joins"), "{err}");
+    assert!(err.contains("sql/a.sql:6:"), "{err}");
+    assert!(!err.contains("unioned"), "a union of streams is not a join: {err}");
+}
