@@ -351,6 +351,19 @@ impl Visitor for AggregateCalls {
     }
 }
 
+/// The positions in the top-level `SELECT` list of the items that aggregate nothing: the group's
+/// key columns of the result, by which an update-mode batch replaces the groups it changed.
+pub fn key_columns(q: &Query) -> Vec<usize> {
+    let Some(SetExpr::Select(select)) = q.ast.get().map(|a| a.body.as_ref()) else { return Vec::new() };
+    (0..select.projection.len())
+        .filter(|i| {
+            let mut calls = AggregateCalls::default();
+            let _ = select.projection[*i].visit(&mut calls);
+            calls.first.is_none()
+        })
+        .collect()
+}
+
 /// Where `q` joins two streams, if it does: a `FROM` (of any `SELECT` in it) with more than one
 /// streaming source, counting a subquery as streaming when it reads a stream. Unions of streams
 /// are not joins: each branch reads its own stream.

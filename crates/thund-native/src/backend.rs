@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use knut_thund::backend::{Capabilities, EventLog, ExecBackend, RunHandle, RunThread, TableFormats};
+use knut_thund::ir::OutputMode;
 use knut_thund::prepare::PreparedRun;
 
 use crate::engine::EngineOptions;
@@ -50,8 +51,9 @@ impl ExecBackend for NativeBackend {
             persistent_views: true,
             file_sources: true,
             once_flows: true,
-            // Windowed aggregation over event time, append mode (`event_time`).
+            // Aggregation over event time windows and the three output modes (`event_time`).
             event_time: true,
+            output_modes: vec![OutputMode::Append, OutputMode::Update, OutputMode::Complete],
             // Every table is a Delta table, whatever `USING` says.
             transactional_tables: TableFormats::Every,
             rescued_data: true,

@@ -1,21 +1,26 @@
-//! Windowed aggregation over event time in streaming flows, with Spark's append-mode results.
+//! Stateful aggregation in streaming flows — windows over event time, watermarks and the three
+//! output modes — with Spark Structured Streaming's results.
 //!
-//! A flow whose `STREAM` source has a `WATERMARK` and whose query groups by `window(ts, …)` runs
-//! each batch in three steps:
+//! A flow whose query aggregates a `STREAM` source runs each batch in three steps:
 //!
 //! ```text
 //!  new rows ──expand──▶ one row per (row, window it falls in), + __thund_window_start/_end
 //!            ──drop───▶ rows whose window ended at or before the watermark (counted: late)
-//!  state ∪ kept rows ──split at the new watermark──▶ closing rows │ open rows
-//!  closing rows ──the user's query, `window(…)` read from the two columns──▶ appended to the table
-//!  open rows ──▶ the next state, written before the batch commits (`checkpoint` has the protocol)
+//!  state ∪ kept rows ──split at the new watermark──▶ rows the query reads │ rows kept as state
+//!  the user's query, `window(…)` read from the two columns ──▶ the table, by output mode:
+//!     append    the windows the new watermark closed, each written once, final
+//!     update    the groups this batch changed, replacing their rows (one overwrite commit)
+//!     complete  every group (one overwrite commit); nothing is dropped or evicted
+//!  kept rows ──▶ the next state, written before the batch commits (`checkpoint` has the protocol)
 //! ```
 //!
-//! State is the input rows of windows still open, not partial aggregates: every aggregate Spark
-//! allows (`avg`, `min`, …) then comes out exact by running the user's own query once, when its
-//! window closes. The state is bounded by the watermark: a window's rows leave it when it closes.
-//! The watermark itself follows Spark (`knut_thund::event_time`): largest event time seen minus
-//! the delay, in milliseconds, advanced after the batch — and, as Spark's no-data batch does,
+//! State is the input rows of groups that can still change, not partial aggregates: every
+//! aggregate Spark allows (`avg`, `min`, …) then comes out exact by running the user's own query
+//! over them. With a watermark the state is bounded (a window's rows leave it when it closes);
+//! an update or complete aggregation without one keeps every row, as Spark keeps every group.
+//! Session windows are found again each batch from the state's raw rows, since sessions merge.
+//! The watermark follows Spark (`knut_thund::event_time`): largest event time seen minus the
+//! delay, in milliseconds, advanced after the batch — and, as Spark's no-data batch does, the
 //! windows it closes are written in the same run.
 
 use std::io::Cursor;
@@ -29,7 +34,7 @@ use arrow::ipc::reader::StreamReader;
 use arrow::ipc::writer::StreamWriter;
 use arrow::row::{RowConverter, SortField};
 use knut_thund::event_time::{shape, Window, WindowKind, MICROS_PER_MILLI};
-use knut_thund::ir::{Query, SourceLocation};
+use knut_thund::ir::{OutputMode, Query, SourceLocation};
 use sqlparser::ast::{Expr, GroupByExpr, Ident, Query as AstQuery, SelectItem, SetExpr, VisitMut, VisitorMut};
 
 use crate::error::{NativeError, Result};
@@ -40,71 +45,136 @@ pub(crate) const WINDOW_START: &str = "__thund_window_start";
 /// The column holding each row's window end.
 pub(crate) const WINDOW_END: &str = "__thund_window_end";
 
-/// The event-time work of a streaming flow's query.
+/// The stateful work of a streaming flow's aggregation: its windows, its watermark, and what its
+/// output mode writes each batch.
 #[derive(Debug, Clone)]
 pub(crate) struct Windowed {
-    /// The index of the watermarked read in the query's reads.
+    /// The index of the aggregated `STREAM` read in the query's reads.
     pub read: usize,
-    /// The event-time column.
+    /// The event-time column (of the watermark, or of the window without one).
     pub column: String,
-    /// The watermark delay, in milliseconds (Spark's precision).
-    pub delay_ms: i64,
-    /// The windows rows are grouped in.
-    pub window: Window,
+    /// The watermark delay, in milliseconds (Spark's precision); `None` without a watermark.
+    pub delay_ms: Option<i64>,
+    /// The windows rows are grouped in; `None` for an aggregation by plain columns.
+    pub window: Option<Window>,
+    /// What each batch writes: `append` the windows it closes, `update` the groups it changed,
+    /// `complete` every group.
+    pub mode: OutputMode,
     /// For a session window, the source columns that the query also groups by: sessions are
     /// per value of these.
     pub keys: Vec<String>,
-    /// Where the watermark is declared.
+    /// Where the watermark (or the window) is declared.
     pub location: SourceLocation,
 }
 
 impl Windowed {
-    /// What `q` does with event time: `None` for a query without a watermark, or one that does
-    /// not aggregate (a watermark on a stateless query changes nothing, as in Spark).
-    pub fn of(q: &Query) -> Result<Option<Windowed>> {
-        let Some(et) = &q.event_time else { return Ok(None) };
+    /// The stateful work of `q` written in `mode`: `None` for a query that does not aggregate (a
+    /// watermark on a stateless query changes nothing, as in Spark).
+    pub fn of(q: &Query, mode: OutputMode) -> Result<Option<Windowed>> {
         let plan_err =
             |location: &SourceLocation, message: String| NativeError::Plan { location: location.to_string(), message };
         let shape = shape(q).map_err(|d| {
             let first = d.into_iter().next().map(|d| d.message).unwrap_or_default();
             plan_err(&q.location, first)
         })?;
-        let Some(window) = shape.window else {
-            return match shape.aggregation {
-                None => Ok(None),
-                Some(at) => Err(plan_err(
-                    &at,
+        let Some(aggregation) = shape.aggregation else { return Ok(None) };
+        let et = q.event_time.as_ref();
+        match (et, &shape.window) {
+            (Some(et), Some(w)) if !et.column.eq_ignore_ascii_case(&w.column) => {
+                return Err(plan_err(
+                    &w.location,
+                    format!("the window is on `{}` but the watermark on `{}`", w.column, et.column),
+                ))
+            }
+            (Some(et), None) => {
+                return Err(plan_err(
+                    &aggregation,
                     format!(
                         "the native backend aggregates over event time by window: group by `window({}, '<length>')`",
                         et.column
                     ),
-                )),
-            };
-        };
-        let keys = match window.kind {
-            WindowKind::Session { .. } => {
-                session_keys(q, window.function()).map_err(|m| plan_err(&window.location, m))?
+                ))
             }
-            WindowKind::Time { .. } => Vec::new(),
+            (None, _) if mode == OutputMode::Append => {
+                // Validation refuses it first, with Spark's words.
+                return Err(plan_err(&aggregation, "a streaming aggregation in append mode needs a watermark".into()));
+            }
+            _ => {}
+        }
+        let window = shape.window;
+        let keys = match &window {
+            Some(w @ Window { kind: WindowKind::Session { .. }, .. }) => {
+                if mode == OutputMode::Update {
+                    return Err(plan_err(
+                        &w.location,
+                        "session windows in update mode are not supported by the native backend (a merged session \
+                         replaces rows written before under other keys); use append or complete"
+                            .into(),
+                    ));
+                }
+                session_keys(q, w.function()).map_err(|m| plan_err(&w.location, m))?
+            }
+            _ => Vec::new(),
         };
-        let delay = et.delay_micros().map_err(|d| plan_err(&et.location, d.message))?;
-        // The watermark follows the read it is written after.
-        let read = q
-            .reads
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.is_streaming() && r.span().end <= et.span.start)
-            .max_by_key(|(_, r)| r.span().end)
-            .map(|(i, _)| i)
-            .ok_or_else(|| plan_err(&et.location, "WATERMARK must follow a STREAM source".into()))?;
-        Ok(Some(Windowed {
-            read,
-            column: et.column.clone(),
-            delay_ms: delay / MICROS_PER_MILLI,
-            window,
-            keys,
-            location: et.location.clone(),
-        }))
+        let delay_ms = match et {
+            Some(et) => Some(et.delay_micros().map_err(|d| plan_err(&et.location, d.message))? / MICROS_PER_MILLI),
+            None => None,
+        };
+        let streams: Vec<usize> = (0..q.reads.len()).filter(|i| q.reads[*i].is_streaming()).collect();
+        let read = match et {
+            // The watermark follows the read it is written after.
+            Some(et) => streams
+                .iter()
+                .copied()
+                .filter(|i| q.reads[*i].span().end <= et.span.start)
+                .max_by_key(|i| q.reads[*i].span().end)
+                .ok_or_else(|| plan_err(&et.location, "WATERMARK must follow a STREAM source".into()))?,
+            None => match streams.as_slice() {
+                [one] => *one,
+                _ => {
+                    return Err(plan_err(
+                        &aggregation,
+                        "a streaming aggregation reads exactly one STREAM source".into(),
+                    ))
+                }
+            },
+        };
+        let (column, location) = match (et, &window) {
+            (Some(et), _) => (et.column.clone(), et.location.clone()),
+            (None, Some(w)) => (w.column.clone(), w.location.clone()),
+            (None, None) => (String::new(), aggregation),
+        };
+        Ok(Some(Windowed { read, column, delay_ms, window, mode, keys, location }))
+    }
+
+    /// Whether late rows are dropped and closed windows leave the state: with a watermark, in
+    /// append and update mode (complete mode keeps every group, as in Spark).
+    fn evicts(&self) -> bool {
+        self.delay_ms.is_some() && self.mode != OutputMode::Complete
+    }
+
+    /// The watermark after a batch whose largest event time was `max_ms`.
+    fn advance(&self, watermark: i64, max_ms: Option<i64>) -> i64 {
+        match (self.delay_ms, max_ms) {
+            (Some(delay), Some(m)) => watermark.max(m - delay),
+            _ => watermark,
+        }
+    }
+
+    /// What the query reads and the state keeps, by output mode, from all rows and which of them
+    /// are in windows the watermark closed.
+    fn split(
+        &self,
+        rows: &RecordBatch,
+        closed: &BooleanArray,
+        state: &RecordBatch,
+    ) -> Result<(RecordBatch, RecordBatch)> {
+        let open = arrow::compute::not(closed)?;
+        Ok(match self.mode {
+            OutputMode::Append => (filter_record_batch(rows, closed)?, filter_record_batch(state, &open)?),
+            OutputMode::Update => (rows.clone(), filter_record_batch(state, &open)?),
+            OutputMode::Complete => (rows.clone(), state.clone()),
+        })
     }
 
     /// The schema of expanded rows: the source's columns and the window's start and end.
@@ -142,11 +212,28 @@ impl Windowed {
     /// One batch: `new` rows of the source, the `state` left by the last batch and the
     /// `watermark` it left (milliseconds; 0 before the first batch, as in Spark).
     pub fn step(&self, source: &Schema, new: &[RecordBatch], state: Vec<RecordBatch>, watermark: i64) -> Result<Step> {
-        match self.window.kind {
-            WindowKind::Time { length, slide, start } => {
+        match self.window.as_ref().map(|w| w.kind) {
+            Some(WindowKind::Time { length, slide, start }) => {
                 self.time_step((length, slide, start), source, new, state, watermark)
             }
-            WindowKind::Session { gap } => self.session_step(gap, source, new, state, watermark),
+            Some(WindowKind::Session { gap }) => self.session_step(gap, source, new, state, watermark),
+            None => {
+                // Groups of plain columns: every row stays, and every group is read again.
+                let schema: SchemaRef = Arc::new(source.clone());
+                let mut rows = state.into_iter().map(|b| conform_state(&schema, b)).collect::<Result<Vec<_>>>()?;
+                rows.extend(new.iter().cloned());
+                let all = arrow::compute::concat_batches(&schema, &rows)?;
+                let fresh = new.to_vec();
+                Ok(Step {
+                    state_schema: Arc::clone(&schema),
+                    schema,
+                    closing: vec![all.clone()],
+                    open: vec![all],
+                    fresh,
+                    watermark,
+                    dropped: 0,
+                })
+            }
         }
     }
 
@@ -162,10 +249,11 @@ impl Windowed {
         let (column, tz) = self.event_time_column(source)?;
         let schema = self.expanded_schema(source)?;
         let micros = DataType::Timestamp(TimeUnit::Microsecond, tz);
-        let late_before = watermark * MICROS_PER_MILLI;
+        let late_before = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
         let mut max_ms: Option<i64> = None;
         let mut dropped = 0u64;
         let mut rows = state;
+        let mut fresh = Vec::new();
         for batch in new {
             let ts = cast(batch.column(column), &micros)?;
             let ts = ts.as_any().downcast_ref::<TimestampMicrosecondArray>().ok_or_else(|| {
@@ -198,13 +286,12 @@ impl Windowed {
             };
             columns.push(Arc::new(TimestampMicrosecondArray::from(starts).with_timezone_opt(tz.clone())));
             columns.push(Arc::new(TimestampMicrosecondArray::from(ends).with_timezone_opt(tz)));
-            rows.push(RecordBatch::try_new(Arc::clone(&schema), columns)?);
+            let expanded = RecordBatch::try_new(Arc::clone(&schema), columns)?;
+            fresh.push(expanded.clone());
+            rows.push(expanded);
         }
-        let watermark = match max_ms {
-            Some(m) => watermark.max(m - self.delay_ms),
-            None => watermark,
-        };
-        let closes_at = watermark * MICROS_PER_MILLI;
+        let watermark = self.advance(watermark, max_ms);
+        let closes_at = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
         let (mut closing, mut open) = (Vec::new(), Vec::new());
         let end_column = schema.index_of(WINDOW_END)?;
         for batch in rows {
@@ -215,14 +302,14 @@ impl Windowed {
                 .downcast_ref::<arrow::array::Int64Array>()
                 .ok_or_else(|| NativeError::Execution("internal error: window ends are not timestamps".into()))?;
             let closed: BooleanArray = ends.iter().map(|e| Some(e.is_some_and(|e| e <= closes_at))).collect();
-            let still_open = arrow::compute::not(&closed)?;
-            closing.push(filter_record_batch(&batch, &closed)?);
-            open.push(filter_record_batch(&batch, &still_open)?);
+            let (read, kept) = self.split(&batch, &closed, &batch)?;
+            closing.push(read);
+            open.push(kept);
         }
         closing.retain(|b| b.num_rows() > 0);
         open.retain(|b| b.num_rows() > 0);
         let state_schema = Arc::clone(&schema);
-        Ok(Step { schema, state_schema, closing, open, watermark, dropped })
+        Ok(Step { schema, state_schema, closing, open, fresh, watermark, dropped })
     }
 
     /// A batch of session windows. Sessions of one key merge as rows arrive, so the state is the
@@ -241,7 +328,7 @@ impl Windowed {
         let schema = self.expanded_schema(source)?;
         let raw: SchemaRef = Arc::new(source.clone());
         let micros = DataType::Timestamp(TimeUnit::Microsecond, tz.clone());
-        let late_before = watermark * MICROS_PER_MILLI;
+        let late_before = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
         let mut max_ms: Option<i64> = None;
         let mut dropped = 0u64;
         let mut rows = state.into_iter().map(|b| conform_state(&raw, b)).collect::<Result<Vec<_>>>()?;
@@ -253,18 +340,15 @@ impl Windowed {
                     let Some(t) = t else { return Some(false) };
                     max_ms = Some(max_ms.map_or(t / MICROS_PER_MILLI, |m| m.max(t / MICROS_PER_MILLI)));
                     // A row is late when the session it alone would open has already ended.
-                    let late = t + gap <= late_before;
+                    let late = t.saturating_add(gap) <= late_before;
                     dropped += u64::from(late);
                     Some(!late)
                 })
                 .collect();
             rows.push(filter_record_batch(batch, &keep)?);
         }
-        let watermark = match max_ms {
-            Some(m) => watermark.max(m - self.delay_ms),
-            None => watermark,
-        };
-        let closes_at = watermark * MICROS_PER_MILLI;
+        let watermark = self.advance(watermark, max_ms);
+        let closes_at = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
         let all = arrow::compute::concat_batches(&raw, &rows)?;
         let n = all.num_rows();
         let key_columns = self
@@ -272,7 +356,7 @@ impl Windowed {
             .iter()
             .map(|k| {
                 source.fields().iter().position(|f| f.name().eq_ignore_ascii_case(k)).ok_or_else(|| NativeError::Plan {
-                    location: self.window.location.to_string(),
+                    location: self.location.to_string(),
                     message: format!("`{k}`, grouped by with a session window, is not a column of the STREAM source"),
                 })
             })
@@ -304,14 +388,21 @@ impl Windowed {
             i = j;
         }
         let closed: BooleanArray = ends.iter().map(|e| Some(*e <= closes_at)).collect();
-        let still_open = arrow::compute::not(&closed)?;
         let mut columns = all.columns().to_vec();
         columns.push(Arc::new(TimestampMicrosecondArray::from(starts).with_timezone_opt(tz.clone())));
         columns.push(Arc::new(TimestampMicrosecondArray::from(ends).with_timezone_opt(tz)));
         let expanded = RecordBatch::try_new(Arc::clone(&schema), columns)?;
-        let closing = filter_record_batch(&expanded, &closed)?;
-        let open = filter_record_batch(&all, &still_open)?;
-        Ok(Step { schema, state_schema: raw, closing: vec![closing], open: vec![open], watermark, dropped })
+        let (closing, open) = self.split(&expanded, &closed, &all)?;
+        // Update mode is refused for sessions (`of`), so no batch needs only the changed sessions.
+        Ok(Step {
+            schema,
+            state_schema: raw,
+            closing: vec![closing],
+            open: vec![open],
+            fresh: Vec::new(),
+            watermark,
+            dropped,
+        })
     }
 
     /// The user's query reading the window from the expanded rows: `GROUP BY window(ts, …)`
@@ -322,7 +413,8 @@ impl Windowed {
             .get()
             .cloned()
             .ok_or_else(|| NativeError::Execution(format!("internal error: {} was not parsed", q.location)))?;
-        let function = self.window.function();
+        let Some(window) = &self.window else { return Ok(q.clone()) };
+        let function = window.function();
         if let SetExpr::Select(select) = ast.body.as_mut() {
             if let GroupByExpr::Expressions(exprs, _) = &mut select.group_by {
                 let mut out = Vec::with_capacity(exprs.len() + 1);
@@ -362,6 +454,8 @@ pub(crate) struct Step {
     pub closing: Vec<RecordBatch>,
     /// Rows of windows still open: the next batch's state.
     pub open: Vec<RecordBatch>,
+    /// This batch's own rows (expanded, late ones dropped): in update mode, which groups changed.
+    pub fresh: Vec<RecordBatch>,
     /// The watermark after this batch, in milliseconds.
     pub watermark: i64,
     /// Rows (one per window a row fell in) dropped because their window had already closed.

@@ -7,12 +7,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
+use datafusion::common::{Column, DFSchema};
 use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{binary_expr, Expr, JoinType, LogicalPlan, Operator};
+use datafusion::prelude::{DataFrame, SessionContext};
 
 use deltalake::kernel::Transaction;
 use deltalake::DeltaTable;
 use knut_thund::backend::DataQuality;
-use knut_thund::ir::{Dataset, DatasetKind, FlowKind};
+use knut_thund::event_time::key_columns;
+use knut_thund::ir::{Dataset, DatasetKind, FlowKind, OutputMode};
 
 use crate::checkpoint::{app_id, committed_batch, Checkpoint, CheckpointStore, CHECKPOINT_FORMAT_VERSION};
 use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
@@ -23,7 +27,7 @@ use crate::flow::{FlowEffect, FlowJob};
 use crate::sink::FileSink;
 use crate::sources::increments;
 use crate::storage::Storage;
-use crate::table::{align_to_target, conform, dir_url, write_append};
+use crate::table::{align_to_target, conform, dir_url, write_append, write_overwrite};
 
 static STREAM_SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -112,7 +116,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                     ),
                 });
             }
-            let windowed = Windowed::of(query)?;
+            let windowed = Windowed::of(query, d.output_mode.unwrap_or(OutputMode::Append))?;
             let inputs = increments(ctx, storage, &p.root, &query.reads, &state)
                 .await
                 .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
@@ -120,6 +124,8 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                 return Ok(FlowEffect::Nothing);
             }
             let mut streams = StreamTables::new();
+            // In update mode, the same query over this batch's rows alone: the groups it changed.
+            let mut fresh_streams = None;
             for i in inputs {
                 let name = format!("__thund_stream_{}", STREAM_SEQ.fetch_add(1, Ordering::Relaxed));
                 let provider = match &windowed {
@@ -132,6 +138,14 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                         next.watermark = Some(step.watermark);
                         let closing: Arc<dyn TableProvider> =
                             Arc::new(MemTable::try_new(Arc::clone(&step.schema), vec![step.closing])?);
+                        if w.mode == OutputMode::Update {
+                            let fresh = format!("{name}_fresh");
+                            ctx.register_table(
+                                fresh.as_str(),
+                                Arc::new(MemTable::try_new(Arc::clone(&step.schema), vec![step.fresh])?),
+                            )?;
+                            fresh_streams = Some((i.read, fresh));
+                        }
                         windows = Some((step.state_schema, step.open, step.dropped));
                         closing
                     }
@@ -147,8 +161,16 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                 Some(w) => w.rewrite(query)?,
                 None => query.clone(),
             };
-            let planned = plan_query_with_streams(ctx, &query, &p.root, &streams).await;
-            for n in streams.values() {
+            let mut planned = plan_query_with_streams(ctx, &query, &p.root, &streams).await;
+            if let (Ok(all), Some((read, fresh))) = (&planned, &fresh_streams) {
+                let mut only_fresh = streams.clone();
+                only_fresh.insert(*read, fresh.clone());
+                planned = match plan_query_with_streams(ctx, &query, &p.root, &only_fresh).await {
+                    Ok(changed) => changed_groups(ctx, all.clone(), changed, &key_columns(&query)),
+                    Err(e) => Err(e),
+                };
+            }
+            for n in streams.values().chain(fresh_streams.as_ref().map(|(_, n)| n)) {
                 let _ = ctx.deregister_table(n.as_str());
             }
             planned?
@@ -186,8 +208,15 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         next.window_state = Some(key);
     }
     store.write_pending(&next).await?;
+    let mode = windows.as_ref().map_or(OutputMode::Append, |_| d.output_mode.unwrap_or(OutputMode::Append));
     let written = match &sink {
         Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
+        // Both rewrite the table in one commit, and are idempotent: a batch recomputed after a
+        // crash between the commit and the checkpoint writes the same table again.
+        _ if mode == OutputMode::Complete => write_overwrite(ctx, storage, d, plan).await,
+        _ if mode == OutputMode::Update => {
+            upsert(ctx, storage, d, plan, existing.is_some(), &key_columns(f.query())).await
+        }
         _ => {
             let register = d.kind == DatasetKind::StreamingTable;
             write_append(ctx, &url, d, plan, existing, Transaction::new(&app, next.batch), register).await
@@ -208,4 +237,57 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         }
         None => FlowEffect::Rows(rows),
     })
+}
+
+/// The rows of `all` (the query over every row in state) for the groups `changed` (the query over
+/// this batch's rows alone) has: what an update-mode batch writes.
+fn changed_groups(ctx: &SessionContext, all: LogicalPlan, changed: LogicalPlan, keys: &[usize]) -> Result<LogicalPlan> {
+    let all = DataFrame::new(ctx.state(), all).alias("__thund_all")?;
+    let changed = DataFrame::new(ctx.state(), changed).alias("__thund_changed")?;
+    let on = key_pairs(all.schema(), changed.schema(), keys);
+    Ok(all.join_on(changed, JoinType::LeftSemi, on)?.into_unoptimized_plan())
+}
+
+/// `left.k IS NOT DISTINCT FROM right.k` for the key columns at `keys`: groups match on NULL too.
+fn key_pairs(left: &DFSchema, right: &DFSchema, keys: &[usize]) -> Vec<Expr> {
+    keys.iter()
+        .filter(|i| **i < left.fields().len() && **i < right.fields().len())
+        .map(|i| {
+            let (lq, lf) = left.qualified_field(*i);
+            let (rq, rf) = right.qualified_field(*i);
+            binary_expr(
+                Expr::Column(Column::new(lq.cloned(), lf.name())),
+                Operator::IsNotDistinctFrom,
+                Expr::Column(Column::new(rq.cloned(), rf.name())),
+            )
+        })
+        .collect()
+}
+
+/// Update mode: the groups in `changed` replace the table's rows with the same keys, in one
+/// overwrite commit; rows written are the changed groups.
+async fn upsert(
+    ctx: &SessionContext,
+    storage: &Storage,
+    d: &Dataset,
+    changed: LogicalPlan,
+    exists: bool,
+    keys: &[usize],
+) -> Result<u64> {
+    let batches = DataFrame::new(ctx.state(), changed).collect().await?;
+    let rows = batches.iter().map(|b| b.num_rows() as u64).sum();
+    let Some(schema) = batches.first().map(|b| b.schema()) else { return Ok(0) };
+    let changed = ctx.read_batches(batches)?.alias("__thund_changed")?;
+    let table = if exists {
+        let old = ctx.table(crate::engine::table_ref(&d.name)).await?.alias("__thund_old")?;
+        let on = key_pairs(old.schema(), changed.schema(), keys);
+        let kept = old.join_on(changed.clone(), JoinType::LeftAnti, on)?;
+        let columns: Vec<Expr> =
+            schema.fields().iter().map(|f| datafusion::prelude::col(format!("\"{}\"", f.name()))).collect();
+        kept.union(changed.select(columns)?)?
+    } else {
+        changed
+    };
+    write_overwrite(ctx, storage, d, table.into_unoptimized_plan()).await?;
+    Ok(rows)
 }

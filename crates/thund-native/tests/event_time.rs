@@ -126,3 +126,76 @@ fn a_join_of_two_streams_is_refused_before_the_run() {
     assert!(err.contains("sql/a.sql:6:"), "{err}");
     assert!(!err.contains("unioned"), "a union of streams is not a join: {err}");
 }
+
+/// The same windowed count in `mode`.
+fn counts_in(mode: &str) -> String {
+    format!(
+        "{EVENTS}CREATE STREAMING TABLE counts TBLPROPERTIES ('pipelines.outputMode' = '{mode}') AS\n\
+         SELECT window.start AS ws, count(*) AS n FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 5 MINUTES\n\
+         GROUP BY window(ts, '10 minutes');\n\
+         CREATE STREAMING TABLE per_parity TBLPROPERTIES ('pipelines.outputMode' = '{mode}') AS\n\
+         SELECT id % 2 AS parity, count(*) AS n, sum(id) AS ids FROM STREAM(events) GROUP BY id % 2;\n"
+    )
+}
+
+/// `(window start minute, count)` rows of `counts`, and `(parity, count, sum)` of `per_parity`.
+fn mode_tables(dir: &Path) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    (
+        table(dir, "SELECT CAST(minute(ws) AS BIGINT) AS m, n FROM counts ORDER BY m"),
+        table(dir, "SELECT parity, n, ids FROM per_parity"),
+    )
+}
+
+fn strings(rows: &[&[i64]]) -> Vec<Vec<String>> {
+    let mut v: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|x| x.to_string()).collect()).collect();
+    v.sort();
+    v
+}
+
+// Expected rows are replayed by hand from the events: run 1 writes ids 1@00:01, 2@00:09, 3@00:10,
+// 4@00:24, 5@00:31 (watermark after: 00:26); run 2 writes 6@00:15 (its window [00:10, 00:20)
+// ended before the watermark: late), 7@00:22 and 8@00:47.
+const RUN1: &[(u32, u32)] = &[(1, 1), (2, 9), (3, 10), (4, 24), (5, 31)];
+const RUN2: &[(u32, u32)] = &[(6, 15), (7, 22), (8, 47)];
+
+#[test]
+fn update_mode_rewrites_the_groups_a_batch_changed_and_drops_late_rows() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &counts_in("update"))]);
+    write_events(dir.path(), 0, RUN1);
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    // Open windows are written too, and rewritten when they change.
+    let (counts, parity) = mode_tables(dir.path());
+    assert_eq!(counts, strings(&[&[0, 2], &[10, 1], &[20, 1], &[30, 1]]));
+    assert_eq!(parity, strings(&[&[0, 2, 6], &[1, 3, 9]]));
+    write_events(dir.path(), 1, RUN2);
+    let (s2, _) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    let (counts, parity) = mode_tables(dir.path());
+    assert_eq!(counts, strings(&[&[0, 2], &[10, 1], &[20, 2], &[30, 1], &[40, 1]]));
+    assert_eq!(parity, strings(&[&[0, 4, 20], &[1, 4, 16]]));
+    // Only the changed groups are written: [00:20, 00:30) and [00:40, 00:50); both parities.
+    assert_eq!(outcome(&s2, "counts").rows_written, 2);
+    assert_eq!(outcome(&s2, "counts").rows_dropped_by_watermark, 1);
+    assert_eq!(outcome(&s2, "per_parity").rows_written, 2);
+}
+
+#[test]
+fn complete_mode_rewrites_every_group_and_keeps_late_rows() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &counts_in("complete"))]);
+    write_events(dir.path(), 0, RUN1);
+    assert!(!run(dir.path()).0.failed());
+    write_events(dir.path(), 1, RUN2);
+    let (s2, _) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    // Complete mode keeps all state (Spark does not drop by watermark here): 00:15 counts.
+    let (counts, parity) = mode_tables(dir.path());
+    assert_eq!(counts, strings(&[&[0, 2], &[10, 2], &[20, 2], &[30, 1], &[40, 1]]));
+    assert_eq!(parity, strings(&[&[0, 4, 20], &[1, 4, 16]]));
+    assert_eq!(outcome(&s2, "counts").rows_written, 5);
+    assert_eq!(outcome(&s2, "counts").rows_dropped_by_watermark, 0);
+    // No new input: the table stays as it is.
+    let (s3, _) = run(dir.path());
+    assert_eq!(outcome(&s3, "counts").phase, RunPhase::Idle);
+    assert_eq!(mode_tables(dir.path()).0.len(), 5);
+}
