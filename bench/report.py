@@ -102,7 +102,7 @@ def chart(tpch, streaming, scale, path):
         stream_ax.set_xticks([i + width for i in range(len(pipes))], pipes, fontsize=8)
         stream_ax.set_ylabel("wall time, s")
         stream_ax.legend(fontsize=8)
-        stream_ax.set_title(f"streaming lineitem, SF {streaming['sf']}: full vs incremental")
+        stream_ax.set_title(f"streaming, SF {streaming['sf']}: full vs incremental")
     if scale:
         sizes = list(scale["validate"])
         scale_ax.plot([int(n) for n in sizes], [scale["validate"][n]["wall_s"] * 1e3 for n in sizes], marker="o", color="#c8553d")
