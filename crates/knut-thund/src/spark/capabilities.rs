@@ -25,7 +25,7 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
         event_time: true,
         cdc: facts.auto_cdc,
         expectations: facts.expectations,
-        // Measured on 4.1.4: a streaming table's `pipelines.outputMode` is ignored and its flow
+        // Measured on 4.1.4 and 4.3.0: a streaming table's `pipelines.outputMode` is ignored and its flow
         // runs in append mode (an aggregation without watermark fails as append would).
         output_modes: vec![OutputMode::Append],
         sinks: facts.sink_output,
