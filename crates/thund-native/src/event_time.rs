@@ -147,6 +147,18 @@ impl Windowed {
         Ok(Some(Windowed { read, column, delay_ms, window, mode, keys, location }))
     }
 
+    /// What every windowed batch starts from.
+    fn batch(&self, source: &Schema, watermark: i64) -> Result<Batch> {
+        let (column, tz) = self.event_time_column(source)?;
+        Ok(Batch {
+            column,
+            micros: DataType::Timestamp(TimeUnit::Microsecond, tz.clone()),
+            tz,
+            schema: self.expanded_schema(source)?,
+            late_before: if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN },
+        })
+    }
+
     /// Whether late rows are dropped and closed windows leave the state: with a watermark, in
     /// append and update mode (complete mode keeps every group, as in Spark).
     fn evicts(&self) -> bool {
@@ -246,24 +258,17 @@ impl Windowed {
         state: Vec<RecordBatch>,
         watermark: i64,
     ) -> Result<Step> {
-        let (column, tz) = self.event_time_column(source)?;
-        let schema = self.expanded_schema(source)?;
-        let micros = DataType::Timestamp(TimeUnit::Microsecond, tz);
-        let late_before = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
+        let Batch { column, tz, micros, schema, late_before } = self.batch(source, watermark)?;
         let mut max_ms: Option<i64> = None;
         let mut dropped = 0u64;
         let mut rows = state;
         let mut fresh = Vec::new();
         for batch in new {
-            let ts = cast(batch.column(column), &micros)?;
-            let ts = ts.as_any().downcast_ref::<TimestampMicrosecondArray>().ok_or_else(|| {
-                NativeError::Execution("internal error: event time did not cast to microseconds".into())
-            })?;
+            let ts = timestamps(batch.column(column), &micros)?;
             let (mut indices, mut starts, mut ends) = (Vec::new(), Vec::new(), Vec::new());
             for (i, t) in ts.iter().enumerate() {
                 let Some(t) = t else { continue }; // no event time: no window (Spark filters it)
-                                                   // Spark truncates to milliseconds toward zero.
-                max_ms = Some(max_ms.map_or(t / MICROS_PER_MILLI, |m| m.max(t / MICROS_PER_MILLI)));
+                max_ms = Some(later(max_ms, t));
                 for (s, e) in Window::time_windows(length, slide, start, t) {
                     if e <= late_before {
                         dropped += 1;
@@ -280,12 +285,8 @@ impl Windowed {
                 .iter()
                 .map(|c| take(c.as_ref(), &indices, None))
                 .collect::<std::result::Result<_, _>>()?;
-            let tz = match &micros {
-                DataType::Timestamp(_, tz) => tz.clone(),
-                _ => None,
-            };
             columns.push(Arc::new(TimestampMicrosecondArray::from(starts).with_timezone_opt(tz.clone())));
-            columns.push(Arc::new(TimestampMicrosecondArray::from(ends).with_timezone_opt(tz)));
+            columns.push(Arc::new(TimestampMicrosecondArray::from(ends).with_timezone_opt(tz.clone())));
             let expanded = RecordBatch::try_new(Arc::clone(&schema), columns)?;
             fresh.push(expanded.clone());
             rows.push(expanded);
@@ -324,11 +325,8 @@ impl Windowed {
         state: Vec<RecordBatch>,
         watermark: i64,
     ) -> Result<Step> {
-        let (column, tz) = self.event_time_column(source)?;
-        let schema = self.expanded_schema(source)?;
+        let Batch { column, tz, micros, schema, late_before } = self.batch(source, watermark)?;
         let raw: SchemaRef = Arc::new(source.clone());
-        let micros = DataType::Timestamp(TimeUnit::Microsecond, tz.clone());
-        let late_before = if self.evicts() { watermark * MICROS_PER_MILLI } else { i64::MIN };
         let mut max_ms: Option<i64> = None;
         let mut dropped = 0u64;
         let mut rows = state.into_iter().map(|b| conform_state(&raw, b)).collect::<Result<Vec<_>>>()?;
@@ -338,7 +336,7 @@ impl Windowed {
                 .iter()
                 .map(|t| {
                     let Some(t) = t else { return Some(false) };
-                    max_ms = Some(max_ms.map_or(t / MICROS_PER_MILLI, |m| m.max(t / MICROS_PER_MILLI)));
+                    max_ms = Some(later(max_ms, t));
                     // A row is late when the session it alone would open has already ended.
                     let late = t.saturating_add(gap) <= late_before;
                     dropped += u64::from(late);
@@ -442,6 +440,25 @@ impl Windowed {
         rewritten.ast = knut_thund::ir::ParsedQuery::new(ast);
         Ok(rewritten)
     }
+}
+
+/// What a windowed batch works with.
+struct Batch {
+    /// The event-time column's index in the source.
+    column: usize,
+    /// Its time zone, which the window columns keep.
+    tz: Option<Arc<str>>,
+    /// Its type in microseconds.
+    micros: DataType,
+    /// The source's columns and the window's.
+    schema: SchemaRef,
+    /// Rows whose window ends at or before this (microseconds) are late.
+    late_before: i64,
+}
+
+/// The largest event time seen, with `t` (microseconds): Spark keeps milliseconds, truncating.
+fn later(max_ms: Option<i64>, t: i64) -> i64 {
+    max_ms.map_or(t / MICROS_PER_MILLI, |m| m.max(t / MICROS_PER_MILLI))
 }
 
 /// What one batch of a windowed flow reads and leaves.
