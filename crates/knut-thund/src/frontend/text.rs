@@ -89,6 +89,9 @@ pub fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Re
 pub struct LineIndex<'a> {
     text: &'a str,
     starts: Vec<usize>,
+    /// Every character is one byte: a column is a byte count (the usual case, and the fast one:
+    /// counting characters made this a sixth of `thund validate`'s time on large projects).
+    ascii: bool,
 }
 
 impl<'a> LineIndex<'a> {
@@ -96,7 +99,7 @@ impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { text, starts }
+        LineIndex { text, starts, ascii: text.is_ascii() }
     }
 
     /// Byte offset of a 1-based (line, column in chars) position.
@@ -104,6 +107,9 @@ impl<'a> LineIndex<'a> {
         let Some(&start) = self.starts.get(line.saturating_sub(1) as usize) else {
             return self.text.len();
         };
+        if self.ascii {
+            return (start + column.saturating_sub(1) as usize).min(self.text.len());
+        }
         let rest = &self.text[start..];
         rest.char_indices().nth(column.saturating_sub(1) as usize).map(|(i, _)| start + i).unwrap_or(self.text.len())
     }
