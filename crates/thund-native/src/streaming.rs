@@ -96,7 +96,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     };
     let state = store.recover(committed).await?;
     let mut next = Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
-    // A flow aggregating over event time: the open windows' rows and the late rows dropped.
+    // A flow that aggregates: its output mode, the rows it keeps as state and the late rows dropped.
     let mut windows = None;
     let plan = match &f.kind {
         FlowKind::Once { query, .. } => {
@@ -146,7 +146,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                             )?;
                             fresh_streams = Some((i.read, fresh));
                         }
-                        windows = Some((step.state_schema, step.open, step.dropped));
+                        windows = Some((w.mode, step.state_schema, step.open, step.dropped));
                         closing
                     }
                     _ => i.input.provider,
@@ -202,13 +202,13 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         Some(c) => c.checked_plan(ctx, plan).await?,
         None => plan,
     };
-    if let Some((schema, open, _)) = &windows {
+    if let Some((_, schema, open, _)) = &windows {
         let key = storage.window_state_key(&d.name, &f.name, next.batch);
         save_state(storage, &key, schema, open).await?;
         next.window_state = Some(key);
     }
     store.write_pending(&next).await?;
-    let mode = windows.as_ref().map_or(OutputMode::Append, |_| d.output_mode.unwrap_or(OutputMode::Append));
+    let mode = windows.as_ref().map_or(OutputMode::Append, |(mode, ..)| *mode);
     let written = match &sink {
         Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
         // Both rewrite the table in one commit, and are idempotent: a batch recomputed after a
@@ -226,7 +226,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     let rows = written?;
     store.commit(&next).await?;
     Ok(match windows {
-        Some((_, _, dropped_by_watermark)) => {
+        Some((.., dropped_by_watermark)) => {
             // The state the last batch left, and any a crashed batch left, are no longer named.
             for key in storage.list(&storage.checkpoint_dir(&d.name, &f.name)).await? {
                 if key.ends_with(".arrow") && Some(&key) != next.window_state.as_ref() {
