@@ -27,7 +27,7 @@ use std::io::Cursor;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, TimestampMicrosecondArray, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, TimestampMicrosecondArray, UInt32Array};
 use arrow::compute::{cast, filter_record_batch, take};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::ipc::reader::StreamReader;
@@ -575,12 +575,29 @@ pub(crate) async fn save_state(
     let mut bytes = Vec::new();
     {
         let mut w = StreamWriter::try_new(&mut bytes, schema)?;
-        for b in batches {
-            w.write(b)?;
-        }
+        w.write(&compact(schema, batches)?)?;
         w.finish()?;
     }
     storage.put(key, bytes).await
+}
+
+/// The open rows as one batch that owns only its own data. Rows kept by `take` or a filter still
+/// point into the whole string buffers of the batch they came from; written as they are, a state
+/// of a few thousand rows carried every earlier batch's strings and grew with each run.
+fn compact(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    let all = arrow::compute::concat_batches(schema, batches)?;
+    let columns: Vec<ArrayRef> = all
+        .columns()
+        .iter()
+        .map(|c| -> ArrayRef {
+            match c.data_type() {
+                DataType::Utf8View => Arc::new(c.as_string_view().gc()),
+                DataType::BinaryView => Arc::new(c.as_binary_view().gc()),
+                _ => Arc::clone(c),
+            }
+        })
+        .collect();
+    Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
 }
 
 /// A type as Spark names it in messages.

@@ -47,13 +47,12 @@ pub async fn table_increment(
         }
         None => (None, None),
     };
-    if !storage.is_table(&key).await? {
+    let Some(table) = storage.latest_table(name).await? else {
         // The source has not produced anything yet.
         let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
-    }
+    };
     let url = storage.table_url(name);
-    let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
     let now = table.version().map_or(-1, |v| v as i64);
     let table_id = table_id(storage, &key).await;
@@ -66,14 +65,22 @@ pub async fn table_increment(
         return Err(rewritten());
     }
     let files_now: BTreeSet<String> = active_files(&table)?;
-    let files_before: BTreeSet<String> = match last_version {
-        Some(v) if v >= 0 => active_files(&deltalake::open_table_with_version(url, v as u64).await?)?,
-        _ => BTreeSet::new(),
+    let added = match last_version {
+        Some(v) if v >= 0 => match commits_since(storage, &key, v, now).await? {
+            Commits::Added(added) if added.is_subset(&files_now) => added,
+            Commits::Rewritten => return Err(rewritten()),
+            // A commit file is gone (log cleanup) or unreadable: compare the two snapshots.
+            Commits::Added(_) | Commits::Unknown => {
+                let before = active_files(&deltalake::open_table_with_version(url, v as u64).await?)?;
+                if !before.is_subset(&files_now) {
+                    return Err(rewritten());
+                }
+                files_now.difference(&before).cloned().collect()
+            }
+        },
+        _ => files_now,
     };
-    if !files_before.is_subset(&files_now) {
-        return Err(rewritten());
-    }
-    let new: Vec<String> = files_now.difference(&files_before).cloned().collect();
+    let new: Vec<String> = added.into_iter().collect();
     let offset = Some(SourceOffset::Table { version: now, table_id });
     if new.is_empty() {
         let schema = table.table_provider().await?.schema();
@@ -82,6 +89,41 @@ pub async fn table_increment(
     }
     let provider = table.table_provider().with_file_paths(new).await?;
     Ok(NewInput { provider, has_data: true, offset })
+}
+
+/// What the commits after a version did to a source table's data.
+enum Commits {
+    /// Only added files (paths decoded as the snapshot lists them).
+    Added(BTreeSet<String>),
+    /// Removed data: the table was rewritten, and what the stream read before is not a prefix.
+    Rewritten,
+    /// A commit file is missing or unreadable.
+    Unknown,
+}
+
+/// The files that commits `after + 1 ..= now` of the table at `table_key` added, read from the
+/// commit files themselves: an incremental batch then reads one small file per new commit instead
+/// of replaying the whole log a second time at the old version. Changes that leave the data as it
+/// was (`dataChange: false`, e.g. a compaction) are skipped, as Delta's streaming source does.
+async fn commits_since(storage: &Storage, table_key: &str, after: i64, now: i64) -> Result<Commits> {
+    let mut added = BTreeSet::new();
+    for version in after + 1..=now {
+        let Some(bytes) = storage.get(&format!("{table_key}/_delta_log/{version:020}.json")).await? else {
+            return Ok(Commits::Unknown);
+        };
+        for line in String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()) {
+            let Ok(action) = serde_json::from_str::<serde_json::Value>(line) else { return Ok(Commits::Unknown) };
+            let changes_data = |a: &serde_json::Value| a.get("dataChange").and_then(|d| d.as_bool()).unwrap_or(true);
+            if let Some(add) = action.get("add").filter(|a| changes_data(a)) {
+                let Some(path) = add.get("path").and_then(|p| p.as_str()) else { return Ok(Commits::Unknown) };
+                added.insert(percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned());
+            }
+            if action.get("remove").is_some_and(changes_data) {
+                return Ok(Commits::Rewritten);
+            }
+        }
+    }
+    Ok(Commits::Added(added))
 }
 
 /// The Delta table id (`metaData.id` of its first commit, which never changes).

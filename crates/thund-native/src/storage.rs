@@ -25,17 +25,21 @@
 //! the same host, or deleted by hand).
 //!
 //! Every key comes from a method of [`Storage`]: the layout is written down here and nowhere else.
+//! A `Storage` also holds the last snapshot it loaded of each table (`latest_table`), so a run
+//! that reads a table several times reads its log once and then only the commits made since.
 //! A table's files replaced by an overwrite are deleted once past its retention (`table::vacuum`).
 //! Each name component is escaped: anything but ASCII letters, digits, `_` and `-` is written as
 //! `.XX` (hex), so a quoted name like `../x` (`.2E.2E.2Fx`) or `a/b` can never leave its folder.
 //! `.` because it is the one escape character every layer keeps as it is: `%2E%2E` would be
 //! decoded back to `..` in a URL, and object_store percent-encodes `~` in keys.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 use knut_thund::ir::{Pipeline, QualifiedName};
 use object_store::path::Path as ObjectPath;
@@ -56,6 +60,10 @@ pub struct Storage {
     store: Arc<dyn ObjectStore>,
     /// The folder, for a local root.
     local: Option<PathBuf>,
+    /// The last snapshot loaded of each table (by key), shared by the clones of one run: opening
+    /// a table reads its whole log, and a run reads the same table several times (to register it,
+    /// to append to it, to stream from it after an upstream flow wrote it).
+    snapshots: Arc<Mutex<HashMap<String, DeltaTable>>>,
 }
 
 impl PartialEq for Storage {
@@ -128,7 +136,7 @@ impl Storage {
         let prefix = ObjectPath::from_absolute_path(&root).unwrap_or_default();
         let fs = object_store::local::LocalFileSystem::new();
         let store = Arc::new(object_store::prefix::PrefixStore::new(fs, prefix));
-        Storage { url, store, local: Some(root) }
+        Storage { url, store, local: Some(root), snapshots: Arc::default() }
     }
 
     /// An S3 root; the store is configured from the `AWS_*` environment, as delta-rs's is.
@@ -141,7 +149,7 @@ impl Storage {
             .map_err(|e| NativeError::Storage(format!("storage `{url}`: {e}")))?;
         let prefix = ObjectPath::from(url.path().trim_matches('/'));
         let store = Arc::new(object_store::prefix::PrefixStore::new(s3, prefix));
-        Ok(Storage { url, store, local: None })
+        Ok(Storage { url, store, local: None, snapshots: Arc::default() })
     }
 
     /// The root folder of a local storage.
@@ -323,6 +331,36 @@ impl Storage {
     /// Whether a Delta table has been committed at `table_key`.
     pub async fn is_table(&self, table_key: &str) -> Result<bool> {
         Ok(self.delta_version(table_key).await? >= 0)
+    }
+
+    /// The table `name` at its latest version; `None` when it has no commit yet. A snapshot this
+    /// storage loaded before is brought up to date by reading only the commits made since (none,
+    /// when the table has not changed), instead of reading the whole log again.
+    pub async fn latest_table(&self, name: &QualifiedName) -> Result<Option<DeltaTable>> {
+        let key = self.table_key(name);
+        let now = self.delta_version(&key).await?;
+        if now < 0 {
+            self.forget_table(name);
+            return Ok(None);
+        }
+        let now = now as u64;
+        let held = self.snapshots.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let table = match held {
+            Some(t) if t.version() == Some(now) => t,
+            Some(mut t) if t.version().is_some_and(|held| held < now) => {
+                t.update_incremental(Some(now)).await?;
+                t
+            }
+            // None held, or one newer than the log: the table was deleted and created again.
+            _ => deltalake::open_table(self.table_url(name)).await?,
+        };
+        self.snapshots.lock().unwrap_or_else(|e| e.into_inner()).insert(key, table.clone());
+        Ok(Some(table))
+    }
+
+    /// Drops the snapshot held of `name`: its table is being deleted (a full refresh).
+    pub fn forget_table(&self, name: &QualifiedName) {
+        self.snapshots.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.table_key(name));
     }
 
     /// Takes the run lock, failing fast if another run holds it.

@@ -54,6 +54,7 @@ pub(crate) async fn reset_if_asked(storage: &Storage, d: &Dataset, asked: bool) 
         // The table's log goes first: a reset cut short leaves no table rather than one whose log
         // names files already deleted.
         let table = storage.table_key(&d.name);
+        storage.forget_table(&d.name);
         storage.delete_prefix(&format!("{table}/_delta_log")).await?;
         storage.delete_prefix(&table).await?;
         storage.delete_prefix(&storage.table_checkpoints(&d.name)).await?;
@@ -76,17 +77,20 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         None => storage.table_url(&d.name),
     };
     let delta = sink.as_ref().is_none_or(|s| s.format == "delta");
-    let is_table = match &sink {
-        Some(s) => s.path.join("_delta_log").is_dir(),
-        None => storage.is_table(&storage.table_key(&d.name)).await?,
+    let existing = match &sink {
+        Some(s) if delta && s.path.join("_delta_log").is_dir() => Some(DeltaTable::try_from_url(url.clone()).await?),
+        Some(_) => None,
+        None => storage.latest_table(&d.name).await?,
     };
-    let existing = if delta && is_table { Some(DeltaTable::try_from_url(url.clone()).await?) } else { None };
     let app = app_id(&f.name);
-    let committed = match &sink {
-        Some(s) if !delta => {
-            let pending = store.pending_batch().await?;
-            let done = s.committed_batch(&f.name, pending);
-            if let (Some(b), None) = (pending, done) {
+    // Only a crash leaves an intent, and only then does the target have to say whether its commit
+    // landed (finding a transaction version replays the table's whole log).
+    let pending = store.pending_batch().await?;
+    let committed = match (&sink, pending) {
+        (_, None) => None,
+        (Some(s), Some(b)) if !delta => {
+            let done = s.committed_batch(&f.name, Some(b));
+            if done.is_none() {
                 // The intent's files may be half renamed: remove them before recomputing.
                 s.discard(&f.name, b)?;
             }

@@ -208,10 +208,9 @@ pub async fn open_stored_table(
     storage: &Storage,
     name: &QualifiedName,
 ) -> Result<Option<Arc<dyn TableProvider>>> {
-    if !storage.is_table(&storage.table_key(name)).await? {
-        return Ok(None);
-    }
-    Ok(Some(open_at(ctx, &storage.table_url(name)).await?))
+    let Some(table) = storage.latest_table(name).await? else { return Ok(None) };
+    table.update_datafusion_session(&ctx.state())?;
+    Ok(Some(table.table_provider().await?))
 }
 
 /// Creates the folder of a local table location (delta-rs needs it to exist); object stores

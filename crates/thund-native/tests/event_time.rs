@@ -199,3 +199,52 @@ fn complete_mode_rewrites_every_group_and_keeps_late_rows() {
     assert_eq!(outcome(&s3, "counts").phase, RunPhase::Idle);
     assert_eq!(mode_tables(dir.path()).0.len(), 5);
 }
+
+/// Sizes of the open windows' state files under the project's checkpoints.
+fn state_files(dir: &Path) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.join(".thund/checkpoints")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.path().extension().is_some_and(|x| x == "arrow") {
+                out.push(e.metadata().unwrap().len());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_state_of_open_windows_holds_only_their_own_rows() {
+    let sql = "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE events AS SELECT CAST(ts AS TIMESTAMP) AS ts, note FROM STREAM(raw);\n\
+         CREATE STREAMING TABLE counts AS\n\
+         SELECT window.start AS ws, count(*) AS n, max(note) AS last_note\n\
+         FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 5 MINUTES\n\
+         GROUP BY window(ts, '10 minutes');\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    // 990 rows in [00:00, 00:10), which the watermark (00:14) closes, and 10 in the open
+    // [00:10, 00:20); every note is 100 bytes, so the notes of the whole batch are ~100 KB.
+    let folder = dir.path().join("in");
+    std::fs::create_dir_all(&folder).unwrap();
+    let line = |i: u32, minute: u32| {
+        format!("{{\"ts\": \"2026-06-01T00:{minute:02}:{:02}\", \"note\": \"{i:0100}\"}}\n", i % 60)
+    };
+    let rows: String = (0..990).map(|i| line(i, i % 10)).chain((990..1000).map(|i| line(i, 15 + i % 5))).collect();
+    std::fs::write(folder.join("b0.json"), rows).unwrap();
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    assert_eq!(table(dir.path(), "SELECT n FROM counts"), [["990"]]);
+    let sizes = state_files(dir.path());
+    assert_eq!(sizes.len(), 1, "one state file: {sizes:?}");
+    // The 10 open rows: their notes (1 KB), times and the window bounds, plus the format's framing.
+    assert!(sizes[0] < 12_000, "the state of 10 open rows takes {} bytes", sizes[0]);
+
+    // The open window is still whole: a later batch closes it with its 10 rows and 1 more.
+    std::fs::write(folder.join("b1.json"), line(1000, 19) + &line(1001, 45)).unwrap();
+    let (s2, _) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    assert_eq!(table(dir.path(), "SELECT n FROM counts"), [["11"], ["990"]]);
+}
