@@ -112,7 +112,7 @@ fn auto_cdc(c: &AutoCdcDetails) -> AutoCdcFlowDetails {
             ScdType::Type2 => define_flow::ScdType::ScdType2,
         } as i32),
         track_history_column_list: c.track_history_columns.iter().map(|k| column(k)).collect(),
-        track_history_except_column_list: vec![],
+        track_history_except_column_list: c.track_history_except_columns.iter().map(|k| column(k)).collect(),
     }
 }
 

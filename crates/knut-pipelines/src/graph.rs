@@ -204,6 +204,9 @@ pub struct AutoCdcDetails {
     pub stored_as: ScdType,
     /// `TRACK HISTORY ON` columns (SCD type 2 only).
     pub track_history_columns: Vec<String>,
+    /// `TRACK HISTORY ON * EXCEPT (…)` columns.
+    #[serde(default)]
+    pub track_history_except_columns: Vec<String>,
 }
 
 /// SQL text defining graph elements the protocol has no output type for (persistent views).

@@ -34,6 +34,8 @@ pub struct Capabilities {
     pub event_time: bool,
     /// AUTO CDC flows.
     pub cdc: bool,
+    /// AUTO CDC's `IGNORE NULL UPDATES`.
+    pub cdc_ignore_null_updates: bool,
     /// `CONSTRAINT … EXPECT`.
     pub expectations: bool,
     /// Output modes of streaming datasets.
@@ -81,6 +83,7 @@ impl Capabilities {
             streaming: false,
             event_time: false,
             cdc: false,
+            cdc_ignore_null_updates: false,
             expectations: false,
             output_modes: Vec::new(),
             sinks: false,
@@ -183,6 +186,17 @@ impl Capabilities {
             };
             if let Some((feature, detail)) = missing {
                 gap(feature, &f.name, &f.location, detail.into());
+            }
+            if matches!(&f.kind, FlowKind::AutoCdc(c) if c.ignore_null_updates)
+                && self.cdc
+                && !self.cdc_ignore_null_updates
+            {
+                gap(
+                    "IGNORE NULL UPDATES",
+                    &f.name,
+                    &f.location,
+                    "the server's AUTO CDC takes per-column lists only; this clause is not sent there".into(),
+                );
             }
             let q = f.query();
             if !self.stream_joins {

@@ -541,6 +541,9 @@ pub struct AutoCdc {
     pub scd_type: ScdType,
     /// `TRACK HISTORY ON` columns.
     pub track_history: Option<ColumnSelection>,
+    /// `IGNORE NULL UPDATES`: a NULL in an update keeps the column's current value.
+    #[serde(default)]
+    pub ignore_null_updates: bool,
 }
 
 /// A column list of AutoCDC.

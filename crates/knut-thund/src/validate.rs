@@ -219,6 +219,16 @@ impl Pipeline {
                             ),
                         ));
                     }
+                    if cdc.scd_type == ScdType::Type2 && cdc.apply_as_truncate.is_some() {
+                        problems.push((
+                            Some(f.target.clone()),
+                            Diagnostic::at(
+                                &f.location,
+                                format!("AUTO CDC flow `{}`: `APPLY AS TRUNCATE WHEN` is only for SCD TYPE 1", f.name),
+                            )
+                            .with_hint("a history table keeps every version; delete keys with `APPLY AS DELETE WHEN`"),
+                        ));
+                    }
                     if matches!(cdc.columns, ColumnSelection::Include(ref c) if c.is_empty()) {
                         problems
                             .push((Some(f.target.clone()), Diagnostic::at(&f.location, "AUTO CDC `COLUMNS` is empty")));

@@ -186,3 +186,83 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
     }
     assert!(kills_during_run >= 6, "only {kills_during_run} of 12 kills hit a running process (seed {seed})");
 }
+
+const CDC: &str = "CREATE STREAMING TABLE changes AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+     CREATE STREAMING TABLE current FLOW AUTO CDC FROM STREAM(changes) KEYS (id)\n\
+       APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n\
+     CREATE STREAMING TABLE history FLOW AUTO CDC FROM STREAM(changes) KEYS (id)\n\
+       APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2\n\
+       TRACK HISTORY ON * EXCEPT (note);";
+
+/// Batch `i` of changes to 20 keys: sequences interleave with earlier batches' (late changes),
+/// every seventh change is a delete, some change only the untracked `note`.
+fn write_changes(dir: &Path, i: u64) {
+    let folder = dir.join(format!("in/b{i:02}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let lines: String = (0..15u64)
+        .map(|k| {
+            let n = i * 15 + k;
+            let id = (n * 7) % 20;
+            // Later batches mostly carry newer sequences, but some are older than applied ones.
+            let seq = i * 100 + (k * 37) % 150;
+            let op = if n % 7 == 3 { "D" } else { "U" };
+            format!("{{\"id\": {id}, \"seq\": {seq}, \"op\": \"{op}\", \"v\": {}, \"note\": \"n{}\"}}\n", n % 4, n % 3)
+        })
+        .collect();
+    std::fs::write(folder.join("part.json"), lines).unwrap();
+}
+
+#[test]
+fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
+    let setup = |dir: &Path| {
+        std::fs::write(dir.join("spark-pipeline.yml"), "name: c\nlibraries:\n  - glob:\n      include: sql/**\n")
+            .unwrap();
+        std::fs::create_dir_all(dir.join("sql")).unwrap();
+        std::fs::write(dir.join("sql/a.sql"), CDC).unwrap();
+    };
+    let (killed, failed, calm) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for d in [&killed, &failed, &calm] {
+        setup(d.path());
+    }
+    write_changes(calm.path(), 0);
+    let t = Instant::now();
+    assert!(thund(calm.path()).status().unwrap().success());
+    let span = t.elapsed().as_micros() as u64 * 12 / 10;
+    for i in 1..10 {
+        write_changes(calm.path(), i);
+        assert!(thund(calm.path()).status().unwrap().success());
+    }
+
+    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
+    let mut rng = Lcg(seed);
+    let mut kills_during_run = 0;
+    // The steps of a batch between which a process can die (`cdc.rs`), in turn.
+    let steps = ["cdc-after-history", "cdc-after-commit"];
+    for i in 0..10 {
+        write_changes(killed.path(), i);
+        let mut child = thund(killed.path()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.next() % span));
+        if child.try_wait().unwrap().is_none() {
+            kills_during_run += 1;
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert!(thund(killed.path()).status().unwrap().success(), "run after a kill failed (seed {seed})");
+
+        // The same batch dies exactly at one step (abort, as a kill), then runs to the end.
+        write_changes(failed.path(), i);
+        let step = steps[i as usize % steps.len()];
+        let died = thund(failed.path()).env("THUND_FAILPOINT", step).env("THUND_FAILPOINT_KILL", "1").status().unwrap();
+        assert!(!died.success(), "the run did not stop at {step}");
+        assert!(thund(failed.path()).status().unwrap().success(), "run after dying at {step} failed");
+    }
+    eprintln!("{kills_during_run} of 10 kills hit a running process (seed {seed})");
+    for sql in ["SELECT * FROM current ORDER BY id", "SELECT * FROM history ORDER BY id, seq"] {
+        let expected = csv(calm.path(), sql);
+        assert!(expected.lines().count() > 10, "{sql}: {expected}");
+        assert_eq!(csv(killed.path(), sql), expected, "{sql} after kills (seed {seed})");
+        assert_eq!(csv(failed.path(), sql), expected, "{sql} after dying at each step");
+    }
+    assert!(kills_during_run >= 5, "only {kills_during_run} of 10 kills hit a running process (seed {seed})");
+}

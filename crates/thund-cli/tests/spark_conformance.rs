@@ -64,12 +64,22 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
     cases.sort();
     let mut failures = Vec::new();
     let mut ran = Vec::new();
+    let mut skipped = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let data = tempfile::tempdir().unwrap();
         let db = format!("conf_{}_{}", name.replace('-', "_"), std::process::id());
         let native_dir = prepare(case, data.path(), None);
         let spark_dir = prepare(case, data.path(), Some(&db));
+        // A case the server's line cannot run (AUTO CDC before 4.3, or into parquet tables) is
+        // refused by the backend's capability check, and skipped for that reason only.
+        let spark = SparkBackend::new(&url);
+        spark.connect().expect("the Spark server answers");
+        if let Err(e) = spark.check(&knut_thund::frontend::load(spark_dir.path()).unwrap()) {
+            eprintln!("SKIPPED on Spark {name}: {e}");
+            skipped.push(name);
+            continue;
+        }
         let generator = std::fs::read_dir(case)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -131,6 +141,8 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
         ran.push(name);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert_eq!(ran.len(), cases.len());
-    assert!(ran.len() >= 2, "{ran:?}");
+    assert_eq!(ran.len() + skipped.len(), cases.len());
+    for must in ["event-time", "sdp-basics", "stream-files"] {
+        assert!(ran.contains(&must.to_string()), "{must} must run on Spark; ran {ran:?}, skipped {skipped:?}");
+    }
 }

@@ -54,6 +54,9 @@ impl ExecBackend for NativeBackend {
             // Aggregation over event time windows and the three output modes (`event_time`).
             event_time: true,
             output_modes: vec![OutputMode::Append, OutputMode::Update, OutputMode::Complete],
+            // AUTO CDC, SCD types 1 and 2 (`cdc`).
+            cdc: true,
+            cdc_ignore_null_updates: true,
             // Every table is a Delta table, whatever `USING` says.
             transactional_tables: TableFormats::Every,
             rescued_data: true,

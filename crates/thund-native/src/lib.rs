@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod cdc;
 mod checkpoint;
 mod engine;
 mod error;

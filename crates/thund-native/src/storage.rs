@@ -195,6 +195,11 @@ impl Storage {
         format!("{}/{}", self.table_checkpoints(target), encode_component(&flow.to_string()))
     }
 
+    /// Key of the Delta table of changes an AUTO CDC `flow` into `target` applied.
+    pub fn cdc_history_key(&self, target: &QualifiedName, flow: &QualifiedName) -> String {
+        format!("{}/history", self.checkpoint_dir(target, flow))
+    }
+
     /// Key of the open windows' rows that batch `batch` of `flow` leaves for the next one. Each
     /// batch writes its own, so a batch that crashes before it commits never touches the state
     /// the checkpoint still names.

@@ -179,11 +179,8 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
             }
             planned?
         }
-        FlowKind::AutoCdc(_) => {
-            return Err(NativeError::Execution(format!(
-                "AUTO CDC flow `{}` cannot run on the native backend yet",
-                f.name
-            )))
+        FlowKind::AutoCdc(cdc) => {
+            return crate::cdc::batch(job, cdc, &store, &state, next, existing, &app).await;
         }
     };
     let by_name = matches!(f.kind, FlowKind::Append { by_name: true, .. } | FlowKind::Once { by_name: true, .. });

@@ -182,6 +182,49 @@ pub(crate) async fn write_append(
     Ok(rows)
 }
 
+/// Appends `batch` to the Delta table at `url` (created by this commit when `existing` is
+/// `None`), recording `txn`: plain tables Þund keeps for itself, such as an AUTO CDC history.
+pub(crate) async fn append_batches(
+    url: &Url,
+    existing: Option<DeltaTable>,
+    batch: RecordBatch,
+    txn: Transaction,
+) -> Result<DeltaTable> {
+    ensure_local_dir(url)?;
+    let table = match existing {
+        Some(t) => t,
+        None => deltalake::DeltaTableBuilder::from_url(url.clone())?.build()?,
+    };
+    Ok(table
+        .write(vec![batch])
+        .with_save_mode(SaveMode::Append)
+        .with_writer_properties(writer_properties())
+        .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
+        .await?)
+}
+
+/// Replaces `files` of `target` with `plan`'s rows in one commit that records `txn`, and
+/// registers the new version for the flows that read it.
+pub(crate) async fn replace_files(
+    ctx: &SessionContext,
+    d: &Dataset,
+    target: &DeltaTable,
+    plan: LogicalPlan,
+    files: Vec<String>,
+    txn: Transaction,
+) -> Result<u64> {
+    match parallel_write(ctx, target, plan, Commit::Replace { files, txn }).await? {
+        Some(w) => {
+            register_written(ctx, d, &w.table).await?;
+            Ok(w.rows)
+        }
+        None => Err(NativeError::Execution(format!(
+            "AUTO CDC into `{}`: the native backend rewrites only unpartitioned tables on Delta's basic protocol",
+            d.name
+        ))),
+    }
+}
+
 /// Creates `table` (not yet on storage) with no rows: `schema` as Delta would store it and the
 /// dataset's creation details.
 async fn create_empty(table: DeltaTable, d: &Dataset, schema: &arrow::datatypes::SchemaRef) -> Result<DeltaTable> {

@@ -52,6 +52,14 @@ pub(crate) enum Commit {
     Overwrite,
     /// Keep the current files, and record the flow's batch number.
     Append(Transaction),
+    /// Remove the named files (paths as the table lists them), and record the flow's batch
+    /// number: the new files replace them (an AUTO CDC batch rewriting the files of its keys).
+    Replace {
+        /// The files replaced.
+        files: Vec<String>,
+        /// The flow's batch.
+        txn: Transaction,
+    },
 }
 
 /// A committed parallel write: the table at its new version and the rows it added.
@@ -70,7 +78,7 @@ pub(crate) async fn parallel_write(
 ) -> Result<Option<Committed>> {
     let snapshot = table.snapshot()?;
     let table_schema = snapshot.snapshot().arrow_schema();
-    if !eligible(table, matches!(commit, Commit::Overwrite))? {
+    if !eligible(table, !matches!(commit, Commit::Append(_)))? {
         return Ok(None);
     }
     let physical = ctx.state().create_physical_plan(&plan).await?;
@@ -151,6 +159,27 @@ pub(crate) async fn parallel_write(
         Commit::Append(txn) => {
             properties = properties.with_application_transaction(txn);
             SaveMode::Append
+        }
+        Commit::Replace { files, txn } => {
+            let files: std::collections::HashSet<String> = files.into_iter().collect();
+            let removes: Vec<Action> = snapshot
+                .snapshot()
+                .file_views(log_store.as_ref(), None)
+                .try_filter(|f| std::future::ready(files.contains(f.path().as_ref())))
+                .map_ok(|f| Action::Remove(f.remove_action(true)))
+                .try_collect()
+                .await?;
+            if removes.len() != files.len() {
+                return Err(NativeError::Execution(format!(
+                    "internal error: {} of the {} files to replace are not in the table",
+                    files.len() - removes.len(),
+                    files.len()
+                )));
+            }
+            removed = removes.len();
+            actions.extend(removes);
+            properties = properties.with_application_transaction(txn);
+            SaveMode::Overwrite
         }
     };
     let added = adds.len();

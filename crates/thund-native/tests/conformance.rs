@@ -102,7 +102,7 @@ fn native_backend_reproduces_sparks_tables() {
         eprintln!("skipped (capability check refuses it): {s}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    for must in ["event-time", "sdp-basics", "stream-files"] {
+    for must in ["auto-cdc", "event-time", "sdp-basics", "stream-files"] {
         assert!(ran.contains(&must.to_string()), "{must} must run on the native backend; ran {ran:?}");
     }
 }

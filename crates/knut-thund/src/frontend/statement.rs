@@ -599,9 +599,9 @@ fn flow(
     Ok(())
 }
 
-const CDC_CLAUSES: [&str; 6] = ["KEYS", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK"];
+const CDC_CLAUSES: [&str; 7] = ["KEYS", "IGNORE", "APPLY", "SEQUENCE", "COLUMNS", "STORED", "TRACK"];
 
-/// `FROM src KEYS (…) [APPLY AS DELETE WHEN …] [APPLY AS TRUNCATE WHEN …] SEQUENCE BY …
+/// `FROM src KEYS (…) [IGNORE NULL UPDATES] [APPLY AS DELETE WHEN …] [APPLY AS TRUNCATE WHEN …] SEQUENCE BY …
 /// [COLUMNS …] [STORED AS SCD TYPE 1|2] [TRACK HISTORY ON …]`.
 fn auto_cdc(c: &mut Cursor<'_>, names: &NameContext) -> PResult<AutoCdc> {
     c.expect_word("FROM")?;
@@ -624,10 +624,13 @@ fn auto_cdc(c: &mut Cursor<'_>, names: &NameContext) -> PResult<AutoCdc> {
         columns: ColumnSelection::All,
         scd_type: ScdType::Type1,
         track_history: None,
+        ignore_null_updates: false,
     };
     while !c.at_end() {
         if c.eat_word("KEYS") {
             cdc.keys = c.ident_list(false)?;
+        } else if c.eat_words(&["IGNORE", "NULL", "UPDATES"]) {
+            cdc.ignore_null_updates = true;
         } else if c.eat_words(&["APPLY", "AS", "DELETE", "WHEN"]) {
             cdc.apply_as_delete = Some(c.expression_until(&CDC_CLAUSES, "a condition")?.trim().to_string());
         } else if c.eat_words(&["APPLY", "AS", "TRUNCATE", "WHEN"]) {

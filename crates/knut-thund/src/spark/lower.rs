@@ -168,6 +168,10 @@ impl Pipeline {
                             Some(ColumnSelection::Include(v)) => v.clone(),
                             _ => vec![],
                         },
+                        track_history_except_columns: match &c.track_history {
+                            Some(ColumnSelection::Except(v)) => v.clone(),
+                            _ => vec![],
+                        },
                     })
                 }
             };
@@ -255,5 +259,29 @@ mod tests {
         fs.span = Span { start: 10, end: 500 };
         let err = p.to_sdp().unwrap_err().to_string();
         assert!(err.contains("cannot replace bytes 10..500"), "{err}");
+    }
+
+    #[test]
+    fn every_auto_cdc_clause_is_lowered_and_ignore_null_updates_is_refused_by_spark() {
+        let p = crate::frontend::load_sql(
+            "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE STREAMING TABLE t USING delta FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+               APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op)\n\
+               STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (email, note);\n\
+             CREATE STREAMING TABLE u USING delta FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+               IGNORE NULL UPDATES SEQUENCE BY seq;\n",
+        );
+        let g = p.to_sdp().unwrap();
+        let f = g.flows.iter().find(|f| f.name == "spark_catalog.default.t").unwrap();
+        let FlowDetails::AutoCdc(c) = &f.details else { panic!("{f:?}") };
+        assert_eq!(c.track_history_except_columns, ["email", "note"]);
+        assert!(c.track_history_columns.is_empty());
+        assert_eq!(c.except_column_list, ["op"]);
+        assert_eq!(c.apply_as_deletes.as_deref(), Some("op = 'D'"));
+
+        let spark_43 = super::super::capabilities("4.3.0").unwrap();
+        let err = spark_43.check(&p).unwrap_err().to_string();
+        assert!(err.contains("IGNORE NULL UPDATES") && err.contains("spark_catalog.default.u"), "{err}");
+        assert!(!err.contains("spark_catalog.default.t`"), "{err}");
     }
 }

@@ -1,0 +1,594 @@
+//! AUTO CDC: a change feed applied by key to a streaming table, as SCD type 1 (the latest row of
+//! each key) or type 2 (every version, with `__START_AT` / `__END_AT`).
+//!
+//! Changes apply in `SEQUENCE BY` order, never in arrival order, so a batch cannot simply be
+//! merged into the table: a late change may belong before rows already written, behind a delete,
+//! or inside a version it splits. Each flow therefore keeps the changes it applied (its
+//! *history*, a Delta table beside its checkpoint: the target's columns plus the evaluated
+//! sequence, the operation and the batch number). A batch
+//!
+//! ```text
+//!  1. evaluates the sequence and the DELETE / TRUNCATE conditions of its new changes
+//!     (a NULL sequence is an error naming the flow and the row count)
+//!  2. replays, per key it touches, that key's history plus the new changes in sequence order
+//!     (`replay`): the key's rows in the target
+//!  3. appends the new changes to the history (its own application transaction: idempotent)
+//!  4. rewrites the target's files that hold a touched key: their other rows, plus the replayed
+//!     rows, in one Delta commit that carries the flow's application transaction
+//! ```
+//! inside the streaming checkpoint protocol (`checkpoint`): a crash anywhere is resolved by the
+//! target's transaction version, and a recomputed batch reads the history of earlier batches
+//! only. A truncate touches every key. Replaying a key's whole history makes the result equal
+//! to a replay of the whole change feed sorted by sequence, whatever order it arrived in.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, interleave, take};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::row::{RowConverter, Rows, SortField};
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{col, lit, Expr, JoinType};
+use datafusion::prelude::{DataFrame, SessionContext};
+use deltalake::kernel::Transaction;
+use deltalake::DeltaTable;
+use knut_thund::ir::{AutoCdc, ColumnSelection, Flow, ScdType};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use datafusion::logical_expr::LogicalPlan;
+use knut_thund::frontend::query::{analyze, NameContext};
+
+use crate::checkpoint::{Checkpoint, CheckpointStore};
+use crate::engine::{plan_query_with_streams, StreamTables};
+use crate::error::{NativeError, Result};
+use crate::flow::{FlowEffect, FlowJob};
+use crate::sources::increments;
+
+/// Columns of the history beside the target's.
+pub(crate) const SEQ: &str = "__thund_seq";
+pub(crate) const OP: &str = "__thund_op";
+pub(crate) const BATCH: &str = "__thund_batch";
+/// SCD type 2's validity columns, named as DLT names them.
+pub const START_AT: &str = "__START_AT";
+pub const END_AT: &str = "__END_AT";
+
+/// An operation of a change.
+pub(crate) const UPSERT: &str = "U";
+pub(crate) const DELETE: &str = "D";
+pub(crate) const TRUNCATE: &str = "T";
+
+/// What the flow's clauses mean for a change feed of a given schema.
+pub(crate) struct Shape {
+    /// The target's data columns (the `COLUMNS` selection of the feed), in the feed's order.
+    pub columns: Vec<String>,
+    /// Indices of the key columns in `columns`.
+    pub keys: Vec<usize>,
+    /// Indices (in `columns`) whose change opens a new SCD 2 version.
+    pub tracked: Vec<usize>,
+    pub scd: ScdType,
+    pub ignore_nulls: bool,
+}
+
+impl Shape {
+    /// Resolves the clauses against the feed's columns; unknown columns are an error at the
+    /// flow's location, every one named at once.
+    pub fn of(f: &Flow, cdc: &AutoCdc, feed: &Schema) -> Result<Shape> {
+        let all: Vec<String> = feed.fields().iter().map(|f| f.name().clone()).collect();
+        let find = |n: &str| all.iter().find(|c| c.eq_ignore_ascii_case(n)).cloned();
+        let mut unknown = Vec::new();
+        let mut check = |what: &str, names: &[String]| {
+            for n in names {
+                if find(n).is_none() {
+                    unknown.push(format!("`{n}` ({what})"));
+                }
+            }
+        };
+        check("KEYS", &cdc.keys);
+        let selected: Vec<String> = match &cdc.columns {
+            ColumnSelection::All => all.clone(),
+            ColumnSelection::Include(v) => {
+                check("COLUMNS", v);
+                all.iter().filter(|c| v.iter().any(|x| x.eq_ignore_ascii_case(c))).cloned().collect()
+            }
+            ColumnSelection::Except(v) => {
+                check("COLUMNS * EXCEPT", v);
+                all.iter().filter(|c| !v.iter().any(|x| x.eq_ignore_ascii_case(c))).cloned().collect()
+            }
+        };
+        let tracked_names: Vec<String> = match &cdc.track_history {
+            None | Some(ColumnSelection::All) => selected.clone(),
+            Some(ColumnSelection::Include(v)) => {
+                check("TRACK HISTORY ON", v);
+                v.iter().filter_map(|n| find(n)).collect()
+            }
+            Some(ColumnSelection::Except(v)) => {
+                check("TRACK HISTORY ON * EXCEPT", v);
+                selected.iter().filter(|c| !v.iter().any(|x| x.eq_ignore_ascii_case(c))).cloned().collect()
+            }
+        };
+        let err = |message: String| NativeError::Plan { location: f.location.to_string(), message };
+        if !unknown.is_empty() {
+            return Err(err(format!(
+                "AUTO CDC flow `{}` names columns its change feed does not have: {} (the feed has: {})",
+                f.name,
+                unknown.join(", "),
+                all.join(", ")
+            )));
+        }
+        let index = |n: &String| selected.iter().position(|c| c.eq_ignore_ascii_case(n));
+        let keys: Vec<usize> = cdc.keys.iter().filter_map(index).collect();
+        if keys.len() != cdc.keys.len() {
+            return Err(err(format!("AUTO CDC flow `{}`: every key must be one of the target's COLUMNS", f.name)));
+        }
+        for reserved in [START_AT, END_AT] {
+            if cdc.scd_type == ScdType::Type2 && selected.iter().any(|c| c.eq_ignore_ascii_case(reserved)) {
+                return Err(err(format!(
+                    "AUTO CDC flow `{}`: the change feed has a column `{reserved}`, which SCD TYPE 2 adds itself; leave it out with COLUMNS * EXCEPT ({reserved})",
+                    f.name
+                )));
+            }
+        }
+        // Neither the keys nor the sequence column (which every change moves) open a version.
+        let sequence =
+            cdc.sequence_by.as_deref().map(|s| s.trim().trim_matches('`')).and_then(|s| index(&s.to_string()));
+        let tracked =
+            tracked_names.iter().filter_map(index).filter(|i| !keys.contains(i) && Some(*i) != sequence).collect();
+        Ok(Shape { columns: selected, keys, tracked, scd: cdc.scd_type, ignore_nulls: cdc.ignore_null_updates })
+    }
+
+    /// The target's schema: the data columns (types from the history) and, for SCD 2, the
+    /// validity columns of the sequence's type.
+    pub fn target_schema(&self, history: &Schema) -> Result<SchemaRef> {
+        let mut fields: Vec<Field> = Vec::new();
+        for c in &self.columns {
+            fields.push(history.field_with_name(c)?.as_ref().clone().with_nullable(true));
+        }
+        if self.scd == ScdType::Type2 {
+            let seq = history.field_with_name(SEQ)?.data_type().clone();
+            fields.push(Field::new(START_AT, seq.clone(), true));
+            fields.push(Field::new(END_AT, seq, true));
+        }
+        Ok(Arc::new(Schema::new(fields)))
+    }
+}
+
+/// The SQL that evaluates a change feed's clauses: its columns, the sequence, the operation.
+pub(crate) fn evaluating_sql(cdc: &AutoCdc, shape_columns: &[String], relation: &str) -> String {
+    let op = match (&cdc.apply_as_truncate, &cdc.apply_as_delete) {
+        (Some(t), Some(d)) => {
+            format!("CASE WHEN coalesce(({t}), false) THEN '{TRUNCATE}' WHEN coalesce(({d}), false) THEN '{DELETE}' ELSE '{UPSERT}' END")
+        }
+        (Some(t), None) => format!("CASE WHEN coalesce(({t}), false) THEN '{TRUNCATE}' ELSE '{UPSERT}' END"),
+        (None, Some(d)) => format!("CASE WHEN coalesce(({d}), false) THEN '{DELETE}' ELSE '{UPSERT}' END"),
+        (None, None) => format!("'{UPSERT}'"),
+    };
+    let columns: Vec<String> = shape_columns.iter().map(|c| knut_thund::ir::quote_ident(c)).collect();
+    format!(
+        "SELECT {}, ({}) AS {SEQ}, {op} AS {OP} FROM {relation}",
+        columns.join(", "),
+        cdc.sequence_by.as_deref().unwrap_or("NULL")
+    )
+}
+
+/// Rows of one key's replay: for each output row and data column, the history row its value
+/// comes from; for SCD 2 also the rows whose sequence opens and closes the version.
+struct Out {
+    values: Vec<usize>,
+    start: usize,
+    end: Option<usize>,
+}
+
+/// Replays `history` (data columns, then [`SEQ`], [`OP`], [`BATCH`]) into the target rows of
+/// every key in it. `truncates` are the sequence rows (indices into `history`) of truncations,
+/// which remove every key's rows older than them.
+pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    let n = shape.columns.len();
+    let seq_i = history.schema().index_of(SEQ)?;
+    let op_i = history.schema().index_of(OP)?;
+    let batch_i = history.schema().index_of(BATCH)?;
+    let seq = rows_of(&[Arc::clone(history.column(seq_i))])?;
+    let keys = rows_of(&shape.keys.iter().map(|k| Arc::clone(history.column(*k))).collect::<Vec<_>>())?;
+    let ops = history.column(op_i).as_string::<i32>().clone();
+    let batches = history.column(batch_i).as_primitive::<arrow::datatypes::Int64Type>().clone();
+    // Each data column on its own, so values can be compared column by column.
+    let values: Vec<Rows> = (0..n).map(|c| rows_of(&[Arc::clone(history.column(c))])).collect::<Result<_>>()?;
+
+    // Sequence order; ties keep arrival order (earlier batch, then position).
+    let mut order: Vec<usize> = (0..history.num_rows()).collect();
+    order.sort_by(|a, b| seq.row(*a).cmp(&seq.row(*b)).then(batches.value(*a).cmp(&batches.value(*b))).then(a.cmp(b)));
+    let truncates: Vec<usize> = order.iter().copied().filter(|i| ops.value(*i) == TRUNCATE).collect();
+    let mut by_key: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+    for i in order.iter().copied().filter(|i| ops.value(*i) != TRUNCATE) {
+        by_key.entry(keys.row(i).as_ref().to_vec()).or_default().push(i);
+    }
+
+    let mut out: Vec<Out> = Vec::new();
+    for events in by_key.values() {
+        // A key's events, with every truncation as a delete at its place.
+        let mut merged: Vec<(usize, bool)> = Vec::with_capacity(events.len() + truncates.len());
+        let (mut e, mut t) = (0, 0);
+        while e < events.len() || t < truncates.len() {
+            let take_truncate =
+                t < truncates.len() && (e == events.len() || seq.row(truncates[t]) <= seq.row(events[e]));
+            if take_truncate {
+                merged.push((truncates[t], true));
+                t += 1;
+            } else {
+                merged.push((events[e], false));
+                e += 1;
+            }
+        }
+        let mut current: Option<Out> = None;
+        for (i, truncate) in merged {
+            if truncate || ops.value(i) == DELETE {
+                if let Some(mut v) = current.take() {
+                    if shape.scd == ScdType::Type2 {
+                        v.end = Some(i);
+                        out.push(v);
+                    }
+                }
+                continue;
+            }
+            let next: Vec<usize> = match &current {
+                Some(cur) if shape.ignore_nulls => {
+                    (0..n).map(|c| if history.column(c).is_null(i) { cur.values[c] } else { i }).collect()
+                }
+                _ => vec![i; n],
+            };
+            current = Some(match current.take() {
+                None => Out { values: next, start: i, end: None },
+                Some(cur) if shape.scd == ScdType::Type2 => {
+                    let changed =
+                        shape.tracked.iter().any(|c| values[*c].row(cur.values[*c]) != values[*c].row(next[*c]));
+                    if changed {
+                        out.push(Out { end: Some(i), ..cur });
+                        Out { values: next, start: i, end: None }
+                    } else {
+                        // Only untracked columns changed: the version is updated in place.
+                        Out { values: next, ..cur }
+                    }
+                }
+                Some(_) => Out { values: next, start: i, end: None },
+            });
+        }
+        out.extend(current);
+    }
+
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
+    for c in 0..n {
+        let picks: Vec<(usize, usize)> = out.iter().map(|o| (0, o.values[c])).collect();
+        columns.push(interleave(&[history.column(c).as_ref()], &picks)?);
+    }
+    if shape.scd == ScdType::Type2 {
+        let seq_column = history.column(seq_i);
+        let starts = UInt32Array::from(out.iter().map(|o| o.start as u32).collect::<Vec<_>>());
+        let ends = UInt32Array::from(out.iter().map(|o| o.end.map(|e| e as u32)).collect::<Vec<_>>());
+        columns.push(take(seq_column.as_ref(), &starts, None)?);
+        columns.push(take(seq_column.as_ref(), &ends, None)?);
+    }
+    let columns = columns
+        .into_iter()
+        .zip(target.fields())
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c) } else { Ok(arrow::compute::cast(&c, f.data_type())?) })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(Arc::clone(target), columns)?)
+}
+
+fn rows_of(columns: &[ArrayRef]) -> Result<Rows> {
+    let converter = RowConverter::new(columns.iter().map(|c| SortField::new(c.data_type().clone())).collect())?;
+    Ok(converter.convert_columns(columns)?)
+}
+
+/// The new changes of a batch, evaluated: checks that no sequence is NULL and adds the batch
+/// number.
+pub(crate) fn stamp(f: &Flow, changes: Vec<RecordBatch>, schema: SchemaRef, batch: i64) -> Result<RecordBatch> {
+    let all = concat_batches(&schema, &changes)?;
+    let seq = all.column(all.schema().index_of(SEQ)?);
+    if seq.null_count() > 0 {
+        return Err(NativeError::Execution(format!(
+            "AUTO CDC flow `{}` ({}): {} change(s) have a NULL `SEQUENCE BY` value; every change needs one",
+            f.name,
+            f.location,
+            seq.null_count()
+        )));
+    }
+    let mut fields: Vec<Field> = all.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new(BATCH, DataType::Int64, false));
+    let mut columns = all.columns().to_vec();
+    columns.push(Arc::new(Int64Array::from(vec![batch; all.num_rows()])));
+    // Strings as plain UTF-8: the history is written and read back, and view arrays would carry
+    // the whole buffers of the batch they came from.
+    let (fields, columns): (Vec<Field>, Vec<ArrayRef>) = fields
+        .into_iter()
+        .zip(columns)
+        .map(|(f, c)| match f.data_type() {
+            DataType::Utf8View => {
+                let c = arrow::compute::cast(&c, &DataType::Utf8)?;
+                Ok((f.with_data_type(DataType::Utf8), c))
+            }
+            _ => Ok((f, c)),
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// Whether a batch of stamped changes holds a truncation (every key is then touched).
+pub(crate) fn truncates(changes: &RecordBatch) -> Result<bool> {
+    let ops = changes.column(changes.schema().index_of(OP)?).as_string::<i32>().clone();
+    Ok(ops.iter().any(|o| o == Some(TRUNCATE)))
+}
+
+/// The distinct keys of `changes` as a one-batch table of the key columns.
+pub(crate) fn touched_keys(shape: &Shape, changes: &RecordBatch) -> Result<RecordBatch> {
+    let keys = rows_of(&shape.keys.iter().map(|k| Arc::clone(changes.column(*k))).collect::<Vec<_>>())?;
+    let mut seen = BTreeSet::new();
+    let picks: Vec<u32> =
+        (0..changes.num_rows()).filter(|i| seen.insert(keys.row(*i).as_ref().to_vec())).map(|i| i as u32).collect();
+    let picks = UInt32Array::from(picks);
+    let fields: Vec<Field> =
+        shape.keys.iter().map(|k| changes.schema().field(*k).as_ref().clone().with_nullable(true)).collect();
+    let columns: Vec<ArrayRef> = shape
+        .keys
+        .iter()
+        .map(|k| take(changes.column(*k).as_ref(), &picks, None))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// `left.k IS NOT DISTINCT FROM right.k` for every key column named in `keys`.
+pub(crate) fn key_join(left: &DataFrame, right: &DataFrame, keys: &[String], kind: JoinType) -> Result<DataFrame> {
+    let (lq, rq) = ("__thund_l", "__thund_r");
+    let l = left.clone().alias(lq)?;
+    let r = right.clone().alias(rq)?;
+    let on: Vec<Expr> = keys
+        .iter()
+        .map(|k| {
+            datafusion::logical_expr::binary_expr(
+                col(datafusion::common::Column::new(Some(lq), k)),
+                datafusion::logical_expr::Operator::IsNotDistinctFrom,
+                col(datafusion::common::Column::new(Some(rq), k)),
+            )
+        })
+        .collect();
+    Ok(l.join_on(r, kind, on)?)
+}
+
+/// Reads the history rows of earlier batches for the touched keys (`None`: every key).
+pub(crate) async fn earlier_history(
+    ctx: &SessionContext,
+    history: Option<&DeltaTable>,
+    keys: Option<&RecordBatch>,
+    key_names: &[String],
+    batch: i64,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>> {
+    let Some(table) = history else { return Ok(Vec::new()) };
+    table.update_datafusion_session(&ctx.state())?;
+    let provider = table.table_provider().await?;
+    let df = ctx.read_table(provider)?.filter(col(BATCH).lt(lit(batch)))?;
+    let df = match keys {
+        Some(k) => {
+            let touched = ctx.read_table(Arc::new(MemTable::try_new(k.schema(), vec![vec![k.clone()]])?))?;
+            key_join(&df, &touched, key_names, JoinType::LeftSemi)?
+        }
+        None => df,
+    };
+    let columns: Vec<Expr> =
+        schema.fields().iter().map(|f| col(datafusion::common::Column::from_name(f.name()))).collect();
+    let batches = df.select(columns)?.collect().await?;
+    batches
+        .into_iter()
+        .map(|b| {
+            let columns = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| Ok(arrow::compute::cast(c, f.data_type())?))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+        })
+        .collect()
+}
+
+/// The files of `target` holding a touched key (`None`: every file), as the table lists them.
+pub(crate) async fn touched_files(
+    ctx: &SessionContext,
+    target: &DeltaTable,
+    keys: Option<&RecordBatch>,
+    key_names: &[String],
+) -> Result<Vec<String>> {
+    let active: Vec<String> = target.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect();
+    let Some(keys) = keys else { return Ok(active) };
+    target.update_datafusion_session(&ctx.state())?;
+    let provider = target.table_provider().with_file_column(FILE).await?;
+    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
+    let hits = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftSemi)?
+        .select(vec![col(FILE)])?
+        .distinct()?
+        .collect()
+        .await?;
+    let mut named = BTreeSet::new();
+    for b in &hits {
+        let c = arrow::compute::cast(b.column(0), &DataType::Utf8)?;
+        for v in c.as_string::<i32>().iter().flatten() {
+            named.insert(v.to_string());
+        }
+    }
+    // The scan names files by URL or path; the log by path relative to the table.
+    Ok(active.into_iter().filter(|p| named.iter().any(|n| n == p || n.ends_with(&format!("/{p}")))).collect())
+}
+
+/// Name of the file column of a scan that finds touched files.
+pub(crate) const FILE: &str = "__thund_file";
+
+/// The rows of `files` in `target` whose key is not touched (`None`: none are kept).
+pub(crate) async fn untouched_rows(
+    ctx: &SessionContext,
+    target: &DeltaTable,
+    files: &[String],
+    keys: Option<&RecordBatch>,
+    key_names: &[String],
+    schema: &SchemaRef,
+) -> Result<Option<DataFrame>> {
+    let Some(keys) = keys else { return Ok(None) };
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let provider = target.table_provider().with_file_paths(files.to_vec()).await?;
+    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
+    let kept = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftAnti)?;
+    let columns: Vec<Expr> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            Expr::Cast(datafusion::logical_expr::Cast::new(
+                Box::new(col(datafusion::common::Column::new(Some("__thund_l"), f.name()))),
+                f.data_type().clone(),
+            ))
+            .alias(f.name())
+        })
+        .collect();
+    Ok(Some(kept.select(columns)?))
+}
+
+/// The application transaction the history's commit of a batch carries.
+pub(crate) fn history_txn(app: &str, batch: i64) -> Transaction {
+    Transaction::new(history_app(app), batch)
+}
+
+/// The application id of a flow's history commits.
+fn history_app(app: &str) -> String {
+    format!("{app}:history")
+}
+
+/// One batch of an AUTO CDC flow (the module doc has the steps). `state` is the flow's recovered
+/// checkpoint, `next` the one this batch commits, `existing` the target if it has a commit.
+pub(crate) async fn batch(
+    job: &FlowJob<'_>,
+    cdc: &AutoCdc,
+    store: &CheckpointStore,
+    state: &Checkpoint,
+    mut next: Checkpoint,
+    existing: Option<DeltaTable>,
+    app: &str,
+) -> Result<FlowEffect> {
+    let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
+    let plan_err = |e: NativeError| NativeError::Plan { location: f.location.to_string(), message: e.to_string() };
+    let inputs = increments(ctx, storage, &p.root, &cdc.source.reads, state).await.map_err(plan_err)?;
+    if !inputs.iter().any(|i| i.input.has_data) {
+        return Ok(FlowEffect::Nothing);
+    }
+    let mut streams = StreamTables::new();
+    for i in inputs {
+        let name = format!("__thund_cdc_feed_{}", FEED_SEQ.fetch_add(1, Ordering::Relaxed));
+        ctx.register_table(name.as_str(), i.input.provider)?;
+        streams.insert(i.read, name);
+        if let Some(o) = i.input.offset {
+            next.sources.insert(i.key, o);
+        }
+    }
+    let planned = evaluated_changes(ctx, job, cdc, &streams).await;
+    for n in streams.values() {
+        let _ = ctx.deregister_table(n.as_str());
+    }
+    let (shape, plan) = planned?;
+    job.starting();
+    if job.dry {
+        return Ok(FlowEffect::Rows(0));
+    }
+    job.running();
+    let df = DataFrame::new(ctx.state(), plan);
+    let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+    let new = stamp(f, df.collect().await?, schema, next.batch)?;
+    let every_key = truncates(&new)?;
+    let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
+    let key_names: Vec<String> = shape.keys.iter().map(|k| shape.columns[*k].clone()).collect();
+
+    let history_key = storage.cdc_history_key(&d.name, &f.name);
+    let history_url = storage.url_of(&format!("{history_key}/"));
+    let history = match storage.is_table(&history_key).await? {
+        true => Some(DeltaTable::try_from_url(history_url.clone()).await?),
+        false => None,
+    };
+    let mut events =
+        earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema()).await?;
+    events.push(new.clone());
+    let events = concat_batches(&new.schema(), &events)?;
+    let target_schema = shape.target_schema(&new.schema())?;
+    let rows = replay(&shape, &events, &target_schema)?;
+
+    store.write_pending(&next).await?;
+    // The history first: a batch recomputed after a crash reads only earlier batches' changes,
+    // and finds its own already appended.
+    let appended = crate::checkpoint::committed_batch(history.as_ref(), &history_app(app)).await?;
+    if appended.is_none_or(|b| b < next.batch) {
+        crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?;
+    }
+    fail_point("cdc-after-history")?;
+    let written = rows.num_rows() as u64;
+    let txn = Transaction::new(app, next.batch);
+    match existing {
+        None => {
+            let plan = ctx.read_batch(rows)?.into_unoptimized_plan();
+            let register = true;
+            crate::table::write_append(ctx, &storage.table_url(&d.name), d, plan, None, txn, register).await?;
+        }
+        Some(target) => {
+            let files = touched_files(ctx, &target, touched.as_ref(), &key_names).await?;
+            let replayed = ctx.read_batch(rows)?;
+            let table = match untouched_rows(ctx, &target, &files, touched.as_ref(), &key_names, &target_schema).await?
+            {
+                Some(kept) => kept.union(replayed)?,
+                None => replayed,
+            };
+            crate::table::replace_files(ctx, d, &target, table.into_unoptimized_plan(), files, txn).await?;
+        }
+    }
+    fail_point("cdc-after-commit")?;
+    store.commit(&next).await?;
+    Ok(FlowEffect::Rows(written))
+}
+
+static FEED_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// The feed's new changes with their sequence and operation, and the shape of the target.
+async fn evaluated_changes(
+    ctx: &SessionContext,
+    job: &FlowJob<'_>,
+    cdc: &AutoCdc,
+    streams: &StreamTables,
+) -> Result<(Shape, LogicalPlan)> {
+    let (p, f) = (job.pipeline, job.flow);
+    let feed = plan_query_with_streams(ctx, &cdc.source, &p.root, streams).await?;
+    let shape = Shape::of(f, cdc, feed.schema().as_arrow())?;
+    let relation = cdc.source.sql.strip_prefix("SELECT * FROM ").unwrap_or(&cdc.source.sql);
+    let sql = evaluating_sql(cdc, &shape.columns, relation);
+    let names = NameContext { catalog: f.name.catalog.clone(), database: f.name.database.clone() };
+    let q = analyze(&sql, &cdc.source.location, &names).map_err(|problems| NativeError::Plan {
+        location: f.location.to_string(),
+        message: problems.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "),
+    })?;
+    // The relation's reads come last (the clauses' expressions precede `FROM`).
+    let offset = q.reads.len().saturating_sub(cdc.source.reads.len());
+    let mapped: StreamTables = streams.iter().map(|(i, n)| (i + offset, n.clone())).collect();
+    let plan = plan_query_with_streams(ctx, &q, &p.root, &mapped).await?;
+    Ok((shape, plan))
+}
+
+/// Fails at a named step when `THUND_FAILPOINT` names it: the crash tests stop a batch between
+/// its commits.
+fn fail_point(name: &str) -> Result<()> {
+    match std::env::var("THUND_FAILPOINT") {
+        Ok(v) if v == name => {
+            if std::env::var_os("THUND_FAILPOINT_KILL").is_some() {
+                std::process::abort();
+            }
+            Err(NativeError::Execution(format!("failpoint `{name}`")))
+        }
+        _ => Ok(()),
+    }
+}
