@@ -1,0 +1,145 @@
+"""AUTO CDC benchmark: a change feed of customers (one insert per key, 10 Parquet files) applied as
+SCD type 1 and as SCD type 2; then batches of changes touching 1% of the keys (updates and a few
+deletes, some arriving late). A full refresh of each vs an incremental run with one such batch,
+and, for scale, a plain rewrite of the same table (a materialized view copying it).
+
+    python3 bench/cdc.py [--keys 1000000]
+
+Uses the release `thund` (built if missing). After the runs, the SCD 1 table is checked against a
+pyarrow replay of the feed (latest change per key, deletes removed). Prints a table and writes
+bench/results/cdc.json.
+"""
+import argparse
+import pathlib
+import subprocess
+import tempfile
+
+from common import median_of, save, table, thund_binary, timed
+
+SPEC = "name: cdc\nlibraries:\n  - glob:\n      include: sql/**\n"
+SQL = """
+CREATE STREAMING TABLE changes AS SELECT * FROM STREAM read_files('in', format => 'parquet');
+CREATE STREAMING TABLE customers FLOW AUTO CDC FROM STREAM(changes) KEYS (id)
+  APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);
+CREATE STREAMING TABLE customers_history FLOW AUTO CDC FROM STREAM(changes) KEYS (id)
+  APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2
+  TRACK HISTORY ON * EXCEPT (visits);
+"""
+COPY = "CREATE MATERIALIZED VIEW copy AS SELECT * FROM parquet.`in`;\n"
+
+
+def write_feed(folder: pathlib.Path, keys: int):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    per = keys // 10
+    for f in range(10):
+        ids = np.arange(f * per, (f + 1) * per, dtype=np.int64)
+        pq.write_table(feed(pa, rng, ids, ids + 1, ["U"] * len(ids)), folder / f"part-{f:05d}.parquet")
+
+
+def feed(pa, rng, ids, seqs, ops):
+    n = len(ids)
+    return pa.table({
+        "id": pa.array(ids),
+        "seq": pa.array(seqs, type=pa.int64()),
+        "op": pa.array(ops),
+        "name": pa.array([f"customer {i}" for i in ids]),
+        "city": pa.array([f"city {c}" for c in rng.integers(0, 500, n)]),
+        "segment": pa.array([f"s{c}" for c in rng.integers(0, 8, n)]),
+        "visits": pa.array(rng.integers(0, 1000, n)),
+    })
+
+
+def change_batch(path: pathlib.Path, keys: int, batch: int):
+    """1% of the keys: updates (city or visits), every 20th a delete, every 10th older than the
+    last batch (late)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(100 + batch)
+    n = keys // 100
+    ids = rng.choice(keys, n, replace=False).astype(np.int64)
+    base = 10 * keys * (batch + 1)
+    seqs = base + np.arange(n, dtype=np.int64)
+    seqs[::10] -= 5 * keys  # late: between the previous batch and this one
+    ops = ["D" if i % 20 == 0 else "U" for i in range(n)]
+    pq.write_table(feed(pa, rng, ids, seqs, ops), path)
+
+
+def replay_check(thund, proj: pathlib.Path):
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(proj / "in").select(["id", "seq", "op"]).sort_by([("id", "ascending"), ("seq", "descending")])
+    ids = t.column("id").to_numpy()
+    first = [True] + list(ids[1:] != ids[:-1])
+    latest = t.filter(first)
+    alive = latest.filter(pc.equal(latest.column("op"), "U"))
+    want = f"{alive.num_rows},{pc.sum(alive.column('seq')).as_py()}"
+    got = subprocess.run([thund, "query", "-p", str(proj), "--format", "csv",
+                          "SELECT count(*), sum(seq) FROM customers"],
+                         check=True, capture_output=True, text=True).stdout.splitlines()[1]
+    if got != want:
+        raise SystemExit(f"customers ({got}) differs from a replay of the feed ({want})")
+    open_versions = subprocess.run([thund, "query", "-p", str(proj), "--format", "csv",
+                                    "SELECT count(*) FROM customers_history WHERE `__END_AT` IS NULL"],
+                                   check=True, capture_output=True, text=True).stdout.splitlines()[1]
+    if open_versions != str(alive.num_rows):
+        raise SystemExit(f"{open_versions} open versions, {alive.num_rows} live keys")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    args = ap.parse_args()
+    thund = thund_binary()
+    with tempfile.TemporaryDirectory() as tmp:
+        proj = pathlib.Path(tmp) / "cdc"
+        (proj / "sql").mkdir(parents=True)
+        (proj / "spark-pipeline.yml").write_text(SPEC)
+        (proj / "sql" / "a.sql").write_text(SQL)
+        write_feed(proj / "in", args.keys)
+        run = lambda *extra: timed([thund, "run", "-p", str(proj), *extra])
+        run()
+        full = median_of(3, lambda: run("--full-refresh-all"))
+        batches = iter(range(3))
+
+        def incremental():
+            b = next(batches)
+            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b)
+            return run()
+
+        inc = median_of(3, incremental)
+        idle = median_of(5, run)
+        replay_check(thund, proj)
+
+        copy = pathlib.Path(tmp) / "copy"
+        (copy / "sql").mkdir(parents=True)
+        (copy / "spark-pipeline.yml").write_text(SPEC.replace("cdc", "copy"))
+        (copy / "sql" / "a.sql").write_text(COPY)
+        (copy / "in").symlink_to(proj / "in")
+        rewrite = median_of(3, lambda: timed([thund, "run", "-p", str(copy), "--full-refresh-all"]))
+
+    rows = [
+        ["full refresh (feed → SCD 1 + SCD 2)", f"{full[0]:.3f}s", f"{full[1]:.0f} MiB", "1.000"],
+        ["incremental: 1% of keys changed", f"{inc[0]:.3f}s", f"{inc[1]:.0f} MiB", f"{inc[0] / full[0]:.3f}"],
+        ["idle (no new changes)", f"{idle[0]:.3f}s", f"{idle[1]:.0f} MiB", f"{idle[0] / full[0]:.3f}"],
+        ["rewrite of the feed (materialized view copy)", f"{rewrite[0]:.3f}s", f"{rewrite[1]:.0f} MiB",
+         f"{rewrite[0] / full[0]:.3f}"],
+    ]
+    print(f"{args.keys} keys; median of 3 (idle: of 5)")
+    print(table(rows, ["run", "wall", "peak RSS", "vs full"]))
+    print("customers equals a replay of the feed; one open version per live key in customers_history")
+    out = {"keys": args.keys, "full_refresh_s": full[0], "incremental_1pct_s": inc[0], "idle_s": idle[0],
+           "rewrite_s": rewrite[0], "incremental_ratio": inc[0] / full[0],
+           "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1])}
+    print(f"\nwritten {save('cdc', out)}")
+
+
+if __name__ == "__main__":
+    main()
