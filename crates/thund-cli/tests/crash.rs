@@ -137,25 +137,45 @@ fn csv(dir: &Path, sql: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A project of one SQL file in `dir`.
+fn sql_project(dir: &Path, sql: &str) {
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: c\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::write(dir.join("sql/a.sql"), sql).unwrap();
+}
+
+/// Runs `batches` batches written by `write` to the end, one run each; returns a span a little
+/// longer than the first run, within which random kills land.
+fn uninterrupted(dir: &Path, batches: u64, write: fn(&Path, u64)) -> u64 {
+    write(dir, 0);
+    let t = Instant::now();
+    assert!(thund(dir).status().unwrap().success());
+    let span = t.elapsed().as_micros() as u64 * 12 / 10;
+    for i in 1..batches {
+        write(dir, i);
+        assert!(thund(dir).status().unwrap().success());
+    }
+    span
+}
+
+/// Starts a run, kills it (SIGKILL) at a random moment within `span`, then runs to the end.
+/// Whether the kill hit a running process.
+fn kill_then_finish(dir: &Path, rng: &mut Lcg, span: u64, seed: u64) -> bool {
+    let mut child = thund(dir).spawn().unwrap();
+    std::thread::sleep(Duration::from_micros(rng.next() % span));
+    let hit = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(thund(dir).status().unwrap().success(), "run after a kill failed (seed {seed})");
+    hit
+}
+
 #[test]
 fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_runs() {
-    let setup = |dir: &Path| {
-        std::fs::write(dir.join("spark-pipeline.yml"), "name: w\nlibraries:\n  - glob:\n      include: sql/**\n")
-            .unwrap();
-        std::fs::create_dir_all(dir.join("sql")).unwrap();
-        std::fs::write(dir.join("sql/a.sql"), WINDOWS).unwrap();
-    };
     let (killed, calm) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    setup(killed.path());
-    setup(calm.path());
-    write_events(calm.path(), 0);
-    let t = Instant::now();
-    assert!(thund(calm.path()).status().unwrap().success());
-    let span = t.elapsed().as_micros() as u64 * 12 / 10;
-    for i in 1..12 {
-        write_events(calm.path(), i);
-        assert!(thund(calm.path()).status().unwrap().success());
-    }
+    sql_project(killed.path(), WINDOWS);
+    sql_project(calm.path(), WINDOWS);
+    let span = uninterrupted(calm.path(), 12, write_events);
 
     let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
     let mut rng = Lcg(seed);
@@ -165,14 +185,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
         // Each batch is killed once at a random moment, then finished, so every batch of input is
         // one batch of the windowed flows, as in the uninterrupted runs (the watermark moves per
         // batch: merging two batches into one would change which rows are late).
-        let mut child = thund(killed.path()).spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(rng.next() % span));
-        if child.try_wait().unwrap().is_none() {
-            kills_during_run += 1;
-        }
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        assert!(thund(killed.path()).status().unwrap().success(), "run after a kill failed (seed {seed})");
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, span, seed));
     }
     eprintln!("{kills_during_run} of 12 kills hit a running process (seed {seed})");
     for sql in [
@@ -214,25 +227,12 @@ fn write_changes(dir: &Path, i: u64) {
 
 #[test]
 fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
-    let setup = |dir: &Path| {
-        std::fs::write(dir.join("spark-pipeline.yml"), "name: c\nlibraries:\n  - glob:\n      include: sql/**\n")
-            .unwrap();
-        std::fs::create_dir_all(dir.join("sql")).unwrap();
-        std::fs::write(dir.join("sql/a.sql"), CDC).unwrap();
-    };
     let (killed, failed, calm) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     for d in [&killed, &failed, &calm] {
-        setup(d.path());
+        sql_project(d.path(), CDC);
     }
-    write_changes(calm.path(), 0);
-    let t = Instant::now();
-    assert!(thund(calm.path()).status().unwrap().success());
-    let span = t.elapsed().as_micros() as u64 * 12 / 10;
-    for i in 1..10 {
-        write_changes(calm.path(), i);
-        assert!(thund(calm.path()).status().unwrap().success());
-    }
+    let span = uninterrupted(calm.path(), 10, write_changes);
 
     let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
     let mut rng = Lcg(seed);
@@ -241,14 +241,7 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     let steps = ["cdc-after-history", "cdc-after-commit"];
     for i in 0..10 {
         write_changes(killed.path(), i);
-        let mut child = thund(killed.path()).spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(rng.next() % span));
-        if child.try_wait().unwrap().is_none() {
-            kills_during_run += 1;
-        }
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
-        assert!(thund(killed.path()).status().unwrap().success(), "run after a kill failed (seed {seed})");
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, span, seed));
 
         // The same batch dies exactly at one step (abort, as a kill), then runs to the end.
         write_changes(failed.path(), i);
