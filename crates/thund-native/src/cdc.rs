@@ -192,8 +192,15 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
     let keys = rows_of(&shape.keys.iter().map(|k| Arc::clone(history.column(*k))).collect::<Vec<_>>())?;
     let ops = history.column(op_i).as_string::<i32>().clone();
     let batches = history.column(batch_i).as_primitive::<arrow::datatypes::Int64Type>().clone();
-    // Each data column on its own, so values can be compared column by column.
-    let values: Vec<Rows> = (0..n).map(|c| rows_of(&[Arc::clone(history.column(c))])).collect::<Result<_>>()?;
+    // Each tracked column on its own, so SCD 2 can compare versions column by column.
+    let tracked: Vec<(usize, Rows)> = match shape.scd {
+        ScdType::Type1 => Vec::new(),
+        ScdType::Type2 => shape
+            .tracked
+            .iter()
+            .map(|c| Ok((*c, rows_of(&[Arc::clone(history.column(*c))])?)))
+            .collect::<Result<_>>()?,
+    };
 
     // Sequence order; ties keep arrival order (earlier batch, then position).
     let mut order: Vec<usize> = (0..history.num_rows()).collect();
@@ -240,8 +247,7 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
             current = Some(match current.take() {
                 None => Out { values: next, start: i, end: None },
                 Some(cur) if shape.scd == ScdType::Type2 => {
-                    let changed =
-                        shape.tracked.iter().any(|c| values[*c].row(cur.values[*c]) != values[*c].row(next[*c]));
+                    let changed = tracked.iter().any(|(c, rows)| rows.row(cur.values[*c]) != rows.row(next[*c]));
                     if changed {
                         out.push(Out { end: Some(i), ..cur });
                         Out { values: next, start: i, end: None }
@@ -466,7 +472,9 @@ fn history_app(app: &str) -> String {
 }
 
 /// One batch of an AUTO CDC flow (the module doc has the steps). `state` is the flow's recovered
-/// checkpoint, `next` the one this batch commits, `existing` the target if it has a commit.
+/// checkpoint, `next` the one this batch commits, `existing` the target if it has a commit, and
+/// `after_crash` whether a crash left an intent (only then can the history hold this batch).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn batch(
     job: &FlowJob<'_>,
     cdc: &AutoCdc,
@@ -475,6 +483,7 @@ pub(crate) async fn batch(
     mut next: Checkpoint,
     existing: Option<DeltaTable>,
     app: &str,
+    after_crash: bool,
 ) -> Result<FlowEffect> {
     let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
     let plan_err = |e: NativeError| NativeError::Plan { location: f.location.to_string(), message: e.to_string() };
@@ -523,8 +532,11 @@ pub(crate) async fn batch(
 
     store.write_pending(&next).await?;
     // The history first: a batch recomputed after a crash reads only earlier batches' changes,
-    // and finds its own already appended.
-    let appended = crate::checkpoint::committed_batch(history.as_ref(), &history_app(app)).await?;
+    // and may find its own already appended (finding out replays the history's log, so only then).
+    let appended = match after_crash {
+        true => crate::checkpoint::committed_batch(history.as_ref(), &history_app(app)).await?,
+        false => None,
+    };
     if appended.is_none_or(|b| b < next.batch) {
         crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?;
     }

@@ -180,7 +180,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
             planned?
         }
         FlowKind::AutoCdc(cdc) => {
-            return crate::cdc::batch(job, cdc, &store, &state, next, existing, &app).await;
+            return crate::cdc::batch(job, cdc, &store, &state, next, existing, &app, pending.is_some()).await;
         }
     };
     let by_name = matches!(f.kind, FlowKind::Append { by_name: true, .. } | FlowKind::Once { by_name: true, .. });
