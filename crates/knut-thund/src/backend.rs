@@ -36,6 +36,8 @@ pub struct Capabilities {
     pub cdc: bool,
     /// AUTO CDC's `IGNORE NULL UPDATES`.
     pub cdc_ignore_null_updates: bool,
+    /// AUTO CDC's `APPLY AS TRUNCATE WHEN`.
+    pub cdc_truncates: bool,
     /// `CONSTRAINT … EXPECT`.
     pub expectations: bool,
     /// Output modes of streaming datasets.
@@ -84,6 +86,7 @@ impl Capabilities {
             event_time: false,
             cdc: false,
             cdc_ignore_null_updates: false,
+            cdc_truncates: false,
             expectations: false,
             output_modes: Vec::new(),
             sinks: false,
@@ -187,16 +190,27 @@ impl Capabilities {
             if let Some((feature, detail)) = missing {
                 gap(feature, &f.name, &f.location, detail.into());
             }
-            if matches!(&f.kind, FlowKind::AutoCdc(c) if c.ignore_null_updates)
-                && self.cdc
-                && !self.cdc_ignore_null_updates
-            {
-                gap(
-                    "IGNORE NULL UPDATES",
-                    &f.name,
-                    &f.location,
-                    "the server's AUTO CDC takes per-column lists only; this clause is not sent there".into(),
-                );
+            if let FlowKind::AutoCdc(c) = &f.kind {
+                // Clauses a server would drop rather than refuse: its results would differ.
+                if c.ignore_null_updates && self.cdc && !self.cdc_ignore_null_updates {
+                    gap(
+                        "IGNORE NULL UPDATES",
+                        &f.name,
+                        &f.location,
+                        format!(
+                            "{} does not apply a null-update rule to AUTO CDC; the clause would be dropped",
+                            self.name
+                        ),
+                    );
+                }
+                if c.apply_as_truncate.is_some() && self.cdc && !self.cdc_truncates {
+                    gap(
+                        "APPLY AS TRUNCATE WHEN",
+                        &f.name,
+                        &f.location,
+                        format!("{} does not apply truncates in AUTO CDC; the clause would be dropped", self.name),
+                    );
+                }
             }
             let q = f.query();
             if !self.stream_joins {

@@ -57,6 +57,7 @@ impl ExecBackend for NativeBackend {
             // AUTO CDC, SCD types 1 and 2 (`cdc`).
             cdc: true,
             cdc_ignore_null_updates: true,
+            cdc_truncates: true,
             // Every table is a Delta table, whatever `USING` says.
             transactional_tables: TableFormats::Every,
             rescued_data: true,

@@ -13,9 +13,15 @@
 //!  2. replays, per key it touches, that key's history plus the new changes in sequence order
 //!     (`replay`): the key's rows in the target
 //!  3. appends the new changes to the history (its own application transaction: idempotent)
-//!  4. rewrites the target's files that hold a touched key: their other rows, plus the replayed
-//!     rows, in one Delta commit that carries the flow's application transaction
+//!  4. marks the rows of the touched keys deleted in the target's files (deletion vectors, in
+//!     one new file: `deletion`; a file left mostly dead is dropped and its live rows kept) and
+//!     adds the replayed rows, in one Delta commit that carries the flow's application
+//!     transaction
 //! ```
+//! A target created by AUTO CDC has deletion vectors enabled unless its `TBLPROPERTIES` set
+//! `delta.enableDeletionVectors` to false; a target without them has the files holding a
+//! touched key rewritten instead (their other rows plus the replayed ones), which costs as much
+//! as rewriting the table when the keys are spread over every file.
 //! inside the streaming checkpoint protocol (`checkpoint`): a crash anywhere is resolved by the
 //! target's transaction version, and a recomputed batch reads the history of earlier batches
 //! only. A truncate touches every key. Replaying a key's whole history makes the result equal
@@ -50,6 +56,8 @@ use crate::sources::increments;
 pub(crate) const SEQ: &str = "__thund_seq";
 pub(crate) const OP: &str = "__thund_op";
 pub(crate) const BATCH: &str = "__thund_batch";
+/// When the change was applied (ms since the epoch): tombstones expire by it.
+pub(crate) const AT: &str = "__thund_at";
 /// SCD type 2's validity columns, named as DLT names them.
 pub const START_AT: &str = "__START_AT";
 pub const END_AT: &str = "__END_AT";
@@ -288,8 +296,14 @@ fn rows_of(columns: &[ArrayRef]) -> Result<Rows> {
 }
 
 /// The new changes of a batch, evaluated: checks that no sequence is NULL and adds the batch
-/// number.
-pub(crate) fn stamp(f: &Flow, changes: Vec<RecordBatch>, schema: SchemaRef, batch: i64) -> Result<RecordBatch> {
+/// number and the time it is applied.
+pub(crate) fn stamp(
+    f: &Flow,
+    changes: Vec<RecordBatch>,
+    schema: SchemaRef,
+    batch: i64,
+    at: i64,
+) -> Result<RecordBatch> {
     let all = concat_batches(&schema, &changes)?;
     let seq = all.column(all.schema().index_of(SEQ)?);
     if seq.null_count() > 0 {
@@ -302,8 +316,10 @@ pub(crate) fn stamp(f: &Flow, changes: Vec<RecordBatch>, schema: SchemaRef, batc
     }
     let mut fields: Vec<Field> = all.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new(BATCH, DataType::Int64, false));
+    fields.push(Field::new(AT, DataType::Int64, false));
     let mut columns = all.columns().to_vec();
     columns.push(Arc::new(Int64Array::from(vec![batch; all.num_rows()])));
+    columns.push(Arc::new(Int64Array::from(vec![at; all.num_rows()])));
     // Strings as plain UTF-8: the history is written and read back, and view arrays would carry
     // the whole buffers of the batch they came from.
     let (fields, columns): (Vec<Field>, Vec<ArrayRef>) = fields
@@ -512,7 +528,25 @@ pub(crate) async fn batch(
     job.running();
     let df = DataFrame::new(ctx.state(), plan);
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-    let new = stamp(f, df.collect().await?, schema, next.batch)?;
+    let now = now_ms();
+    let new = stamp(f, df.collect().await?, schema, next.batch, now)?;
+    // SCD 1 keeps a deleted key's tombstone so that an older change arriving later cannot bring
+    // it back; expired ones are collected after the batch, at most once per period.
+    let retention = match shape.scd {
+        ScdType::Type1 => Some(Retention::of(d)?),
+        ScdType::Type2 => None,
+    };
+    let collect = match (&retention, state.tombstones_collected_at) {
+        (Some(r), Some(last)) => now - last >= r.frequency_ms,
+        (Some(_), None) => {
+            next.tombstones_collected_at = Some(now);
+            false
+        }
+        (None, _) => false,
+    };
+    if collect {
+        next.tombstones_collected_at = Some(now);
+    }
     let every_key = truncates(&new)?;
     let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
     let key_names: Vec<String> = shape.keys.iter().map(|k| shape.columns[*k].clone()).collect();
@@ -547,7 +581,25 @@ pub(crate) async fn batch(
         None => {
             let plan = ctx.read_batch(rows)?.into_unoptimized_plan();
             let register = true;
-            crate::table::write_append(ctx, &storage.table_url(&d.name), d, plan, None, txn, register).await?;
+            let url = storage.table_url(&d.name);
+            crate::table::write_append(ctx, &url, &with_deletion_vectors(d), plan, None, txn, register).await?;
+        }
+        Some(target) if touched.is_some() && crate::deletion::enabled(&target)? => {
+            let keys = touched.as_ref().expect("checked above");
+            let marked = crate::deletion::mark(&target, keys, &key_names).await?;
+            // Files left mostly dead are rewritten whole: their live rows join the new file.
+            let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
+            let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
+            let replayed = ctx.read_batch(rows)?;
+            let table =
+                match untouched_rows(ctx, &target, &dropped, touched.as_ref(), &key_names, &target_schema).await? {
+                    Some(kept) => kept.union(replayed)?,
+                    None => replayed,
+                };
+            let vectors = crate::deletion::write(&target, &marked).await?;
+            fail_point("cdc-after-vectors")?;
+            let commit = crate::write::Commit::Mark { vectors, dropped, txn: Some(txn) };
+            crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
         Some(target) => {
             let files = touched_files(ctx, &target, touched.as_ref(), &key_names).await?;
@@ -557,12 +609,134 @@ pub(crate) async fn batch(
                 Some(kept) => kept.union(replayed)?,
                 None => replayed,
             };
-            crate::table::replace_files(ctx, d, &target, table.into_unoptimized_plan(), files, txn).await?;
+            let commit = crate::write::Commit::Replace { files, txn };
+            crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
     fail_point("cdc-after-commit")?;
+    if let (true, Some(r)) = (collect, &retention) {
+        // Between the target's commit and the checkpoint: a crash here leaves the batch done and
+        // the collection either done or left for the next period, which is all retention means.
+        collect_tombstones(ctx, &history_url, &key_names, now - r.threshold_ms).await?;
+    }
     store.commit(&next).await?;
     Ok(FlowEffect::Rows(written))
+}
+
+/// The target's dataset with deletion vectors enabled, unless its `TBLPROPERTIES` say otherwise:
+/// a batch then marks the rows of its keys deleted instead of rewriting the files holding them
+/// (`deletion`).
+fn with_deletion_vectors(d: &knut_thund::ir::Dataset) -> knut_thund::ir::Dataset {
+    let mut d = d.clone();
+    d.details.properties.entry("delta.enableDeletionVectors".to_string()).or_insert_with(|| "true".to_string());
+    d
+}
+
+/// DLT's table properties for how long an SCD 1 flow keeps a deleted key's tombstone (the
+/// longest a change may arrive out of order) and how often expired ones are collected.
+pub(crate) const TOMBSTONE_THRESHOLD: &str = "pipelines.cdc.tombstoneGCThresholdInSeconds";
+pub(crate) const TOMBSTONE_FREQUENCY: &str = "pipelines.cdc.tombstoneGCFrequencyInSeconds";
+
+/// Tombstone retention of an SCD 1 target, from its `TBLPROPERTIES` (DLT's defaults: two days,
+/// checked every 30 minutes).
+struct Retention {
+    threshold_ms: i64,
+    frequency_ms: i64,
+}
+
+impl Retention {
+    fn of(d: &knut_thund::ir::Dataset) -> Result<Retention> {
+        let seconds = |key: &str, default: i64| -> Result<i64> {
+            match d.details.properties.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)) {
+                None => Ok(default),
+                Some((k, v)) => v.trim().parse::<i64>().ok().filter(|s| *s >= 0).ok_or_else(|| NativeError::Plan {
+                    location: d.location.to_string(),
+                    message: format!(
+                        "`{}`: table property `{k}` must be a whole number of seconds ≥ 0, not `{v}`",
+                        d.name
+                    ),
+                }),
+            }
+        };
+        Ok(Retention {
+            threshold_ms: seconds(TOMBSTONE_THRESHOLD, 172_800)?.saturating_mul(1000),
+            frequency_ms: seconds(TOMBSTONE_FREQUENCY, 1_800)?.saturating_mul(1000),
+        })
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Forgets every key whose latest change is a delete applied at or before `cutoff`: its rows
+/// leave the history, so an older change arriving later applies as if the key were new (DLT's
+/// behaviour once a tombstone is collected). Returns how many keys were forgotten.
+async fn collect_tombstones(
+    ctx: &SessionContext,
+    history_url: &url::Url,
+    key_names: &[String],
+    cutoff: i64,
+) -> Result<usize> {
+    let history = DeltaTable::try_from_url(history_url.clone()).await?;
+    if !crate::deletion::enabled(&history)? {
+        return Ok(0);
+    }
+    history.update_datafusion_session(&ctx.state())?;
+    let schema = history.snapshot()?.snapshot().arrow_schema();
+    let wanted: Vec<String> = key_names.iter().cloned().chain([SEQ, OP, BATCH, AT].map(String::from)).collect();
+    let columns: Vec<Expr> = wanted.iter().map(|c| col(datafusion::common::Column::from_name(c))).collect();
+    let batches = ctx.read_table(history.table_provider().await?)?.select(columns)?.collect().await?;
+    let Some(first) = batches.first() else { return Ok(0) };
+    let rows = concat_batches(&first.schema(), &batches)?;
+    let n = key_names.len();
+    let keys = rows_of(&rows.columns()[..n])?;
+    let seq = rows_of(&[Arc::clone(rows.column(n))])?;
+    let ops = arrow::compute::cast(rows.column(n + 1), &DataType::Utf8)?.as_string::<i32>().clone();
+    let batch_of = rows.column(n + 2).as_primitive::<arrow::datatypes::Int64Type>().clone();
+    let at = rows.column(n + 3).as_primitive::<arrow::datatypes::Int64Type>().clone();
+    // Each key's latest change, in the order `replay` applies them.
+    let mut latest: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+    for i in (0..rows.num_rows()).filter(|i| ops.value(*i) != TRUNCATE) {
+        latest
+            .entry(keys.row(i).as_ref().to_vec())
+            .and_modify(|j| {
+                let later = seq.row(i).cmp(&seq.row(*j)).then(batch_of.value(i).cmp(&batch_of.value(*j)));
+                if later.is_ge() {
+                    *j = i;
+                }
+            })
+            .or_insert(i);
+    }
+    let expired: Vec<u32> = latest
+        .values()
+        .copied()
+        .filter(|i| ops.value(*i) == DELETE && at.value(*i) <= cutoff)
+        .map(|i| i as u32)
+        .collect();
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    let picks = UInt32Array::from(expired);
+    let key_columns: Vec<ArrayRef> =
+        rows.columns()[..n].iter().map(|c| take(c.as_ref(), &picks, None)).collect::<std::result::Result<_, _>>()?;
+    let key_fields: Vec<Field> =
+        rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+    let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
+    let marked = crate::deletion::mark(&history, &gone, key_names).await?;
+    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
+    let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
+    let empty = ctx.read_batch(RecordBatch::new_empty(Arc::clone(&schema)))?;
+    let kept = match untouched_rows(ctx, &history, &dropped, Some(&gone), key_names, &schema).await? {
+        Some(kept) => kept.union(empty)?,
+        None => empty,
+    };
+    let vectors = crate::deletion::write(&history, &marked).await?;
+    let commit = crate::write::Commit::Mark { vectors, dropped, txn: None };
+    match crate::write::parallel_write(ctx, &history, kept.into_unoptimized_plan(), commit).await? {
+        Some(_) => Ok(gone.num_rows()),
+        None => Err(NativeError::Execution(format!("the AUTO CDC history at {history_url} cannot be written"))),
+    }
 }
 
 static FEED_SEQ: AtomicUsize = AtomicUsize::new(0);

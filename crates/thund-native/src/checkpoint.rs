@@ -55,6 +55,9 @@ pub struct Checkpoint {
     /// Key of the rows of windows still open after this batch (`Storage::window_state_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_state: Option<String>,
+    /// When an SCD 1 AUTO CDC flow last collected expired tombstones (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tombstones_collected_at: Option<i64>,
 }
 
 /// Progress through one streaming source.

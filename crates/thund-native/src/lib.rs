@@ -46,6 +46,7 @@
 mod backend;
 mod cdc;
 mod checkpoint;
+mod deletion;
 mod engine;
 mod error;
 pub mod event_log;

@@ -191,35 +191,39 @@ pub(crate) async fn append_batches(
     txn: Transaction,
 ) -> Result<DeltaTable> {
     ensure_local_dir(url)?;
-    let table = match existing {
-        Some(t) => t,
-        None => deltalake::DeltaTableBuilder::from_url(url.clone())?.build()?,
+    let (table, created) = match existing {
+        Some(t) => (t, false),
+        None => (deltalake::DeltaTableBuilder::from_url(url.clone())?.build()?, true),
     };
-    Ok(table
-        .write(vec![batch])
+    let mut write = table.write(vec![batch]);
+    if created {
+        // Rows leave such a table by deletion vectors (`deletion`), not by rewriting its files.
+        write = write.with_configuration([("delta.enableDeletionVectors", Some("true"))]);
+    }
+    Ok(write
         .with_save_mode(SaveMode::Append)
         .with_writer_properties(writer_properties())
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
         .await?)
 }
 
-/// Replaces `files` of `target` with `plan`'s rows in one commit that records `txn`, and
-/// registers the new version for the flows that read it.
-pub(crate) async fn replace_files(
+/// Commits `plan`'s rows into `target` with `commit` (which files it replaces or marks, and the
+/// flow's batch), and registers the new version for the flows that read it.
+pub(crate) async fn commit_rows(
     ctx: &SessionContext,
     d: &Dataset,
     target: &DeltaTable,
     plan: LogicalPlan,
-    files: Vec<String>,
-    txn: Transaction,
+    commit: Commit,
 ) -> Result<u64> {
-    match parallel_write(ctx, target, plan, Commit::Replace { files, txn }).await? {
+    match parallel_write(ctx, target, plan, commit).await? {
         Some(w) => {
             register_written(ctx, d, &w.table).await?;
             Ok(w.rows)
         }
         None => Err(NativeError::Execution(format!(
-            "AUTO CDC into `{}`: the native backend rewrites only unpartitioned tables on Delta's basic protocol",
+            "AUTO CDC into `{}`: the native backend rewrites only unpartitioned tables on Delta's basic protocol \
+             (deletion vectors aside)",
             d.name
         ))),
     }

@@ -11,7 +11,8 @@
 //!
 //! Only tables this path can write exactly as delta-rs would take it: existing, unpartitioned
 //! (partitioned writes are already parallel in delta-rs), on the basic writer protocol (≤ 2: no
-//! column mapping, change data feed, generated columns or other writer features), without
+//! column mapping, change data feed, generated columns or other writer features; or table
+//! features with deletion vectors as the only one, which AUTO CDC targets use), without
 //! CHECK constraints or invariants, not append-only when overwriting, and whose schema the plan
 //! matches column for column. Anything else returns `None` and the caller uses delta-rs's write.
 
@@ -24,7 +25,7 @@ use datafusion::physical_plan::ExecutionPlanProperties;
 use datafusion::prelude::SessionContext;
 use deltalake::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
-use deltalake::kernel::{Action, Transaction};
+use deltalake::kernel::{Action, DeletionVectorDescriptor, Transaction};
 use deltalake::operations::write::configs::WriterStatsConfig;
 use deltalake::parquet::basic::Compression;
 use deltalake::parquet::file::properties::WriterProperties;
@@ -59,6 +60,16 @@ pub(crate) enum Commit {
         files: Vec<String>,
         /// The flow's batch.
         txn: Transaction,
+    },
+    /// Give files new deletion vectors and remove the `dropped` ones, and record the flow's
+    /// batch number: the new files hold the rows that replace the deleted ones (`deletion`).
+    Mark {
+        /// Each marked file (path as the table lists it) with its new vector.
+        vectors: Vec<(String, DeletionVectorDescriptor)>,
+        /// The files removed whole.
+        dropped: Vec<String>,
+        /// The flow's batch, if the commit is one.
+        txn: Option<Transaction>,
     },
 }
 
@@ -181,6 +192,46 @@ pub(crate) async fn parallel_write(
             properties = properties.with_application_transaction(txn);
             SaveMode::Overwrite
         }
+        Commit::Mark { vectors, dropped, txn } => {
+            let vectors: std::collections::HashMap<String, DeletionVectorDescriptor> = vectors.into_iter().collect();
+            let dropped: std::collections::HashSet<String> = dropped.into_iter().collect();
+            let files: Vec<_> = snapshot
+                .snapshot()
+                .file_views(log_store.as_ref(), None)
+                .try_filter(|f| {
+                    let p = f.path();
+                    std::future::ready(vectors.contains_key(p.as_ref()) || dropped.contains(p.as_ref()))
+                })
+                .try_collect()
+                .await?;
+            if files.len() != vectors.len() + dropped.len() {
+                return Err(NativeError::Execution(format!(
+                    "internal error: {} of the {} files to mark or drop are not in the table",
+                    vectors.len() + dropped.len() - files.len(),
+                    vectors.len() + dropped.len()
+                )));
+            }
+            for f in files {
+                // A file keeps its path and takes a new vector: remove it with its old one, add
+                // it back with the new one. Its min/max statistics still bound the live rows.
+                actions.push(Action::Remove(f.remove_action(true)));
+                if let Some(v) = vectors.get(f.path().as_ref()) {
+                    // The whole add action is what a file keeps; delta-rs marks the accessor
+                    // deprecated in favour of Arrow arrays, which this one action does not need.
+                    #[allow(deprecated)]
+                    let mut add = f.add_action();
+                    add.data_change = true;
+                    add.deletion_vector = Some(v.clone());
+                    add.stats = add.stats.map(|s| loose_bounds(&s));
+                    actions.push(Action::Add(add));
+                }
+            }
+            removed = dropped.len();
+            if let Some(txn) = txn {
+                properties = properties.with_application_transaction(txn);
+            }
+            SaveMode::Overwrite
+        }
     };
     let added = adds.len();
     actions.extend(adds.into_iter().map(Action::Add));
@@ -199,6 +250,18 @@ pub(crate) async fn parallel_write(
     Ok(Some(Committed { table, rows }))
 }
 
+/// A file's statistics once some of its rows are deleted: the bounds are no longer tight (the
+/// protocol's `tightBounds`, which readers consult before trusting min/max as exact).
+fn loose_bounds(stats: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(stats) {
+        Ok(serde_json::Value::Object(mut m)) => {
+            m.insert("tightBounds".into(), serde_json::Value::Bool(false));
+            serde_json::Value::Object(m).to_string()
+        }
+        _ => stats.to_string(),
+    }
+}
+
 /// Whether the table is one this path writes exactly as delta-rs would.
 fn eligible(table: &DeltaTable, overwrite: bool) -> Result<bool> {
     let snapshot = table.snapshot()?;
@@ -206,10 +269,19 @@ fn eligible(table: &DeltaTable, overwrite: bool) -> Result<bool> {
     if !metadata.partition_columns().is_empty() {
         return Ok(false);
     }
-    // Writer protocol 1–2 has no writer features; anything newer may need actions of its own.
+    // Writer protocol 1–2 has no writer features; anything newer may need actions of its own,
+    // except deletion vectors (an add without one is valid; removes carry theirs) and the legacy
+    // features the checks below cover.
     let protocol = serde_json::to_value(snapshot.protocol()).map_err(|e| NativeError::Storage(e.to_string()))?;
-    if protocol.get("minWriterVersion").and_then(|v| v.as_i64()).is_none_or(|v| v > 2) {
-        return Ok(false);
+    let only = |key: &str, allowed: &[&str]| {
+        protocol.get(key).and_then(|v| v.as_array()).is_none_or(|a| a.iter().all(|f| allowed.iter().any(|x| f == x)))
+    };
+    match protocol.get("minWriterVersion").and_then(|v| v.as_i64()) {
+        Some(1 | 2) => {}
+        Some(7)
+            if only("writerFeatures", &["deletionVectors", "appendOnly", "invariants"])
+                && only("readerFeatures", &["deletionVectors"]) => {}
+        _ => return Ok(false),
     }
     let config = metadata.configuration();
     if config.keys().any(|k| k.starts_with("delta.constraints.")) {

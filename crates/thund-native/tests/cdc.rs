@@ -85,3 +85,139 @@ fn a_truncate_removes_every_key_older_than_it_and_a_sequence_can_be_a_struct() {
     assert!(!s2.failed(), "{:?}", s2.flows);
     assert_eq!(rows(dir.path()), [["2", "b2"]]);
 }
+
+#[test]
+fn a_deleted_key_comes_back_from_an_older_change_only_once_its_tombstone_expired() {
+    // Two SCD 1 targets of one feed: one keeps tombstones for DLT's default two days, the other
+    // lets them expire at once and collects them after every batch.
+    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE kept FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n\
+         CREATE STREAMING TABLE expiring\n\
+           TBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = '0',\n\
+                          'pipelines.cdc.tombstoneGCFrequencyInSeconds' = '0')\n\
+           FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    let rows = |table: &str| {
+        let mut r = common::rows(&query(dir.path(), &format!("SELECT id, v FROM {table}")).unwrap()).1;
+        r.sort();
+        r
+    };
+    let feed = |n: usize, lines: &str| {
+        std::fs::write(dir.path().join(format!("in/b{n}.json")), lines).unwrap();
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{:?}", s.flows);
+    };
+    feed(
+        0,
+        "{\"id\": 1, \"v\": \"a\", \"op\": \"U\", \"seq\": 1}\n{\"id\": 2, \"v\": \"b\", \"op\": \"U\", \"seq\": 1}\n",
+    );
+    feed(1, "{\"id\": 1, \"v\": null, \"op\": \"D\", \"seq\": 5}\n");
+    assert_eq!(rows("kept"), [["2", "b"]]);
+    assert_eq!(rows("expiring"), [["2", "b"]]);
+    // A change older than the delete arrives late.
+    feed(2, "{\"id\": 1, \"v\": \"late\", \"op\": \"U\", \"seq\": 3}\n");
+    assert_eq!(rows("kept"), [["2", "b"]], "the tombstone keeps the key deleted");
+    assert_eq!(rows("expiring"), [["1", "late"], ["2", "b"]], "a collected tombstone no longer does");
+}
+
+#[test]
+fn a_retention_that_is_no_number_of_seconds_is_an_error_at_the_tables_line() {
+    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE t TBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = 'two days')\n\
+           FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    changes(dir.path(), "{\"id\": 1, \"seq\": 1}\n");
+    let (s, _) = run(dir.path());
+    let e = error_of(&s, "t");
+    assert!(e.contains("a.sql:2:1") && e.contains("tombstoneGCThresholdInSeconds") && e.contains("two days"), "{e}");
+}
+
+#[test]
+fn a_batch_marks_its_keys_rows_deleted_and_an_independent_reader_agrees() {
+    // `tests/delta_reader.py` reads the table from the protocol alone (pyarrow and pyroaring).
+    let Ok(python) = std::env::var("THUND_PYTHON") else {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers");
+    };
+    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE t FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    let table = dir.path().join(".thund/tables/spark_catalog/default/t");
+    // The expected table, replayed here: id -> (v, seq).
+    let mut expected: std::collections::BTreeMap<i64, (String, i64)> = std::collections::BTreeMap::new();
+    let mut batch = |n: usize, changes: Vec<(i64, &str, i64, bool)>| {
+        let mut lines = String::new();
+        for (id, v, seq, delete) in &changes {
+            let op = if *delete { "D" } else { "U" };
+            lines.push_str(&format!("{{\"id\": {id}, \"v\": \"{v}\", \"op\": \"{op}\", \"seq\": {seq}}}\n"));
+            match expected.get(id) {
+                Some((_, s)) if s > seq => {}
+                _ if *delete => {
+                    expected.remove(id);
+                }
+                _ => {
+                    expected.insert(*id, (v.to_string(), *seq));
+                }
+            }
+        }
+        std::fs::create_dir_all(dir.path().join("in")).unwrap();
+        std::fs::write(dir.path().join(format!("in/b{n}.json")), lines).unwrap();
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{:?}", s.flows);
+        let want: Vec<String> = expected.iter().map(|(id, (v, _))| format!("{id} {v}")).collect();
+        let mut ours: Vec<String> = common::rows(&query(dir.path(), "SELECT id, v FROM t").unwrap())
+            .1
+            .into_iter()
+            .map(|r| r.join(" "))
+            .collect();
+        ours.sort_by_key(|r| r.split(' ').next().unwrap().parse::<i64>().unwrap());
+        assert_eq!(ours, want, "batch {n}: thund");
+        let reader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/delta_reader.py");
+        let out = std::process::Command::new(&python).arg(&reader).arg(&table).output().unwrap();
+        assert!(out.status.success(), "batch {n}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut theirs: Vec<(i64, String)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                (r["id"].as_i64().unwrap(), format!("{} {}", r["id"], r["v"].as_str().unwrap()))
+            })
+            .collect();
+        theirs.sort();
+        assert_eq!(theirs.into_iter().map(|t| t.1).collect::<Vec<_>>(), want, "batch {n}: a reader of the protocol");
+    };
+    batch(0, (0..1000).map(|i| (i, "v0", 1, false)).collect());
+    // A few keys change or go: their rows are marked, not rewritten.
+    let few: Vec<(i64, &str, i64, bool)> =
+        (0..1000).step_by(97).map(|i| (i, if i % 2 == 0 { "v1" } else { "" }, 2, i % 2 == 1)).collect();
+    batch(1, few);
+    let log = |v: u32| std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    let last = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            e.unwrap().file_name().to_string_lossy().strip_suffix(".json").map(|s| s.parse::<u32>().unwrap())
+        })
+        .max()
+        .unwrap();
+    assert!(log(last).contains("\"deletionVector\""), "the batch marked rows: {}", log(last));
+    assert!(
+        std::fs::read_dir(&table).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("deletion_vector_")),
+        "the vectors are in a file of their own"
+    );
+    // A late change older than what the table holds, and one more batch over the marked file.
+    batch(2, vec![(3, "late", 1, false), (5, "v2", 3, false), (97, "back", 3, false)]);
+    // Most keys change: the marked file is left mostly dead and is rewritten instead.
+    batch(3, (0..1000).filter(|i| i % 3 != 0).map(|i| (i, "v3", 4, false)).collect());
+    let adds: Vec<serde_json::Value> = log(last + 2)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap().get("add").cloned())
+        .collect();
+    assert!(!adds.is_empty() && adds.iter().all(|a| a.get("deletionVector").is_none()), "{adds:?}");
+}

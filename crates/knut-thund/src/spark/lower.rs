@@ -262,14 +262,16 @@ mod tests {
     }
 
     #[test]
-    fn every_auto_cdc_clause_is_lowered_and_ignore_null_updates_is_refused_by_spark() {
+    fn every_auto_cdc_clause_is_lowered_and_the_clauses_spark_would_drop_are_refused() {
         let p = crate::frontend::load_sql(
             "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
              CREATE STREAMING TABLE t USING delta FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
                APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op)\n\
                STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (email, note);\n\
              CREATE STREAMING TABLE u USING delta FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
-               IGNORE NULL UPDATES SEQUENCE BY seq;\n",
+               IGNORE NULL UPDATES SEQUENCE BY seq;\n\
+             CREATE STREAMING TABLE v USING delta FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+               APPLY AS TRUNCATE WHEN op = 'T' SEQUENCE BY seq;\n",
         );
         let g = p.to_sdp().unwrap();
         let f = g.flows.iter().find(|f| f.name == "spark_catalog.default.t").unwrap();
@@ -282,6 +284,7 @@ mod tests {
         let spark_43 = super::super::capabilities("4.3.0").unwrap();
         let err = spark_43.check(&p).unwrap_err().to_string();
         assert!(err.contains("IGNORE NULL UPDATES") && err.contains("spark_catalog.default.u"), "{err}");
+        assert!(err.contains("APPLY AS TRUNCATE WHEN") && err.contains("spark_catalog.default.v"), "{err}");
         assert!(!err.contains("spark_catalog.default.t`"), "{err}");
     }
 }
