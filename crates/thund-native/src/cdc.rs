@@ -389,6 +389,12 @@ pub(crate) async fn earlier_history(
     schema: &SchemaRef,
 ) -> Result<Vec<RecordBatch>> {
     let Some(table) = history else { return Ok(Vec::new()) };
+    // The touched keys are a small part of the history: with filters pushed into the Parquet
+    // scan, only the key column is decoded in full, the other columns only for matching rows.
+    let mut config = ctx.copied_config();
+    config.options_mut().execution.parquet.pushdown_filters = true;
+    config.options_mut().execution.parquet.reorder_filters = true;
+    let ctx = &SessionContext::new_with_config_rt(config, ctx.runtime_env());
     table.update_datafusion_session(&ctx.state())?;
     let provider = table.table_provider().await?;
     let df = ctx.read_table(provider)?.filter(col(BATCH).lt(lit(batch)))?;
@@ -528,8 +534,10 @@ pub(crate) async fn batch(
     job.running();
     let df = DataFrame::new(ctx.state(), plan);
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+    let mut steps = Steps::start(&f.name);
     let now = now_ms();
     let new = stamp(f, df.collect().await?, schema, next.batch, now)?;
+    steps.done("evaluate the changes");
     // SCD 1 keeps a deleted key's tombstone so that an older change arriving later cannot bring
     // it back; expired ones are collected after the batch, at most once per period.
     let retention = match shape.scd {
@@ -562,7 +570,9 @@ pub(crate) async fn batch(
     events.push(new.clone());
     let events = concat_batches(&new.schema(), &events)?;
     let target_schema = shape.target_schema(&new.schema())?;
+    steps.done("read the touched keys' history");
     let rows = replay(&shape, &events, &target_schema)?;
+    steps.done("replay");
 
     store.write_pending(&next).await?;
     // The history first: a batch recomputed after a crash reads only earlier batches' changes,
@@ -574,6 +584,7 @@ pub(crate) async fn batch(
     if appended.is_none_or(|b| b < next.batch) {
         crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?;
     }
+    steps.done("append to the history");
     fail_point("cdc-after-history")?;
     let written = rows.num_rows() as u64;
     let txn = Transaction::new(app, next.batch);
@@ -587,6 +598,7 @@ pub(crate) async fn batch(
         Some(target) if touched.is_some() && crate::deletion::enabled(&target)? => {
             let keys = touched.as_ref().expect("checked above");
             let marked = crate::deletion::mark(&target, keys, &key_names).await?;
+            steps.done("find the touched rows");
             // Files left mostly dead are rewritten whole: their live rows join the new file.
             let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
             let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
@@ -613,13 +625,16 @@ pub(crate) async fn batch(
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
+    steps.done("commit the target");
     fail_point("cdc-after-commit")?;
     if let (true, Some(r)) = (collect, &retention) {
         // Between the target's commit and the checkpoint: a crash here leaves the batch done and
         // the collection either done or left for the next period, which is all retention means.
         collect_tombstones(ctx, &history_url, &key_names, now - r.threshold_ms).await?;
+        steps.done("collect expired tombstones");
     }
     store.commit(&next).await?;
+    steps.done("commit the checkpoint");
     Ok(FlowEffect::Rows(written))
 }
 
@@ -630,6 +645,24 @@ fn with_deletion_vectors(d: &knut_thund::ir::Dataset) -> knut_thund::ir::Dataset
     let mut d = d.clone();
     d.details.properties.entry("delta.enableDeletionVectors".to_string()).or_insert_with(|| "true".to_string());
     d
+}
+
+/// Logs how long each step of a batch took (`THUND_LOG=thund_native::cdc=debug`).
+struct Steps<'a> {
+    flow: &'a knut_thund::ir::QualifiedName,
+    last: std::time::Instant,
+}
+
+impl<'a> Steps<'a> {
+    fn start(flow: &'a knut_thund::ir::QualifiedName) -> Self {
+        Steps { flow, last: std::time::Instant::now() }
+    }
+
+    fn done(&mut self, step: &str) {
+        let now = std::time::Instant::now();
+        tracing::debug!(flow = %self.flow, step, ms = (now - self.last).as_secs_f64() * 1000.0, "AUTO CDC batch");
+        self.last = now;
+    }
 }
 
 /// DLT's table properties for how long an SCD 1 flow keeps a deleted key's tombstone (the

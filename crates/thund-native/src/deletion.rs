@@ -16,7 +16,6 @@
 //! big-endian CRC-32 of magic and bitmap. An `add` names its vector by the file's UUID (Z85, 20
 //! characters), the offset of the size field, the size and the number of rows deleted.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -42,6 +41,9 @@ use crate::error::{NativeError, Result};
 const MAGIC: u32 = 1681511377;
 /// How many files' keys are read at once.
 const READ_AHEAD: usize = 4;
+
+/// Encoded keys, hashed fast: every row of the table is looked up.
+type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
 
 /// Whether `table` takes deletion vectors: the protocol has the feature and the table property
 /// enables it.
@@ -85,7 +87,7 @@ pub(crate) async fn mark(table: &DeltaTable, keys: &RecordBatch, key_names: &[St
     let fields: Vec<SortField> = keys.schema().fields().iter().map(|f| SortField::new(f.data_type().clone())).collect();
     let converter = RowConverter::new(fields)?;
     let rows = converter.convert_columns(keys.columns())?;
-    let wanted: HashSet<Vec<u8>> = rows.iter().map(|r| r.as_ref().to_vec()).collect();
+    let wanted: KeySet = rows.iter().map(|r| r.as_ref().to_vec()).collect();
     let files: Vec<Listed> = snapshot
         .log_data()
         .into_iter()
@@ -140,7 +142,7 @@ async fn positions(
     key_names: &[String],
     key_schema: &arrow::datatypes::SchemaRef,
     converter: &RowConverter,
-    wanted: &HashSet<Vec<u8>>,
+    wanted: &KeySet,
 ) -> Result<Hits> {
     let reader = FileReader { store: Arc::clone(store), path: location.clone(), size };
     let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
