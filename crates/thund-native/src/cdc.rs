@@ -389,12 +389,6 @@ pub(crate) async fn earlier_history(
     schema: &SchemaRef,
 ) -> Result<Vec<RecordBatch>> {
     let Some(table) = history else { return Ok(Vec::new()) };
-    // The touched keys are a small part of the history: with filters pushed into the Parquet
-    // scan, only the key column is decoded in full, the other columns only for matching rows.
-    let mut config = ctx.copied_config();
-    config.options_mut().execution.parquet.pushdown_filters = true;
-    config.options_mut().execution.parquet.reorder_filters = true;
-    let ctx = &SessionContext::new_with_config_rt(config, ctx.runtime_env());
     table.update_datafusion_session(&ctx.state())?;
     let provider = table.table_provider().await?;
     let df = ctx.read_table(provider)?.filter(col(BATCH).lt(lit(batch)))?;
