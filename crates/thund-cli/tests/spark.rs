@@ -161,6 +161,15 @@ fn streams_new_files_into_streaming_tables_across_runs() {
     let (s3, _) = run(&url, dir.path(), full);
     assert!(!s3.failed(), "{s3:#?}");
     assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10", "3,14"]);
+    // A full refresh of everything: the flag alone (the server refuses it with a selection).
+    let all = RunOptions {
+        selection: knut_thund::plan::Selection { full_refresh_all: true, ..Default::default() },
+        ..Default::default()
+    };
+    let (s4, _) = run(&url, dir.path(), all);
+    assert!(!s4.failed(), "{s4:#?}");
+    assert_eq!(query(&url, &format!("SELECT id FROM {db}.bronze")), ["1", "2", "3"]);
+    assert_eq!(query(&url, &format!("SELECT n, s FROM {db}.total")), ["2,24"]);
 }
 
 #[test]

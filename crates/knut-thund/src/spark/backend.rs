@@ -205,7 +205,12 @@ impl ExecBackend for SparkBackend {
         let selective = !selection.refresh.is_empty();
         let request = PipelineRun {
             graph_id: String::new(),
-            full_refresh: run.plan.full_refresh.iter().map(ToString::to_string).collect(),
+            // The server refuses a selection sent with `full_refresh_all` ("Cannot specify a subset
+            // to full refresh when full refresh all is set to true"): the flag alone says it all.
+            full_refresh: match selection.full_refresh_all {
+                true => Vec::new(),
+                false => run.plan.full_refresh.iter().map(ToString::to_string).collect(),
+            },
             full_refresh_all: selection.full_refresh_all,
             refresh: if selective { run.plan.selected.iter().map(ToString::to_string).collect() } else { vec![] },
             dry: run.options.dry || storage.is_none(),
