@@ -115,7 +115,12 @@ fn parse_size(s: &str) -> anyhow::Result<usize> {
         None => (s, 1),
     };
     let n: f64 = num.trim().parse().map_err(|_| Failure::usage(format!("--memory-limit `{s}` is not a size")))?;
-    Ok((n * mult as f64) as usize)
+    let bytes = n * mult as f64;
+    // A cast would turn `-5M` into 0 and `NaN` or `inf` into nonsense limits.
+    if !bytes.is_finite() || bytes < 1.0 || bytes > usize::MAX as f64 {
+        bail!(Failure::usage(format!("--memory-limit `{s}` must be a positive size such as 512M or 2G")));
+    }
+    Ok(bytes as usize)
 }
 
 /// `run` and `dry-run`, on any backend: prepare (every problem at once, before anything is
@@ -448,5 +453,8 @@ mod tests {
         assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert!(parse_size("12Q").is_err());
+        for bad in ["-5M", "0", "0.0G", "NaN", "inf", "-inf"] {
+            assert!(parse_size(bad).is_err(), "{bad} was accepted");
+        }
     }
 }
