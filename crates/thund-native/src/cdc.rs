@@ -540,13 +540,10 @@ pub(crate) async fn batch(
     };
     let collect = match (&retention, state.tombstones_collected_at) {
         (Some(r), Some(last)) => now - last >= r.frequency_ms,
-        (Some(_), None) => {
-            next.tombstones_collected_at = Some(now);
-            false
-        }
-        (None, _) => false,
+        _ => false,
     };
-    if collect {
+    // The first batch starts the period; a collection starts the next one.
+    if retention.is_some() && (collect || state.tombstones_collected_at.is_none()) {
         next.tombstones_collected_at = Some(now);
     }
     let every_key = truncates(&new)?;
@@ -575,9 +572,11 @@ pub(crate) async fn batch(
         true => crate::checkpoint::committed_batch(history.as_ref(), &history_app(app)).await?,
         false => None,
     };
-    if appended.is_none_or(|b| b < next.batch) {
-        crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?;
-    }
+    let history = match appended.is_none_or(|b| b < next.batch) {
+        true => crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?,
+        // Found there: the history exists.
+        false => history.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into()))?,
+    };
     steps.done("append to the history");
     fail_point("cdc-after-history")?;
     let written = rows.num_rows() as u64;
@@ -591,20 +590,15 @@ pub(crate) async fn batch(
         }
         Some(target) if touched.is_some() && crate::deletion::enabled(&target)? => {
             let keys = touched.as_ref().expect("checked above");
-            let marked = crate::deletion::mark(&target, keys, &key_names).await?;
+            let (kept, dropped, marked) = mark_keys(ctx, &target, keys, &key_names, &target_schema).await?;
             steps.done("find the touched rows");
-            // Files left mostly dead are rewritten whole: their live rows join the new file.
-            let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
-            let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
             let replayed = ctx.read_batch(rows)?;
-            let table =
-                match untouched_rows(ctx, &target, &dropped, touched.as_ref(), &key_names, &target_schema).await? {
-                    Some(kept) => kept.union(replayed)?,
-                    None => replayed,
-                };
-            let vectors = crate::deletion::write(&target, &marked).await?;
+            let table = match kept {
+                Some(kept) => kept.union(replayed)?,
+                None => replayed,
+            };
             fail_point("cdc-after-vectors")?;
-            let commit = crate::write::Commit::Mark { vectors, dropped, txn: Some(txn) };
+            let commit = crate::write::Commit::Replace { dropped, marked, txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
         Some(target) => {
@@ -615,7 +609,7 @@ pub(crate) async fn batch(
                 Some(kept) => kept.union(replayed)?,
                 None => replayed,
             };
-            let commit = crate::write::Commit::Replace { files, txn };
+            let commit = crate::write::Commit::Replace { dropped: files, marked: Vec::new(), txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
@@ -624,8 +618,8 @@ pub(crate) async fn batch(
     if let (true, Some(r)) = (collect, &retention) {
         // Between the target's commit and the checkpoint: a crash here leaves the batch done and
         // the collection either done or left for the next period, which is all retention means.
-        collect_tombstones(ctx, &history_url, &key_names, now - r.threshold_ms).await?;
-        steps.done("collect expired tombstones");
+        let forgotten = collect_tombstones(ctx, &history, &key_names, now - r.threshold_ms).await?;
+        steps.done(&format!("collect expired tombstones ({forgotten} keys)"));
     }
     store.commit(&next).await?;
     steps.done("commit the checkpoint");
@@ -701,12 +695,11 @@ fn now_ms() -> i64 {
 /// behaviour once a tombstone is collected). Returns how many keys were forgotten.
 async fn collect_tombstones(
     ctx: &SessionContext,
-    history_url: &url::Url,
+    history: &DeltaTable,
     key_names: &[String],
     cutoff: i64,
 ) -> Result<usize> {
-    let history = DeltaTable::try_from_url(history_url.clone()).await?;
-    if !crate::deletion::enabled(&history)? {
+    if !crate::deletion::enabled(history)? {
         return Ok(0);
     }
     history.update_datafusion_session(&ctx.state())?;
@@ -750,20 +743,36 @@ async fn collect_tombstones(
     let key_fields: Vec<Field> =
         rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
     let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
-    let marked = crate::deletion::mark(&history, &gone, key_names).await?;
-    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
-    let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
+    let (kept, dropped, marked) = mark_keys(ctx, history, &gone, key_names, &schema).await?;
     let empty = ctx.read_batch(RecordBatch::new_empty(Arc::clone(&schema)))?;
-    let kept = match untouched_rows(ctx, &history, &dropped, Some(&gone), key_names, &schema).await? {
+    let kept = match kept {
         Some(kept) => kept.union(empty)?,
         None => empty,
     };
-    let vectors = crate::deletion::write(&history, &marked).await?;
-    let commit = crate::write::Commit::Mark { vectors, dropped, txn: None };
-    match crate::write::parallel_write(ctx, &history, kept.into_unoptimized_plan(), commit).await? {
+    let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
+    match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
         Some(_) => Ok(gone.num_rows()),
-        None => Err(NativeError::Execution(format!("the AUTO CDC history at {history_url} cannot be written"))),
+        None => Err(NativeError::Execution("the AUTO CDC history cannot be written".into())),
     }
+}
+
+/// Deletes the rows of `keys` from `table` with deletion vectors (written here); a file left
+/// mostly dead is dropped instead. Returns the rows of the dropped files to write again (those
+/// of other keys, as `schema`), the dropped files, and the marked files with their new vectors:
+/// what a [`crate::write::Commit::Replace`] takes.
+async fn mark_keys(
+    ctx: &SessionContext,
+    table: &DeltaTable,
+    keys: &RecordBatch,
+    key_names: &[String],
+    schema: &SchemaRef,
+) -> Result<(Option<DataFrame>, Vec<String>, Vec<crate::deletion::Described>)> {
+    let marked = crate::deletion::mark(table, keys, key_names).await?;
+    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
+    let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
+    let kept = untouched_rows(ctx, table, &dropped, Some(keys), key_names, schema).await?;
+    let vectors = crate::deletion::write(table, &marked).await?;
+    Ok((kept, dropped, vectors))
 }
 
 static FEED_SEQ: AtomicUsize = AtomicUsize::new(0);

@@ -12,7 +12,8 @@
 //! Only tables this path can write exactly as delta-rs would take it: existing, unpartitioned
 //! (partitioned writes are already parallel in delta-rs), on the basic writer protocol (≤ 2: no
 //! column mapping, change data feed, generated columns or other writer features; or table
-//! features with deletion vectors as the only one, which AUTO CDC targets use), without
+//! features limited to deletion vectors, which AUTO CDC targets use, and the legacy append-only
+//! and invariants features the checks below cover), without
 //! CHECK constraints or invariants, not append-only when overwriting, and whose schema the plan
 //! matches column for column. Anything else returns `None` and the caller uses delta-rs's write.
 
@@ -53,22 +54,15 @@ pub(crate) enum Commit {
     Overwrite,
     /// Keep the current files, and record the flow's batch number.
     Append(Transaction),
-    /// Remove the named files (paths as the table lists them), and record the flow's batch
-    /// number: the new files replace them (an AUTO CDC batch rewriting the files of its keys).
+    /// Remove the `dropped` files and give the `marked` ones new deletion vectors (paths as the
+    /// table lists them), and record the flow's batch if there is one: the new files hold the
+    /// rows that replace the removed ones (an AUTO CDC batch, `deletion`).
     Replace {
-        /// The files replaced.
-        files: Vec<String>,
-        /// The flow's batch.
-        txn: Transaction,
-    },
-    /// Give files new deletion vectors and remove the `dropped` ones, and record the flow's
-    /// batch number: the new files hold the rows that replace the deleted ones (`deletion`).
-    Mark {
-        /// Each marked file (path as the table lists it) with its new vector.
-        vectors: Vec<(String, DeletionVectorDescriptor)>,
         /// The files removed whole.
         dropped: Vec<String>,
-        /// The flow's batch, if the commit is one.
+        /// The files kept, each with its new vector.
+        marked: Vec<(String, DeletionVectorDescriptor)>,
+        /// The flow's batch.
         txn: Option<Transaction>,
     },
 }
@@ -171,29 +165,8 @@ pub(crate) async fn parallel_write(
             properties = properties.with_application_transaction(txn);
             SaveMode::Append
         }
-        Commit::Replace { files, txn } => {
-            let files: std::collections::HashSet<String> = files.into_iter().collect();
-            let removes: Vec<Action> = snapshot
-                .snapshot()
-                .file_views(log_store.as_ref(), None)
-                .try_filter(|f| std::future::ready(files.contains(f.path().as_ref())))
-                .map_ok(|f| Action::Remove(f.remove_action(true)))
-                .try_collect()
-                .await?;
-            if removes.len() != files.len() {
-                return Err(NativeError::Execution(format!(
-                    "internal error: {} of the {} files to replace are not in the table",
-                    files.len() - removes.len(),
-                    files.len()
-                )));
-            }
-            removed = removes.len();
-            actions.extend(removes);
-            properties = properties.with_application_transaction(txn);
-            SaveMode::Overwrite
-        }
-        Commit::Mark { vectors, dropped, txn } => {
-            let vectors: std::collections::HashMap<String, DeletionVectorDescriptor> = vectors.into_iter().collect();
+        Commit::Replace { dropped, marked, txn } => {
+            let vectors: std::collections::HashMap<String, DeletionVectorDescriptor> = marked.into_iter().collect();
             let dropped: std::collections::HashSet<String> = dropped.into_iter().collect();
             let files: Vec<_> = snapshot
                 .snapshot()
@@ -206,7 +179,7 @@ pub(crate) async fn parallel_write(
                 .await?;
             if files.len() != vectors.len() + dropped.len() {
                 return Err(NativeError::Execution(format!(
-                    "internal error: {} of the {} files to mark or drop are not in the table",
+                    "internal error: {} of the {} files to replace or mark are not in the table",
                     vectors.len() + dropped.len() - files.len(),
                     vectors.len() + dropped.len()
                 )));
