@@ -124,18 +124,31 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = QueryFormat::Table)]
         format: QueryFormat,
     },
-    /// Print a run's event log.
+    /// Print the event log: the last run's events, or those the filters select.
     Events {
         #[command(flatten)]
         project: ProjectArg,
         /// Run id (default: the last run).
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["last", "all"])]
         run: Option<String>,
         /// The last run (the default).
-        #[arg(long, conflicts_with = "run")]
+        #[arg(long, conflicts_with = "all")]
         last: bool,
+        /// Every run.
+        #[arg(long)]
+        all: bool,
+        /// Only events of this dataset (its name, or qualified name).
+        #[arg(long)]
+        dataset: Option<String>,
+        /// Only events of these levels (INFO, WARN, ERROR, METRICS; comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        level: Vec<String>,
+        /// Only events of these types (create_update, flow_definition, flow_progress,
+        /// update_progress; comma-separated).
+        #[arg(long = "type", value_delimiter = ',')]
+        event_type: Vec<String>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = EventsFormat::Text)]
+        #[arg(long, value_enum, default_value_t = EventsFormat::Table)]
         format: EventsFormat,
     },
     /// Check what works here: front-end, native engine, Spark reachability.
@@ -173,7 +186,12 @@ pub enum QueryFormat {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EventsFormat {
-    Text,
+    /// Aligned columns.
+    #[value(alias = "text")]
+    Table,
+    /// One JSON array.
+    Json,
+    /// One JSON object per line.
     Jsonl,
 }
 

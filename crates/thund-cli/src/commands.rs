@@ -4,15 +4,17 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use knut_thund::backend::{rfc3339, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
+use knut_thund::backend::{rfc3339, EventLog, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
 use knut_thund::ir::Pipeline;
 use knut_thund::plan::Selection;
 use knut_thund::prepare::prepare_for;
 use knut_thund::render::GraphFormat as Rendering;
 use knut_thund::status::{functional_status, render_table, status_rows};
+use thund_native::event_log::LoggedEvent;
 use thund_native::{EngineOptions, NativeBackend};
 
 use crate::backends;
@@ -32,7 +34,10 @@ pub fn dispatch(command: Command) -> anyhow::Result<()> {
             run(args, false, max_concurrent_flows, EngineOptions { memory_limit, target_partitions: 0 })
         }
         Command::Query { project, target, sql, format } => query(&project.project, &target, &sql, format),
-        Command::Events { project, run, last: _, format } => events(&project.project, run, format),
+        Command::Events { project, run, last: _, all, dataset, level, event_type, format } => {
+            let filter = EventFilter { run, all, dataset, levels: level, types: event_type };
+            events(&project.project, &filter, format)
+        }
         Command::Doctor { remote, format } => doctor(remote, format),
     }
 }
@@ -131,10 +136,19 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     let backend = backends::pick(&args.target, engine)?;
     let options = RunOptions { selection: selection(args.selection), dry, max_concurrent_flows };
     let mut prepared = prepare_for(backend.as_ref(), &p, &options).map_err(|e| in_project(start, e))?;
+    let mut log = None;
     if !dry {
+        if let Err(e) = thund_native::event_log::retention(&p) {
+            let spec = knut_thund::spec::discover(start)
+                .map_or_else(|_| "spark-pipeline.yml".into(), |s| s.display().to_string());
+            bail!(Failure::usage(format!("{spec}: {e}")));
+        }
         // Every backend's runs are logged under the pipeline's storage, for `thund events`.
         match thund_native::event_log::open(&prepared) {
-            Ok(log) => prepared = prepared.with_event_log(log),
+            Ok(l) => {
+                prepared = prepared.with_event_log(Arc::clone(&l) as Arc<dyn EventLog>);
+                log = Some(l);
+            }
             Err(e) => eprintln!("warning: the events of this run are not logged: {e}"),
         }
     }
@@ -144,6 +158,10 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     let summary = follow(handle, json)?;
     if !json && !dry {
         print_summary(&summary);
+    }
+    // The last events are committed before the process ends; what could not be is said.
+    for w in log.map(|l| l.close()).unwrap_or_default() {
+        eprintln!("warning: {w}");
     }
     let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
     match (dry, failed) {
@@ -261,44 +279,96 @@ fn query(start: &Path, target: &BackendArgs, sql: &str, format: QueryFormat) -> 
     Ok(())
 }
 
-fn events(start: &Path, run: Option<String>, format: EventsFormat) -> anyhow::Result<()> {
+/// Which events `thund events` prints.
+struct EventFilter {
+    run: Option<String>,
+    all: bool,
+    dataset: Option<String>,
+    levels: Vec<String>,
+    types: Vec<String>,
+}
+
+impl EventFilter {
+    fn keeps(&self, e: &LoggedEvent, run: Option<&str>) -> bool {
+        let named = |want: &str, got: Option<&str>| {
+            got.is_some_and(|g| {
+                g.eq_ignore_ascii_case(want) || g.rsplit('.').next().is_some_and(|n| n.eq_ignore_ascii_case(want))
+            })
+        };
+        run.is_none_or(|r| e.origin.update_id == r)
+            && self.dataset.as_deref().is_none_or(|d| named(d, e.origin.dataset_name.as_deref()))
+            && (self.levels.is_empty() || self.levels.iter().any(|l| l.eq_ignore_ascii_case(&e.level)))
+            && (self.types.is_empty() || self.types.iter().any(|t| t.eq_ignore_ascii_case(&e.event_type)))
+    }
+}
+
+fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::Result<()> {
     use thund_native::event_log;
     let p = load_valid(start)?;
-    let runs = runtime()?.block_on(event_log::runs(&p))?;
-    let id = match (run, runs.last()) {
-        (Some(id), _) if runs.contains(&id) => id,
-        (Some(id), _) => {
-            bail!(Failure::usage(format!(
-                "no run `{id}` in {} (runs: {})",
-                event_log::location(&p, None)?,
-                runs.join(", ")
-            )))
+    let location = event_log::location(&p)?;
+    let logged = runtime()?.block_on(event_log::read(&p)).with_context(|| format!("reading {location}"))?;
+    // Runs in the order they started.
+    let mut runs: Vec<&str> = Vec::new();
+    for e in &logged {
+        if !runs.contains(&e.origin.update_id.as_str()) {
+            runs.push(&e.origin.update_id);
         }
-        (None, Some(last)) => last.clone(),
+    }
+    let run = match (&filter.run, runs.last()) {
+        _ if filter.all => None,
+        (Some(id), _) if runs.contains(&id.as_str()) => Some(id.as_str()),
+        (Some(id), _) => {
+            let known = if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
+            bail!(Failure::usage(format!("no run `{id}` in the event log {location} (runs: {known})")))
+        }
+        (None, Some(last)) => Some(*last),
         (None, None) => bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
     };
-    let path = event_log::location(&p, Some(&id))?;
-    let text = runtime()?.block_on(event_log::read(&p, &id))?.with_context(|| format!("reading {path}"))?;
+    for level in &filter.levels {
+        if !["INFO", "WARN", "ERROR", "METRICS"].iter().any(|l| l.eq_ignore_ascii_case(level)) {
+            bail!(Failure::usage(format!("--level `{level}`: levels are INFO, WARN, ERROR and METRICS")));
+        }
+    }
+    let shown: Vec<&LoggedEvent> = logged.iter().filter(|e| filter.keeps(e, run)).collect();
+    let mut out = std::io::stdout().lock();
     match format {
-        EventsFormat::Jsonl => print!("{text}"),
-        EventsFormat::Text => {
-            println!("run {id}");
-            for line in text.lines() {
-                let v: serde_json::Value = serde_json::from_str(line).with_context(|| format!("{path}: bad line"))?;
-                println!(
-                    "{} {:5} {:9} {}",
-                    v["timestamp"].as_str().unwrap_or(""),
-                    v["level"].as_str().unwrap_or(""),
-                    v["phase"].as_str().unwrap_or(""),
-                    v["message"].as_str().unwrap_or("")
+        EventsFormat::Jsonl => {
+            for e in &shown {
+                writeln!(out, "{}", serde_json::to_string(e)?)?;
+            }
+        }
+        EventsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?,
+        EventsFormat::Table => {
+            match run {
+                Some(id) => writeln!(out, "run {id}")?,
+                None => writeln!(out, "{} runs", runs.len())?,
+            }
+            for e in &shown {
+                let state = e.details.get(&e.event_type).and_then(|d| d.get("status").or(d.get("state")));
+                let mut line = format!(
+                    "{} {:7} {:15} {:9} {}",
+                    e.timestamp.get(..23).unwrap_or(&e.timestamp),
+                    e.level,
+                    e.event_type,
+                    state.and_then(|s| s.as_str()).unwrap_or(""),
+                    e.message
                 );
+                if let Some(n) = e.details.pointer("/flow_progress/metrics/num_output_rows") {
+                    line.push_str(&format!(" ({n} rows)"));
+                }
+                if run.is_none() {
+                    line.push_str(&format!("  [run {}]", e.origin.update_id));
+                }
+                writeln!(out, "{line}")?;
+                if let Some(err) = &e.error {
+                    writeln!(out, "             {err}")?;
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Live self-checks; every row is the outcome of a check just performed.
 fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let project = dir.path().join("doctor");

@@ -75,9 +75,8 @@ fn init_run_query_and_events_work_on_the_sample() {
     assert!(o.status.success(), "{}", text(&o));
     let lines: Vec<serde_json::Value> =
         String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines
-        .iter()
-        .any(|l| l["phase"] == "COMPLETED" && l["dataset"].as_str().is_some_and(|d| d.ends_with("revenue_by_region"))));
+    assert!(lines.iter().any(|l| l["details"]["flow_progress"]["status"] == "COMPLETED"
+        && l["origin"]["dataset_name"].as_str().is_some_and(|d| d.ends_with("revenue_by_region"))));
 }
 
 #[test]
@@ -165,8 +164,8 @@ fn expectation_metrics_reach_the_summary_and_the_event_log() {
     let o = thund(&["events", "-p", p(tmp.path()), "--last", "--format", "jsonl"]);
     let lines: Vec<serde_json::Value> =
         String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let done = lines.iter().find(|l| l["event_type"] == "flow_progress" && l["phase"] == "COMPLETED").unwrap();
-    let dq = &done["details"]["data_quality"];
+    let done = lines.iter().find(|l| l["details"]["flow_progress"]["status"] == "COMPLETED").unwrap();
+    let dq = &done["details"]["flow_progress"]["data_quality"];
     assert_eq!(dq["dropped_records"], 2, "{done}");
     assert_eq!(dq["expectations"][0]["name"], "positive");
     assert_eq!(dq["expectations"][0]["dataset"], "spark_catalog.default.m");

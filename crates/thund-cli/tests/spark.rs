@@ -305,11 +305,27 @@ fn cli_runs_the_sample_project_on_spark_and_queries_it() {
     assert!(events.status.success(), "{}", String::from_utf8_lossy(&events.stderr));
     let lines: Vec<serde_json::Value> =
         String::from_utf8_lossy(&events.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let completed = lines.iter().find(|l| {
-        l["phase"] == "COMPLETED" && l["dataset"].as_str().is_some_and(|d| d.ends_with(".revenue_by_region"))
-    });
+    let of = |dataset: &'static str| {
+        lines.iter().filter(move |l| l["origin"]["dataset_name"].as_str().is_some_and(|d| d.ends_with(dataset)))
+    };
+    let completed = of(".revenue_by_region").find(|l| l["details"]["flow_progress"]["status"] == "COMPLETED");
     assert!(completed.is_some_and(|l| l["event_type"] == "flow_progress"), "{lines:#?}");
+    assert!(lines.iter().all(|l| l["origin"]["backend"].as_str().is_some_and(|b| b.starts_with("spark-connect-sdp"))));
     assert_eq!(lines.last().unwrap()["message"], "Run is COMPLETED.", "{lines:#?}");
+    // Each table's flow has its output rows, counted on the server: what the embedded backend
+    // writes from the same files (materialized views, so the whole table).
+    let spark_rows = |dataset: &'static str| {
+        of(dataset).find_map(|l| l["details"]["flow_progress"]["metrics"]["num_output_rows"].as_u64())
+    };
+    for (dataset, rows) in
+        [(".orders_raw", 60), (".customers", 6), (".orders_enriched", 58), (".revenue_by_region", 12)]
+    {
+        assert_eq!(spark_rows(dataset), Some(rows), "{dataset}: {lines:#?}");
+        assert!(
+            stdout.lines().any(|l| l.contains(dataset) && l.contains("COMPLETED") && l.contains(&format!(" {rows} "))),
+            "{stdout}"
+        );
+    }
     // The same rows as the embedded backend computes.
     let sql = "SELECT * FROM revenue_by_region ORDER BY 1";
     let spark = thund()

@@ -803,7 +803,7 @@ async fn evaluated_changes(
 
 /// Fails at a named step when `THUND_FAILPOINT` names it: the crash tests stop a batch between
 /// its commits.
-fn fail_point(name: &str) -> Result<()> {
+pub(crate) fn fail_point(name: &str) -> Result<()> {
     match std::env::var("THUND_FAILPOINT") {
         Ok(v) if v == name => {
             if std::env::var_os("THUND_FAILPOINT_KILL").is_some() {

@@ -92,7 +92,9 @@ pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Resul
         // delta-rs writes through extension nodes that only its planner turns into execution plans.
         .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new())
         .build();
-    Ok(SessionContext::new_with_state(state))
+    let ctx = SessionContext::new_with_state(state);
+    crate::functions::register(&ctx);
+    Ok(ctx)
 }
 
 /// Makes sure `catalog.database` exists in the session, so tables can be registered there.

@@ -18,7 +18,7 @@
 //!                    carrying the batch number, exactly once across crashes (checkpoint)
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
 //!           STREAM reads replaced by registered tables, datafusion-spark functions)
-//!  events ─▶ RunHandle channel + event_log (<storage>/events/<run>.jsonl)
+//!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
 //!  every key under the storage root comes from storage::Storage
 //! ```
 //!
@@ -27,8 +27,8 @@
 //! not stop independent ones; its downstream is SKIPPED.
 //!
 //! The public surface is small: [`NativeBackend`] (an `ExecBackend`), [`query`] for `thund
-//! query`, and [`event_log`] (written for runs of any backend, read by `thund events`). What the
-//! backend cannot run yet (event time, CDC) is refused by `knut_thund::prepare` from
+//! query`, and [`event_log`] (written for runs of any backend; read by `thund events`, `thund
+//! query` and `thund ui`). What the backend cannot run is refused by `knut_thund::prepare` from
 //! [`NativeBackend`]'s capabilities before anything runs.
 //!
 //! ```no_run
@@ -54,6 +54,7 @@ mod event_time;
 mod expect;
 mod flow;
 mod freshness;
+mod functions;
 mod incremental;
 mod query;
 mod refresh;

@@ -46,6 +46,14 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
             }
         }
     }
+    // The event log, unless a dataset of the pipeline has its name.
+    let log_name = QualifiedName::new(&p.catalog, &p.database, "event_log");
+    if p.dataset(&log_name).is_none() {
+        ensure_schema(&ctx, &p.catalog, &p.database)?;
+        if let Some(provider) = crate::event_log::provider(&ctx, &storage).await? {
+            ctx.register_table(table_ref(&log_name), provider)?;
+        }
+    }
     // Views may read views: plan them until none is left or no progress is made.
     let mut pending = stored_views;
     while !pending.is_empty() {
@@ -68,7 +76,12 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
 
     for r in &q.reads {
         let Read::Dataset { name, .. } = r else { continue };
-        let Some(d) = p.dataset(name) else { continue };
+        let Some(d) = p.dataset(name) else {
+            if *name == log_name && !ctx.table_exist(table_ref(name)).unwrap_or(false) {
+                return Err(plan_error("`event_log` is empty: no run has been logged yet".into()));
+            }
+            continue;
+        };
         if ctx.table_exist(table_ref(name)).unwrap_or(false) {
             continue;
         }

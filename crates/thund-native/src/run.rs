@@ -118,7 +118,6 @@ impl Job {
             });
             let results: Vec<(&Dataset, Vec<FlowOutcome>)> =
                 futures::stream::iter(work).buffer_unordered(self.max_concurrent).collect().await;
-            events.flush().await;
             for (d, flows) in results {
                 if flows.iter().any(|o| matches!(o.phase, RunPhase::Failed | RunPhase::Skipped | RunPhase::Stopped)) {
                     broken.insert(d.name.clone());

@@ -9,7 +9,7 @@
 //!   fingerprints/<catalog>/<database>/<name>.json   what each materialized view was computed from
 //!   state/<catalog>/<database>/<name>/      aggregate state of an incrementally refreshed view
 //!   state/<catalog>/<database>/<name>.json  which source version that state covers (`incremental`)
-//!   events/<run id>.jsonl                   the event log, one JSON object per line
+//!   event_log/                              the event log of every run: a Delta table (`event_log`)
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```
 //! The root is a local folder (a path or a `file://` URL) or an S3 location (`s3://bucket/prefix`,
@@ -227,9 +227,9 @@ impl Storage {
         format!("{}.json", name_key("state", name))
     }
 
-    /// Key of a run's event log.
-    pub fn events_key(&self, run_id: &str) -> String {
-        format!("events/{run_id}.jsonl")
+    /// Key of the event log's Delta table.
+    pub fn event_log_key(&self) -> String {
+        "event_log".into()
     }
 
     fn err(&self, key: &str, e: object_store::Error) -> NativeError {

@@ -198,17 +198,26 @@ fn every_run_writes_an_event_log() {
         phases,
         [RunPhase::Queued, RunPhase::Planning, RunPhase::Starting, RunPhase::Running, RunPhase::Completed]
     );
-    let logs: Vec<_> =
-        std::fs::read_dir(dir.path().join(".thund/events")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(logs.len(), 1);
-    let text = std::fs::read_to_string(&logs[0]).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines.len(), events.len());
-    for key in ["timestamp", "run_id", "level", "event_type", "dataset", "flow", "phase", "message", "details"] {
-        assert!(lines[0].get(key).is_some(), "missing {key} in {}", lines[0]);
-    }
-    let done = lines.iter().find(|l| l["phase"] == "COMPLETED" && l["flow"].is_string()).unwrap();
-    assert_eq!(done["details"]["rows_written"], 1);
+    // The log is a Delta table, committed by the time the run's handle is finished: the
+    // run's `create_update`, the flow's `flow_definition`, then every event the run emitted.
+    let p = knut_thund::frontend::load(dir.path()).unwrap();
+    let logged = tokio::runtime::Runtime::new().unwrap().block_on(thund_native::event_log::read(&p)).unwrap();
+    assert!(dir.path().join(".thund/event_log/_delta_log").is_dir());
+    assert_eq!(logged.len(), events.len() + 2, "{logged:#?}");
+    assert_eq!(logged[0].event_type, "create_update");
+    assert_eq!(logged[1].event_type, "flow_definition");
+    assert_eq!(logged[1].origin.source_code_location.as_deref(), Some("sql/a.sql:1:1"));
+    let sequences: Vec<i64> = logged.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (0..logged.len() as i64).collect::<Vec<_>>());
+    assert!(logged.iter().all(|e| e.origin.update_id == logged[0].origin.update_id && e.origin.backend == "native"));
+    let done =
+        logged.iter().find(|e| e.details.pointer("/flow_progress/status").is_some_and(|s| s == "COMPLETED")).unwrap();
+    assert_eq!(
+        (done.level.as_str(), done.origin.dataset_name.as_deref()),
+        ("METRICS", Some("spark_catalog.default.a"))
+    );
+    assert_eq!(done.details.pointer("/flow_progress/metrics/num_output_rows"), Some(&serde_json::json!(1)));
+    assert_eq!(logged.last().unwrap().details.pointer("/update_progress/state"), Some(&serde_json::json!("COMPLETED")));
 }
 
 #[test]

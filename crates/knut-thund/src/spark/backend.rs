@@ -6,7 +6,11 @@
 //! run is refused without one; [`ExecBackend::connect`] learns the version, and the capabilities
 //! narrow to that line's.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::Int64Type;
 
 use arrow::record_batch::RecordBatch;
 use knut_pipelines::{ClientError, ClientOptions, PipelineRun, PipelinesClient};
@@ -14,7 +18,7 @@ use knut_pipelines::{ClientError, ClientOptions, PipelineRun, PipelinesClient};
 use super::events::EventTranslator;
 use crate::backend::{Capabilities, ExecBackend, RunEvent, RunHandle, RunSummary, RunThread};
 use crate::error::{Result, ThundError};
-use crate::ir::{quote_ident, Pipeline};
+use crate::ir::{quote_ident, Pipeline, QualifiedName};
 use crate::prepare::PreparedRun;
 
 /// A connection made by [`ExecBackend::connect`], kept for the run that follows: the client and
@@ -162,6 +166,84 @@ impl SparkBackend {
     }
 }
 
+/// Row counts of the tables among `names` that exist on the server, by lower-cased qualified
+/// name: Spark's run events carry no row counts, so a flow's output rows come from its table's
+/// count before and after the run. Two round trips: `SHOW TABLES` per database, then one
+/// `count(*)` of every table found (Parquet answers from its footers). A failure is said in the
+/// run's events and leaves the counts out, never the run failed.
+async fn count_rows(
+    client: &mut PipelinesClient,
+    names: &[QualifiedName],
+    events: &EventTranslator,
+) -> BTreeMap<String, u64> {
+    let started = std::time::Instant::now();
+    let mut counts = BTreeMap::new();
+    let counted =
+        async {
+            let mut existing = Vec::new();
+            let databases: BTreeSet<(&str, &str)> =
+                names.iter().map(|n| (n.catalog.as_str(), n.database.as_str())).collect();
+            for (catalog, database) in databases {
+                let show = format!("SHOW TABLES IN {}.{}", quote_ident(catalog), quote_ident(database));
+                let tables: BTreeSet<String> = match client.sql(&show).await {
+                    Ok(batches) => string_column(&batches, "tableName").into_iter().map(|t| t.to_lowercase()).collect(),
+                    // The database does not exist yet (a first run): none of its tables does.
+                    Err(e) if e.to_string().contains("SCHEMA_NOT_FOUND") => BTreeSet::new(),
+                    Err(e) => return Err(e),
+                };
+                existing.extend(names.iter().filter(|n| {
+                    n.catalog == catalog && n.database == database && tables.contains(&n.name.to_lowercase())
+                }));
+            }
+            if existing.is_empty() {
+                return Ok(());
+            }
+            let query = existing
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    format!(
+                        "SELECT {i} AS i, count(*) AS n FROM {}.{}.{}",
+                        quote_ident(&n.catalog),
+                        quote_ident(&n.database),
+                        quote_ident(&n.name)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            for b in client.sql(&query).await? {
+                let ids = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Int64);
+                let ns = arrow::compute::cast(b.column(1), &arrow::datatypes::DataType::Int64);
+                let (Ok(ids), Ok(ns)) = (ids, ns) else { continue };
+                let (ids, ns) = (ids.as_primitive::<Int64Type>(), ns.as_primitive::<Int64Type>());
+                for r in 0..b.num_rows() {
+                    if let Some(n) = existing.get(ids.value(r) as usize) {
+                        counts.insert(n.to_string().to_lowercase(), ns.value(r).max(0) as u64);
+                    }
+                }
+            }
+            Ok::<(), ClientError>(())
+        };
+    if let Err(e) = counted.await {
+        events.emit(RunEvent::now("run", None, format!("the tables' row counts are unavailable: {e}")));
+        counts.clear();
+    }
+    tracing::debug!(tables = names.len(), ms = started.elapsed().as_millis() as u64, "Spark row counts");
+    counts
+}
+
+/// The values of text column `name` across `batches`.
+fn string_column(batches: &[RecordBatch], name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in batches {
+        let Some(c) = b.column_by_name(name) else { continue };
+        let Ok(c) = arrow::compute::cast(c, &arrow::datatypes::DataType::Utf8) else { continue };
+        let c = c.as_string::<i32>();
+        out.extend((0..c.len()).filter(|i| !c.is_null(*i)).map(|i| c.value(i).to_string()));
+    }
+    out
+}
+
 fn client_error(e: ClientError) -> ThundError {
     match e {
         ClientError::Url { .. } => ThundError::Usage(e.to_string()),
@@ -224,6 +306,7 @@ impl ExecBackend for SparkBackend {
             .then(|| format!("CREATE DATABASE IF NOT EXISTS {}.{}", quote_ident(&p.catalog), quote_ident(&p.database)));
         let no_storage = storage.is_none();
         let (pipeline, plan) = (run.pipeline, run.plan);
+        let full_refresh = plan.full_refresh.clone();
         let cancel = Arc::new(tokio::sync::Notify::new());
         let cancel_rx = cancel.clone();
         let on_cancel = Box::new(move || cancel.notify_one());
@@ -255,6 +338,11 @@ impl ExecBackend for SparkBackend {
                     Err(e) => return translator.finish(Err(e.to_string()), false).await,
                 };
                 let request = PipelineRun { graph_id: graph_id.clone(), ..request };
+                let counted = translator.counted_tables();
+                let before = match request.dry {
+                    true => None,
+                    false => Some(count_rows(&mut client, &counted, &translator).await),
+                };
                 let mut interrupter = client.clone();
                 let mut stopped = false;
                 let outcome = {
@@ -270,6 +358,10 @@ impl ExecBackend for SparkBackend {
                         }
                     }
                 };
+                if let (Some(before), Ok(()), false) = (&before, &outcome, stopped) {
+                    let after = count_rows(&mut client, &counted, &translator).await;
+                    translator.record_counts(before, &after, &full_refresh);
+                }
                 let _ = client.drop_graph(&graph_id).await;
                 let _ = client.close().await;
                 translator.finish(outcome.map_err(|e| e.to_string()), stopped).await

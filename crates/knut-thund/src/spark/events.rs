@@ -9,12 +9,26 @@ use std::time::{Duration, SystemTime};
 use knut_pipelines::{PipelineEvent, PipelineEventSink};
 
 use crate::backend::{EventSender, FlowOutcome, RunEvent, RunPhase, RunSummary};
-use crate::ir::{DatasetKind, Pipeline, QualifiedName, SourceLocation};
+use crate::ir::{DatasetKind, FlowKind, Pipeline, QualifiedName, SourceLocation};
+
+/// How a flow's output rows are known from its table's row count (Spark's run events carry no
+/// numbers): a materialized view's flow wrote the whole table; the one append flow of a
+/// streaming table wrote what the table grew by (the whole table after a full refresh). Several
+/// flows into one table, AUTO CDC (which updates rows in place) and sinks are not counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counting {
+    Whole,
+    Growth,
+    No,
+}
 
 /// One flow as the translator tracks it.
 struct Tracked {
     flow: String,
     target: String,
+    target_name: QualifiedName,
+    counting: Counting,
+    rows: Option<u64>,
     location: SourceLocation,
     selected: bool,
     phase: Option<RunPhase>,
@@ -69,6 +83,15 @@ fn parse_event(message: &str) -> Parsed {
 impl EventTranslator {
     pub(super) fn new(p: &Pipeline, selected: &BTreeSet<QualifiedName>, events: EventSender) -> Self {
         let kinds: BTreeMap<_, _> = p.datasets.iter().map(|d| (&d.name, d.kind)).collect();
+        let counting = |f: &crate::ir::Flow| match kinds.get(&f.target) {
+            Some(DatasetKind::MaterializedView) => Counting::Whole,
+            Some(DatasetKind::StreamingTable)
+                if !matches!(f.kind, FlowKind::AutoCdc(_)) && p.flows_into(&f.target).count() == 1 =>
+            {
+                Counting::Growth
+            }
+            _ => Counting::No,
+        };
         let flows = p
             .flows
             .iter()
@@ -78,6 +101,9 @@ impl EventTranslator {
                 let t = Tracked {
                     flow: f.name.to_string(),
                     target: f.target.to_string(),
+                    target_name: f.target.clone(),
+                    counting: counting(f),
+                    rows: None,
                     location: f.location.clone(),
                     selected: selected.contains(&f.target),
                     phase: None,
@@ -93,6 +119,50 @@ impl EventTranslator {
 
     pub(super) fn emit(&self, e: RunEvent) {
         self.events.emit(e);
+    }
+
+    /// The tables whose row counts tell the selected flows' output rows.
+    pub(super) fn counted_tables(&self) -> Vec<QualifiedName> {
+        let mut names: Vec<QualifiedName> = self
+            .flows
+            .values()
+            .filter(|t| t.selected && t.counting != Counting::No)
+            .map(|t| t.target_name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Gives each completed counted flow its output rows from its table's row counts `before`
+    /// and `after` the run (keyed by lower-cased qualified name; a table missing `before` did not
+    /// exist), and emits them as a metrics event.
+    pub(super) fn record_counts(
+        &mut self,
+        before: &BTreeMap<String, u64>,
+        after: &BTreeMap<String, u64>,
+        full_refresh: &BTreeSet<QualifiedName>,
+    ) {
+        let mut counted = Vec::new();
+        for t in self.flows.values_mut() {
+            if t.phase != Some(RunPhase::Completed) {
+                continue;
+            }
+            let key = t.target.to_lowercase();
+            let Some(&now) = after.get(&key) else { continue };
+            let rows = match (t.counting, before.get(&key)) {
+                (Counting::No, _) => continue,
+                (Counting::Growth, Some(&was)) if !full_refresh.contains(&t.target_name) => now.saturating_sub(was),
+                _ => now,
+            };
+            t.rows = Some(rows);
+            counted.push((t.flow.clone(), rows));
+        }
+        for (flow, rows) in counted {
+            let mut e = RunEvent::now(&flow, None, format!("Flow {flow} wrote {rows} rows."));
+            e.details.rows_written = Some(rows);
+            self.emit(e);
+        }
     }
 
     /// Ends the run: flows the server never finished get an honest final phase, the run's own
@@ -133,8 +203,8 @@ impl EventTranslator {
                     flow: t.flow.clone(),
                     target: t.target.clone(),
                     phase: t.phase.unwrap_or(RunPhase::Completed),
-                    // Spark's run events carry no row counts.
-                    rows_written: 0,
+                    // From the tables' row counts (`record_counts`).
+                    rows_written: t.rows.unwrap_or(0),
                     duration: match (t.started, t.ended) {
                         (Some(s), Some(e)) => e.duration_since(s).unwrap_or_default(),
                         _ => Duration::ZERO,

@@ -1,0 +1,166 @@
+//! Spark SQL functions that neither DataFusion nor `datafusion-spark` provide, registered in
+//! every session (`engine::new_context`).
+//!
+//! - `get_json_object(json, path)`: the value at a JSON path (`$.a.b`, `$['a']`, `$.list[0]`),
+//!   a string as its text and anything else as JSON; NULL when the JSON is invalid or the path
+//!   leads nowhere, as in Spark. How the event log's `details` column is read with SQL. Wildcards
+//!   (`[*]`) are refused rather than answered differently from Spark.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, StringArray};
+use arrow::datatypes::DataType;
+use datafusion::common::{exec_err, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+};
+use datafusion::prelude::SessionContext;
+use serde_json::Value;
+
+/// Registers this module's functions with `ctx`.
+pub(crate) fn register(ctx: &SessionContext) {
+    ctx.register_udf(ScalarUDF::from(GetJsonObject::new()));
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct GetJsonObject {
+    signature: Signature,
+}
+
+impl GetJsonObject {
+    fn new() -> Self {
+        let strings = [DataType::Utf8, DataType::Utf8View, DataType::LargeUtf8];
+        let pairs = strings
+            .iter()
+            .flat_map(|a| strings.iter().map(move |b| TypeSignature::Exact(vec![a.clone(), b.clone()])))
+            .collect();
+        GetJsonObject { signature: Signature::one_of(pairs, Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for GetJsonObject {
+    fn name(&self) -> &str {
+        "get_json_object"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let text = |a: &ArrayRef| -> Result<StringArray> {
+            let c = arrow::compute::cast(a, &DataType::Utf8)?;
+            Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
+        };
+        let (json, path) = (text(&arrays[0])?, text(&arrays[1])?);
+        let mut out = Vec::with_capacity(json.len());
+        for i in 0..json.len() {
+            if json.is_null(i) || path.is_null(i) {
+                out.push(None);
+                continue;
+            }
+            let Some(steps) = parse_path(path.value(i))? else {
+                out.push(None);
+                continue;
+            };
+            out.push(extract(json.value(i), &steps));
+        }
+        let result: ArrayRef = Arc::new(StringArray::from(out));
+        Ok(if scalar {
+            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+        } else {
+            ColumnarValue::Array(result)
+        })
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The steps of `path`; `None` for a path Spark would answer NULL for (not starting with `$`,
+/// malformed).
+fn parse_path(path: &str) -> Result<Option<Vec<Step>>> {
+    let Some(mut rest) = path.strip_prefix('$') else { return Ok(None) };
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            if key.is_empty() {
+                return Ok(None);
+            }
+            if key == "*" {
+                return exec_err!("get_json_object: wildcards in JSON paths (`{path}`) are not supported");
+            }
+            steps.push(Step::Key(key.to_string()));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(end) = r.find(']') else { return Ok(None) };
+            let inner = r[..end].trim();
+            if inner == "*" {
+                return exec_err!("get_json_object: wildcards in JSON paths (`{path}`) are not supported");
+            }
+            let quoted = inner.strip_prefix('\'').and_then(|s| s.strip_suffix('\''));
+            match (quoted, inner.parse::<usize>()) {
+                (Some(key), _) => steps.push(Step::Key(key.to_string())),
+                (None, Ok(n)) => steps.push(Step::Index(n)),
+                (None, Err(_)) => return Ok(None),
+            }
+            rest = &r[end + 1..];
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some(steps))
+}
+
+fn extract(json: &str, steps: &[Step]) -> Option<String> {
+    let root: Value = serde_json::from_str(json).ok()?;
+    let mut at = &root;
+    for s in steps {
+        at = match (s, at) {
+            (Step::Key(k), Value::Object(m)) => m.get(k)?,
+            (Step::Index(n), Value::Array(a)) => a.get(*n)?,
+            _ => return None,
+        };
+    }
+    match at {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(json: &str, path: &str) -> Option<String> {
+        extract(json, &parse_path(path).unwrap()?)
+    }
+
+    #[test]
+    fn reads_paths_as_spark_does() {
+        let j = r#"{"a": {"b": [1, {"c": "x"}], "n": null}, "s": "t", "k.y": 2}"#;
+        assert_eq!(get(j, "$.s").as_deref(), Some("t"));
+        assert_eq!(get(j, "$.a.b[0]").as_deref(), Some("1"));
+        assert_eq!(get(j, "$.a.b[1].c").as_deref(), Some("x"));
+        assert_eq!(get(j, "$['k.y']").as_deref(), Some("2"));
+        assert_eq!(get(j, "$.a.b").as_deref(), Some(r#"[1,{"c":"x"}]"#));
+        assert_eq!(get(j, "$.a.n"), None);
+        assert_eq!(get(j, "$.missing"), None);
+        assert_eq!(get(j, "a.b"), None);
+        assert_eq!(get("not json", "$.a"), None);
+        assert!(parse_path("$.a[*]").is_err());
+    }
+}
