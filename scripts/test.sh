@@ -2,8 +2,9 @@
 # Runs every check and test: formatting, clippy (warnings are errors), and the whole test suite
 # with nextest. Installs what the tests need on first use: cargo-nextest, a Python venv with
 # `deltalake` for the Delta interop test, real Spark Connect servers (pyspark 4.1.4 and 4.3.0
-# from PyPI, Java 17) that the Spark tests run against, and a local S3-compatible server (moto,
-# from PyPI) for s3:// storage roots; the servers are stopped on exit.
+# from PyPI, Java 17) that the Spark tests run against, a local S3-compatible server (moto,
+# from PyPI) for s3:// storage roots, and Debian's chromium and chromium-driver for the web
+# view's browser test; the servers are stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,14 @@ export THUND_PYTHON
 if [ -z "${THUND_SKIP_SPARK:-}" ]; then
   scripts/spark-server.sh install 4.1.4
   scripts/spark-server.sh install 4.3.0
+fi
+
+# A real headless browser for `thund ui`'s page, unless explicitly skipped.
+if [ -z "${THUND_SKIP_BROWSER:-}" ] && ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
 fi
 
 cargo fmt --all -- --check

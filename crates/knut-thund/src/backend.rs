@@ -472,7 +472,7 @@ pub trait RunHandle: Send {
     fn finish(self: Box<Self>) -> Result<RunSummary>;
 }
 
-/// Where a run's events are recorded besides the caller's channel (`<storage>/events/…`, written
+/// Where a run's events are recorded besides the caller's channel (`<storage>/event_log`, written
 /// by `thund-native` for runs of every backend).
 pub trait EventLog: Send + Sync {
     /// Records one event (at once, or buffered until [`EventLog::flush`]).

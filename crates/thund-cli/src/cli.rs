@@ -151,6 +151,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = EventsFormat::Table)]
         format: EventsFormat,
     },
+    /// Serve a web view of the pipeline: its graph, its runs and each dataset's state, live.
+    Ui {
+        #[command(flatten)]
+        project: ProjectArg,
+        /// Port to listen on (0: any free port).
+        #[arg(long, default_value_t = 8421)]
+        port: u16,
+        /// Address to listen on. Anything but the loopback makes the view reachable from other
+        /// machines, without authentication.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+    },
     /// Check what works here: front-end, native engine, Spark reachability.
     Doctor {
         /// Spark Connect URL to check as well.

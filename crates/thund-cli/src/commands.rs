@@ -38,6 +38,10 @@ pub fn dispatch(command: Command) -> anyhow::Result<()> {
             let filter = EventFilter { run, all, dataset, levels: level, types: event_type };
             events(&project.project, &filter, format)
         }
+        Command::Ui { project, port, bind } => {
+            let p = load_valid(&project.project)?;
+            crate::ui::serve(&project.project, &p, bind, port)
+        }
         Command::Doctor { remote, format } => doctor(remote, format),
     }
 }

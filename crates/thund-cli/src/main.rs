@@ -5,7 +5,8 @@
 //! (`failure`): 2 for the user's input or configuration, 1 for a run or check that failed.
 //! `backends` picks the backend a command runs on (every backend takes the same path);
 //! `render` prints diagnostics, tables and graphs; `progress` is the live per-flow view a run
-//! shows on a terminal (plain lines or JSON elsewhere); `sample` is what `thund init` writes.
+//! shows on a terminal (plain lines or JSON elsewhere); `sample` is what `thund init` writes;
+//! `ui` is the web view `thund ui` serves.
 
 mod backends;
 mod cli;
@@ -14,6 +15,7 @@ mod failure;
 mod progress;
 mod render;
 mod sample;
+mod ui;
 
 use std::process::ExitCode;
 

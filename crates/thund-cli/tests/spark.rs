@@ -326,6 +326,13 @@ fn cli_runs_the_sample_project_on_spark_and_queries_it() {
             "{stdout}"
         );
     }
+    // `thund ui` shows the Spark run from the same log: its backend, states and rows.
+    let state = ui_state(&demo);
+    assert!(state["runs"][0]["backend"].as_str().is_some_and(|b| b.starts_with("spark-connect-sdp")), "{state}");
+    assert_eq!(state["runs"][0]["state"], "COMPLETED", "{state}");
+    let datasets = state["datasets"].as_object().unwrap();
+    let revenue = datasets.iter().find(|(k, _)| k.ends_with(".revenue_by_region")).map(|(_, v)| v).unwrap();
+    assert_eq!((revenue["state"].as_str(), revenue["rows"].as_u64()), (Some("COMPLETED"), Some(12)), "{state}");
     // The same rows as the embedded backend computes.
     let sql = "SELECT * FROM revenue_by_region ORDER BY 1";
     let spark = thund()
@@ -351,6 +358,29 @@ fn cli_runs_the_sample_project_on_spark_and_queries_it() {
         thund().args(["query", "--backend", "spark", "--remote", &url, "SELECT * FROM nope_nope"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("TABLE_OR_VIEW_NOT_FOUND"));
+}
+
+/// `GET /api/state` of a `thund ui` started on `project` (and stopped after).
+fn ui_state(project: &std::path::Path) -> serde_json::Value {
+    use std::io::{BufRead, Read, Write};
+    let mut ui = thund()
+        .args(["ui", "--port", "0", "-p"])
+        .arg(project)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(ui.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let host = line.split("http://").nth(1).and_then(|r| r.split('/').next()).unwrap_or_else(|| panic!("{line}"));
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(s, "GET /api/state HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).unwrap();
+    let _ = ui.kill();
+    let _ = ui.wait();
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
 }
 
 #[test]

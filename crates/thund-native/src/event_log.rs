@@ -469,8 +469,7 @@ fn to_batch(rows: &[LoggedEvent]) -> Result<RecordBatch> {
         ],
         None,
     )?;
-    let micros: TimestampMicrosecondArray =
-        rows.iter().map(|e| parse_rfc3339_micros(&e.timestamp)).collect::<Vec<_>>().into();
+    let micros: TimestampMicrosecondArray = rows.iter().map(|e| micros(&e.timestamp)).collect::<Vec<_>>().into();
     let columns: Vec<ArrayRef> = vec![
         strings(&|e| Some(e.id.clone())),
         Arc::new(rows.iter().map(|e| e.sequence).collect::<Int64Array>()),
@@ -487,7 +486,7 @@ fn to_batch(rows: &[LoggedEvent]) -> Result<RecordBatch> {
 }
 
 /// Microseconds since the epoch of a time [`rfc3339`] formatted (UTC, `…Z`); 0 if it is not one.
-fn parse_rfc3339_micros(t: &str) -> i64 {
+pub fn micros(t: &str) -> i64 {
     let num = |r: std::ops::Range<usize>| t.get(r).and_then(|s| s.parse::<i64>().ok());
     let parsed = (|| {
         let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
@@ -547,7 +546,7 @@ async fn compact(table: DeltaTable, retention: Duration, run_id: &str) -> Result
     let kept: Vec<LoggedEvent> = read_table(&table)
         .await?
         .into_iter()
-        .filter(|e| e.origin.update_id == run_id || parse_rfc3339_micros(&e.timestamp) >= cutoff_micros)
+        .filter(|e| e.origin.update_id == run_id || micros(&e.timestamp) >= cutoff_micros)
         .collect();
     let batches = if kept.is_empty() { vec![RecordBatch::new_empty(schema())] } else { vec![to_batch(&kept)?] };
     // A run appending meanwhile makes this commit conflict and fail: its events are kept, the
@@ -675,6 +674,13 @@ pub async fn read(p: &Pipeline) -> Result<Vec<LoggedEvent>> {
     read_table(&table).await
 }
 
+/// The log's latest Delta version (`-1` before the first event): it changes exactly when events
+/// were added or compacted, so a reader polling the log rereads it only then.
+pub async fn version(p: &Pipeline) -> Result<i64> {
+    let storage = Storage::of(p)?;
+    storage.delta_version(&storage.event_log_key()).await
+}
+
 /// Where the event log of `p` is, for messages.
 pub fn location(p: &Pipeline) -> Result<String> {
     let storage = Storage::of(p)?;
@@ -703,11 +709,11 @@ mod tests {
     #[test]
     fn times_round_trip_through_microseconds() {
         for t in ["1970-01-01T00:00:00.000Z", "2026-11-29T23:40:03.123Z", "2000-02-29T12:00:59.999Z"] {
-            let micros = parse_rfc3339_micros(t);
+            let micros = micros(t);
             assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_micros(micros as u64)), t);
         }
-        assert_eq!(parse_rfc3339_micros("2026-11-29T23:40:03.123Z"), 1_795_995_603_123_000);
+        assert_eq!(micros("2026-11-29T23:40:03.123Z"), 1_795_995_603_123_000);
         assert_eq!(rfc3339_micros(1_795_995_603_123_456), "2026-11-29T23:40:03.123456Z");
-        assert_eq!(parse_rfc3339_micros("garbage"), 0);
+        assert_eq!(micros("garbage"), 0);
     }
 }

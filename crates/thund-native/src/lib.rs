@@ -73,3 +73,4 @@ pub use backend::{NativeBackend, NativeOptions, BACKEND_NAME};
 pub use engine::EngineOptions;
 pub use error::NativeError;
 pub use query::{query, QueryResult};
+pub use types::spark_type_name;

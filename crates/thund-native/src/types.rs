@@ -183,3 +183,59 @@ mod tests {
         assert_eq!(s.field(2).data_type(), &DataType::Decimal128(10, 2));
     }
 }
+
+/// The Spark SQL name of an Arrow type as the native backend stores it (`BIGINT`,
+/// `DECIMAL(10,2)`, `ARRAY<STRING>`, `STRUCT<a: INT>`): how schemas are shown to users, who wrote
+/// Spark SQL. Types with no Spark counterpart keep Arrow's name.
+pub fn spark_type_name(dt: &DataType) -> String {
+    match dt {
+        DataType::Null => "VOID".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
+            "BINARY".into()
+        }
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
+            format!("ARRAY<{}>", spark_type_name(f.data_type()))
+        }
+        DataType::Struct(fields) => format!(
+            "STRUCT<{}>",
+            fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name(), spark_type_name(f.data_type())))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("MAP<{}, {}>", spark_type_name(kv[0].data_type()), spark_type_name(kv[1].data_type()))
+            }
+            other => other.to_string(),
+        },
+        DataType::Dictionary(_, value) => spark_type_name(value),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn spark_names_round_trip_through_parse_type() {
+        for name in ["BIGINT", "STRING", "DECIMAL(10,2)", "DATE", "TIMESTAMP", "ARRAY<STRING>", "DOUBLE", "BOOLEAN"] {
+            assert_eq!(spark_type_name(&parse_type(name).unwrap()), name);
+        }
+        assert_eq!(spark_type_name(&DataType::Utf8View), "STRING");
+    }
+}

@@ -1,0 +1,193 @@
+//! `thund ui`: a read-only web view of one pipeline — its graph, its runs and each dataset's
+//! last state — served on 127.0.0.1 by default.
+//!
+//! ```text
+//!  browser ──GET /──────────────▶ index.html, app.js, app.css (built into the binary)
+//!          ──GET /api/pipeline──▶ model::pipeline   the project's SQL, reloaded on each request
+//!          ──GET /api/state─────▶ model::state      the event log folded (reread only when its
+//!          ──GET /api/runs/ID───▶ model::run          Delta version changes)
+//!          ──GET /api/datasets/N▶ row count and schema of the stored table (`thund query`'s path)
+//! ```
+//!
+//! The page polls `/api/state` every half second; a run of the project started anywhere (any
+//! backend, any process) commits its events to the log as it goes (`thund_native::event_log`),
+//! so the page follows it within a second. Nothing is fetched from the network: the page has no
+//! dependencies. The server has no authentication, so it listens on the loopback interface unless
+//! `--bind` says otherwise, and then warns.
+
+mod model;
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName};
+use serde_json::{json, Value};
+use thund_native::event_log::{self, LoggedEvent};
+use thund_native::EngineOptions;
+
+const INDEX: &str = include_str!("assets/index.html");
+const SCRIPT: &str = include_str!("assets/app.js");
+const STYLE: &str = include_str!("assets/app.css");
+
+/// The server's state: where the project is, and the event log as last read.
+struct App {
+    start: PathBuf,
+    log: tokio::sync::Mutex<(i64, Arc<Vec<LoggedEvent>>)>,
+}
+
+/// Serves the web view of the project at `start` until the process is interrupted.
+pub fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port))
+            .await
+            .with_context(|| format!("cannot listen on {bind}:{port}"))?;
+        let addr = listener.local_addr()?;
+        if !bind.is_loopback() {
+            eprintln!(
+                "warning: thund ui has no authentication; on {bind} anyone who reaches this machine can read the \
+                 pipeline's code, data counts and errors"
+            );
+        }
+        let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
+        let host = if addr.is_ipv6() { format!("[{host}]") } else { host };
+        println!("thund ui for pipeline `{}`: http://{host}:{}/ (Ctrl-C stops it)", pipeline.name, addr.port());
+        let app = Arc::new(App { start: start.to_path_buf(), log: tokio::sync::Mutex::new((-2, Arc::default())) });
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => accepted?,
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+            };
+            let app = Arc::clone(&app);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| handle(Arc::clone(&app), req));
+                let io = hyper_util::rt::TokioIo::new(stream);
+                // A connection that breaks off is the browser's business, not the server's.
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            });
+        }
+    })
+}
+
+async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return Ok(reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "read-only: GET only\n".into()));
+    }
+    let path = req.uri().path().to_string();
+    let response = match path.as_str() {
+        "/" | "/index.html" => reply(StatusCode::OK, "text/html; charset=utf-8", INDEX.into()),
+        "/app.js" => reply(StatusCode::OK, "text/javascript; charset=utf-8", SCRIPT.into()),
+        "/app.css" => reply(StatusCode::OK, "text/css; charset=utf-8", STYLE.into()),
+        _ => match api(&app, &path).await {
+            Ok(Some(v)) => reply(StatusCode::OK, "application/json", v.to_string()),
+            Ok(None) => reply(StatusCode::NOT_FOUND, "application/json", json!({"error": "not found"}).to_string()),
+            Err(e) => reply(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "application/json",
+                json!({"error": format!("{e:#}")}).to_string(),
+            ),
+        },
+    };
+    Ok(response)
+}
+
+fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    let headers = r.headers_mut();
+    if let Ok(v) = content_type.parse() {
+        headers.insert(hyper::header::CONTENT_TYPE, v);
+    }
+    headers.insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    r
+}
+
+/// The JSON answer to `path`; `None` for what does not exist.
+async fn api(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
+    let segments: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match segments.as_slice() {
+        ["api", "pipeline"] => {
+            let p = load(&app.start)?;
+            Ok(Some(model::pipeline(&p)))
+        }
+        ["api", "state"] => {
+            let p = load(&app.start)?;
+            let events = events(app, &p).await?;
+            Ok(Some(model::state(&p.root, &events)))
+        }
+        ["api", "runs", id] => {
+            let p = load(&app.start)?;
+            let events = events(app, &p).await?;
+            Ok(model::run(&p.root, &events, id))
+        }
+        ["api", "datasets", name] => {
+            let p = load(&app.start)?;
+            let Some(d) = p.datasets.iter().find(|d| d.name.to_string() == *name) else { return Ok(None) };
+            Ok(Some(stored(&p, &d.name, d.kind).await))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn load(start: &Path) -> anyhow::Result<Pipeline> {
+    let p = knut_thund::frontend::load(start)?;
+    p.validate()?;
+    Ok(p)
+}
+
+/// The event log, reread only when its Delta version has changed.
+async fn events(app: &App, p: &Pipeline) -> anyhow::Result<Arc<Vec<LoggedEvent>>> {
+    let mut held = app.log.lock().await;
+    let version = event_log::version(p).await?;
+    if version != held.0 {
+        let events = if version < 0 { Vec::new() } else { event_log::read(p).await? };
+        *held = (version, Arc::new(events));
+    }
+    Ok(Arc::clone(&held.1))
+}
+
+/// The stored table of a dataset: its row count and schema, or why there is none.
+async fn stored(p: &Pipeline, name: &QualifiedName, kind: DatasetKind) -> Value {
+    if !kind.is_table() {
+        return json!({"row_count": null, "schema": null, "why": format!("a {kind} stores no rows")});
+    }
+    let table = format!("`{}`.`{}`.`{}`", name.catalog, name.database, name.name.replace('`', "``"));
+    let engine = EngineOptions::default();
+    let count = thund_native::query(p, &format!("SELECT count(*) FROM {table}"), &engine).await;
+    let schema = thund_native::query(p, &format!("SELECT * FROM {table} LIMIT 0"), &engine).await;
+    match (count, schema) {
+        (Ok(count), Ok(schema)) => {
+            let rows = count
+                .batches
+                .first()
+                .and_then(|b| arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Int64).ok())
+                .map(|c| c.as_any().downcast_ref::<arrow::array::Int64Array>().map_or(0, |a| a.value(0)));
+            let fields: Vec<Value> = schema
+                .schema
+                .fields()
+                .iter()
+                .map(|f| {
+                    json!({
+                        "name": f.name(),
+                        "type": thund_native::spark_type_name(f.data_type()),
+                        "nullable": f.is_nullable(),
+                    })
+                })
+                .collect();
+            json!({"row_count": rows, "schema": fields})
+        }
+        (Err(e), _) | (_, Err(e)) => json!({"row_count": null, "schema": null, "why": e.to_string()}),
+    }
+}

@@ -1,0 +1,338 @@
+//! What the web view shows, as JSON: the pipeline's graph (from its SQL) and its runs and
+//! datasets' states (folded from the event log). Pure functions of their inputs, so they are
+//! tested without a server or a browser.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use knut_thund::error::Diagnostic;
+use knut_thund::ir::{Pipeline, Read, SourceLocation};
+use knut_thund::plan::{plan, Selection};
+use serde_json::{json, Value};
+use thund_native::event_log::LoggedEvent;
+
+/// The graph: datasets in layers (a dataset's layer is one more than its deepest input's, as
+/// DLT draws them left to right), the edges by read, and what the panel shows of each.
+pub fn pipeline(p: &Pipeline) -> Value {
+    let layers: BTreeMap<String, usize> = match plan(p, &Selection::default()) {
+        Ok(planned) => planned
+            .stages
+            .iter()
+            .enumerate()
+            .flat_map(|(i, stage)| stage.iter().map(move |n| (n.to_string(), i)))
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let mut edges = BTreeSet::new();
+    let mut datasets = Vec::new();
+    for d in &p.datasets {
+        let name = d.name.to_string();
+        let mut inputs = BTreeSet::new();
+        let mut sources = BTreeSet::new();
+        let mut statements = Vec::new();
+        for f in p.flows_into(&d.name) {
+            for r in &f.query().reads {
+                match r {
+                    Read::Dataset { name: from, .. } if p.dataset(from).is_some() => {
+                        inputs.insert(from.to_string());
+                        edges.insert((from.to_string(), name.clone()));
+                    }
+                    Read::Dataset { name: from, .. } => {
+                        sources.insert(from.to_string());
+                    }
+                    Read::Files(files) => {
+                        sources.insert(files.path.clone());
+                    }
+                }
+            }
+            if f.location != d.location {
+                statements.push(json!({"location": f.location.to_string(), "sql": statement(&p.root, &f.location)}));
+            }
+        }
+        statements.insert(0, json!({"location": d.location.to_string(), "sql": statement(&p.root, &d.location)}));
+        datasets.push(json!({
+            "name": name,
+            "short": d.name.name,
+            "kind": d.kind.to_string(),
+            "layer": layers.get(&name).copied().unwrap_or(0),
+            "location": d.location.to_string(),
+            "comment": d.comment,
+            "statements": statements,
+            "inputs": inputs,
+            "sources": sources,
+            "columns": d.details.columns.iter().map(|c| json!({"name": c.name, "type": c.data_type})).collect::<Vec<_>>(),
+            "expectations": d.expectations.iter().map(|e| json!({
+                "name": e.name, "predicate": e.predicate, "action": format!("{:?}", e.action).to_lowercase(),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    json!({
+        "name": p.name,
+        "datasets": datasets,
+        "edges": edges.into_iter().map(|(from, to)| json!({"from": from, "to": to})).collect::<Vec<_>>(),
+    })
+}
+
+/// The SQL statement starting at `at`, as written in its file: from that line to the `;` that
+/// ends it (outside strings, quoted names and comments), or the end of the file.
+pub fn statement(root: &Path, at: &SourceLocation) -> String {
+    let Ok(text) = std::fs::read_to_string(root.join(&at.file)) else { return String::new() };
+    let start: usize = text.split_inclusive('\n').take(at.line.saturating_sub(1) as usize).map(str::len).sum();
+    let rest = &text[start.min(text.len())..];
+    let mut end = rest.len();
+    let mut chars = rest.char_indices().peekable();
+    let mut quote: Option<char> = None;
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(_), _) => {}
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (None, '-') if chars.peek().is_some_and(|(_, n)| *n == '-') => {
+                for (_, n) in chars.by_ref() {
+                    if n == '\n' {
+                        break;
+                    }
+                }
+            }
+            (None, '/') if chars.peek().is_some_and(|(_, n)| *n == '*') => {
+                let mut prev = ' ';
+                for (_, n) in chars.by_ref() {
+                    if prev == '*' && n == '/' {
+                        break;
+                    }
+                    prev = n;
+                }
+            }
+            (None, ';') => {
+                end = i + 1;
+                break;
+            }
+            _ => {}
+        }
+    }
+    rest[..end].trim_end().to_string()
+}
+
+/// The runs and each dataset's last state, folded from the event log (oldest event first).
+pub fn state(root: &Path, events: &[LoggedEvent]) -> Value {
+    let mut runs: Vec<Run> = Vec::new();
+    for e in events {
+        let i = match runs.iter().position(|r| r.id == e.origin.update_id) {
+            Some(i) => i,
+            None => {
+                runs.push(Run::new(e));
+                runs.len() - 1
+            }
+        };
+        runs[i].add(root, e);
+    }
+    // Each dataset's state is its state in the last run it took part in; its last refresh is
+    // the last time one of its flows completed.
+    let mut datasets: BTreeMap<String, Value> = BTreeMap::new();
+    for r in &runs {
+        for f in r.flows.values() {
+            let Some(d) = &f.dataset else { continue };
+            let Some(state) = &f.state else { continue };
+            if state == "EXCLUDED" {
+                continue;
+            }
+            let entry = datasets.entry(d.clone()).or_insert_with(|| json!({}));
+            entry["state"] = json!(state);
+            entry["run"] = json!(r.id);
+            entry["error"] = json!(f.error);
+            entry["error_snippet"] = json!(f.error_snippet);
+            if state == "COMPLETED" {
+                entry["last_refresh"] = json!(f.ended);
+                entry["duration_ms"] = json!(f.duration_ms);
+                entry["rows"] = json!(f.rows);
+                if !f.expectations.is_empty() {
+                    entry["expectations"] = json!(f.expectations);
+                }
+            }
+        }
+    }
+    json!({
+        "events": events.len(),
+        "runs": runs.iter().map(Run::summary).collect::<Vec<_>>(),
+        "datasets": datasets,
+    })
+}
+
+/// One run's flows, as `GET /api/runs/{id}` shows them.
+pub fn run(root: &Path, events: &[LoggedEvent], id: &str) -> Option<Value> {
+    let mut run: Option<Run> = None;
+    for e in events.iter().filter(|e| e.origin.update_id == id) {
+        run.get_or_insert_with(|| Run::new(e)).add(root, e);
+    }
+    let run = run?;
+    let mut summary = run.summary();
+    summary["flows"] = json!(run.flows.values().collect::<Vec<_>>());
+    Some(summary)
+}
+
+struct Run {
+    id: String,
+    backend: String,
+    started: String,
+    ended: Option<String>,
+    state: String,
+    error: Option<String>,
+    flows: BTreeMap<String, Flow>,
+}
+
+#[derive(serde::Serialize)]
+struct Flow {
+    flow: String,
+    dataset: Option<String>,
+    state: Option<String>,
+    rows: Option<u64>,
+    duration_ms: Option<u64>,
+    ended: Option<String>,
+    error: Option<String>,
+    error_snippet: Option<String>,
+    expectations: Vec<Value>,
+}
+
+impl Run {
+    fn new(e: &LoggedEvent) -> Self {
+        Run {
+            id: e.origin.update_id.clone(),
+            backend: e.origin.backend.clone(),
+            started: e.timestamp.clone(),
+            ended: None,
+            state: "RUNNING".into(),
+            error: None,
+            flows: BTreeMap::new(),
+        }
+    }
+
+    fn add(&mut self, root: &Path, e: &LoggedEvent) {
+        match e.event_type.as_str() {
+            "update_progress" => {
+                let state = e.details.pointer("/update_progress/state").and_then(Value::as_str);
+                if let Some(s @ ("COMPLETED" | "FAILED" | "STOPPED" | "CANCELED")) = state {
+                    self.state = s.into();
+                    self.ended = Some(e.timestamp.clone());
+                    self.error = e.error.clone();
+                }
+            }
+            "flow_definition" | "flow_progress" => {
+                let Some(name) = &e.origin.flow_name else { return };
+                let f = self.flows.entry(name.clone()).or_insert_with(|| Flow {
+                    flow: name.clone(),
+                    dataset: e.origin.dataset_name.clone(),
+                    state: None,
+                    rows: None,
+                    duration_ms: None,
+                    ended: None,
+                    error: None,
+                    error_snippet: None,
+                    expectations: Vec::new(),
+                });
+                if e.event_type == "flow_definition" {
+                    if e.details.pointer("/flow_definition/selected") == Some(&json!(false)) {
+                        f.state = Some("EXCLUDED".into());
+                    }
+                    return;
+                }
+                let progress = &e.details["flow_progress"];
+                if let Some(s) = progress["status"].as_str() {
+                    f.state = Some(s.into());
+                    if s != "FAILED" {
+                        f.error = None;
+                        f.error_snippet = None;
+                    }
+                    if matches!(s, "COMPLETED" | "FAILED" | "SKIPPED" | "STOPPED" | "IDLE") {
+                        f.ended = Some(e.timestamp.clone());
+                    }
+                }
+                if let Some(n) = progress.pointer("/metrics/num_output_rows").and_then(Value::as_u64) {
+                    f.rows = Some(n);
+                }
+                if let Some(ms) = progress["duration_ms"].as_u64() {
+                    f.duration_ms = Some(ms);
+                }
+                if let Some(x) = progress.pointer("/data_quality/expectations").and_then(Value::as_array) {
+                    f.expectations = x
+                        .iter()
+                        .map(|x| {
+                            let passed = x["passed_records"].as_u64().unwrap_or(0);
+                            let failed = x["failed_records"].as_u64().unwrap_or(0);
+                            let total = passed + failed;
+                            let rate = if total == 0 { 1.0 } else { passed as f64 / total as f64 };
+                            json!({"name": x["name"], "passed_records": passed, "failed_records": failed,
+                                   "pass_rate": rate})
+                        })
+                        .collect();
+                }
+                if let Some(err) = &e.error {
+                    f.error = Some(err.clone());
+                    f.error_snippet = Some(snippet(root, err, e.origin.source_code_location.as_deref()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn summary(&self) -> Value {
+        let ms = |t: &str| thund_native::event_log::micros(t) / 1000;
+        json!({
+            "id": self.id,
+            "backend": self.backend,
+            "started": self.started,
+            "ended": self.ended,
+            "state": self.state,
+            "error": self.error,
+            "duration_ms": self.ended.as_deref().map(|end| (ms(end) - ms(&self.started)).max(0)),
+        })
+    }
+}
+
+/// An error as the CLI prints it: the message, and the line it points at with a caret, when it
+/// starts with `file:line:col` (or the flow's own location).
+fn snippet(root: &Path, error: &str, flow_location: Option<&str>) -> String {
+    let parse = |s: &str| -> Option<SourceLocation> {
+        let mut parts = s.rsplitn(3, ':');
+        let column = parts.next()?.trim().parse().ok()?;
+        let line = parts.next()?.trim().parse().ok()?;
+        Some(SourceLocation::new(parts.next()?, line, column))
+    };
+    // `file:line:col: message`: the location is everything before the third colon.
+    let located = error.match_indices(':').nth(2).and_then(|(i, _)| Some((parse(&error[..i])?, error[i + 1..].trim())));
+    let (location, message) = match located {
+        Some((l, m)) if root.join(&l.file).is_file() => (Some(l), m),
+        _ => (flow_location.and_then(parse), error),
+    };
+    let d = Diagnostic { location, message: message.to_string(), hint: None };
+    crate::render::snippet(root, &d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_end_at_their_semicolon_outside_strings_and_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let sql = "-- head\nCREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;\nCREATE VIEW b AS SELECT 1;\n";
+        std::fs::write(dir.path().join("a.sql"), sql).unwrap();
+        let s = statement(dir.path(), &SourceLocation::new("a.sql", 2, 1));
+        assert_eq!(s, "CREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;");
+        assert_eq!(statement(dir.path(), &SourceLocation::new("a.sql", 5, 1)), "CREATE VIEW b AS SELECT 1;");
+        assert_eq!(statement(dir.path(), &SourceLocation::new("missing.sql", 1, 1)), "");
+    }
+
+    #[test]
+    fn errors_point_at_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.sql"), "CREATE MATERIALIZED VIEW a AS\nSELECT nope FROM t;\n").unwrap();
+        let s = snippet(dir.path(), "a.sql:2:8: column `nope` does not exist", None);
+        assert!(s.contains("error: column `nope` does not exist") && s.contains("--> a.sql:2:8"), "{s}");
+        assert!(s.contains("2 | SELECT nope FROM t;") && s.contains("|        ^"), "{s}");
+        let s = snippet(dir.path(), "boom", Some("a.sql:1:1"));
+        assert!(s.contains("error: boom") && s.contains("1 | CREATE MATERIALIZED VIEW a AS"), "{s}");
+    }
+}

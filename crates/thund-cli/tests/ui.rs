@@ -1,0 +1,164 @@
+//! `thund ui`: its HTTP surface, and the page in a real headless Chromium (`ui_browser.py`, with
+//! Debian's `chromium` and `chromium-driver`, which `scripts/test.sh` installs).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A running `thund ui`, stopped when dropped.
+struct Ui {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `thund ui` on a free port and reads its URL from the first line it prints.
+fn start_ui(project: &Path, extra: &[&str]) -> (Ui, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["ui", "--port", "0", "-p"])
+        .arg(project)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url =
+        line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("{line}")).to_string();
+    let ui = Ui { child, url: url.trim_end_matches('/').to_string() };
+    (ui, line)
+}
+
+/// One HTTP/1.1 request: the status code and the body.
+fn http(url: &str, method: &str, path: &str) -> (u16, String) {
+    let host = url.trim_start_matches("http://");
+    let mut s = TcpStream::connect(host).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// The sample project, plus a materialized view with an expectation, never run.
+fn project(dir: &Path) -> PathBuf {
+    let demo = dir.join("demo");
+    let o = Command::new(env!("CARGO_BIN_EXE_thund")).arg("init").arg(&demo).output().unwrap();
+    assert!(o.status.success());
+    std::fs::write(
+        demo.join("transformations/03_checks.sql"),
+        "-- Orders checked: how many are big.\n\
+         CREATE MATERIALIZED VIEW checked_orders (\n  CONSTRAINT big_order EXPECT (amount > 100)\n)\n\
+         AS SELECT * FROM orders_enriched;\n",
+    )
+    .unwrap();
+    demo
+}
+
+#[test]
+fn the_api_serves_the_graph_and_state_read_only_on_the_loopback() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = project(tmp.path());
+    let (ui, line) = start_ui(&demo, &[]);
+    assert!(ui.url.starts_with("http://127.0.0.1:"), "{line}");
+    let (status, page) = http(&ui.url, "GET", "/");
+    assert_eq!(status, 200);
+    // Everything the page loads comes from this server: no other origin is named.
+    assert!(page.contains("/app.js") && !page.contains("https://") && !page.contains("//cdn"), "{page}");
+    let (status, script) = http(&ui.url, "GET", "/app.js");
+    assert_eq!(status, 200);
+    assert!(!script.contains("https://") && !script.contains("import "), "the script loads nothing else");
+
+    let (status, body) = http(&ui.url, "GET", "/api/pipeline");
+    assert_eq!(status, 200, "{body}");
+    let graph: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(graph["datasets"].as_array().unwrap().len(), 7, "{graph}");
+    let layer = |name: &str| {
+        graph["datasets"].as_array().unwrap().iter().find(|d| d["short"] == name).unwrap()["layer"].as_u64().unwrap()
+    };
+    assert!(layer("orders_raw") < layer("orders_enriched") && layer("orders_enriched") < layer("checked_orders"));
+    assert!(graph["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["from"] == "spark_catalog.default.orders_enriched"
+            && e["to"] == "spark_catalog.default.checked_orders"));
+
+    let (status, body) = http(&ui.url, "GET", "/api/state");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""runs":[]"#), "{body}");
+    assert_eq!(http(&ui.url, "GET", "/api/runs/nope").0, 404);
+    assert_eq!(http(&ui.url, "GET", "/api/datasets/nope").0, 404);
+    assert_eq!(http(&ui.url, "GET", "/etc/passwd").0, 404);
+    assert_eq!(http(&ui.url, "POST", "/api/state").0, 405, "read-only");
+    let (_, body) = http(&ui.url, "GET", "/api/datasets/spark_catalog.default.orders_raw");
+    assert!(body.contains(r#""row_count":null"#), "not run yet: {body}");
+}
+
+#[test]
+fn binding_beyond_the_loopback_warns_that_there_is_no_authentication() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = project(tmp.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["ui", "--port", "0", "--bind", "0.0.0.0", "-p"])
+        .arg(&demo)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning") && err.contains("no authentication"), "{err}");
+    assert!(line.contains("http://"), "{line}");
+}
+
+#[test]
+fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
+    if std::env::var_os("THUND_SKIP_BROWSER").is_some() {
+        println!("SKIPPED: THUND_SKIP_BROWSER is set");
+        return;
+    }
+    let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs selenium and chromium")
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = project(tmp.path());
+    let (ui, _) = start_ui(&demo, &[]);
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let datasets = [
+        "orders_raw",
+        "customers",
+        "orders_clean",
+        "orders_enriched",
+        "revenue_by_region",
+        "top_customers",
+        "checked_orders",
+    ]
+    .map(|d| format!("spark_catalog.default.{d}"));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui_browser.py");
+    let o = Command::new(python)
+        .arg(script)
+        .arg(&ui.url)
+        .arg(env!("CARGO_BIN_EXE_thund"))
+        .arg(&demo)
+        .arg(&shots)
+        .args(&datasets)
+        .output()
+        .unwrap();
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    println!("{out}");
+    assert!(o.status.success(), "{out}");
+    assert!(shots.join("pipeline.png").is_file() && shots.join("failed.png").is_file());
+}
