@@ -137,19 +137,11 @@ impl fmt::Display for ConnectUrl {
     }
 }
 
-/// Removes `token=…` from a URL as typed, for error messages.
-fn redact(url: &str) -> String {
-    url.split(';')
-        .map(|part| if part.to_ascii_lowercase().starts_with("token=") { "token=<redacted>" } else { part })
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
 impl FromStr for ConnectUrl {
     type Err = ClientError;
 
     fn from_str(url: &str) -> Result<Self> {
-        let bad = |reason: &str| ClientError::Url { url: redact(url), reason: reason.to_string() };
+        let bad = |reason: &str| ClientError::Url { url: crate::redact_url(url), reason: reason.to_string() };
         let rest = url.strip_prefix("sc://").ok_or_else(|| bad("it must start with sc://"))?;
         let (authority, params) = match rest.split_once('/') {
             Some((a, p)) => (a, p),
@@ -179,7 +171,8 @@ impl FromStr for ConnectUrl {
         let params = params.strip_prefix(';').unwrap_or(params);
         for kv in params.split(';').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').ok_or_else(|| bad("parameters are written key=value"))?;
-            match k {
+            // Keys in any case: `;Token=…` is a token too, and must not travel as plain metadata.
+            match k.to_ascii_lowercase().as_str() {
                 "token" => u.token = Some(v.to_string()),
                 "use_ssl" => u.use_ssl = v.eq_ignore_ascii_case("true"),
                 "user_id" => u.user_id = Some(v.to_string()),
@@ -523,13 +516,8 @@ impl PipelinesClient {
             let Response::PipelineEventResult(pb::PipelineEventResult { event: Some(event) }) = response else {
                 return Ok(());
             };
-            let timestamp = event
-                .timestamp
-                .and_then(|t| {
-                    let secs = u64::try_from(t.seconds).ok()?;
-                    Some(SystemTime::UNIX_EPOCH + Duration::new(secs, t.nanos.max(0) as u32))
-                })
-                .unwrap_or_else(SystemTime::now);
+            let timestamp =
+                event.timestamp.and_then(|t| event_time(t.seconds, t.nanos)).unwrap_or_else(SystemTime::now);
             sink.on_event(PipelineEvent { timestamp, message: event.message.unwrap_or_default() });
             Ok(())
         })
@@ -647,9 +635,27 @@ fn map_status(status: Status, url: &str, timeout: Duration, what: &str) -> Clien
     }
 }
 
+/// A server timestamp as a time; `None` (the caller uses now) when it is out of range: before
+/// 1970, after 9999, or nanoseconds outside 0..1e9.
+fn event_time(seconds: i64, nanos: i32) -> Option<SystemTime> {
+    const YEAR_10000: u64 = 253_402_300_800;
+    let secs = u64::try_from(seconds).ok().filter(|s| *s < YEAR_10000)?;
+    let nanos = u32::try_from(nanos).ok().filter(|n| *n < 1_000_000_000)?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::new(secs, nanos))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_range_server_timestamps_are_refused_not_panicked_on() {
+        assert!(event_time(1_795_995_603, 5).is_some());
+        assert_eq!(event_time(-1, 0), None);
+        assert_eq!(event_time(1, -1), None);
+        assert_eq!(event_time(1, 2_000_000_000), None);
+        assert_eq!(event_time(i64::MAX, 999_999_999), None);
+    }
 
     #[test]
     fn parses_connection_strings() {
@@ -660,6 +666,10 @@ mod tests {
         let u: ConnectUrl = "sc://h:1/;token=s3cret".parse().unwrap();
         assert!(u.use_ssl, "a token implies TLS");
         assert!(!format!("{u} {u:?}").contains("s3cret"));
+        // Keys in any case: a token spelled `Token` still means TLS, never plain metadata.
+        let u: ConnectUrl = "sc://h:1/;Token=s3cret;USE_SSL=false".parse().unwrap();
+        assert_eq!((u.token.as_deref(), u.use_ssl), (Some("s3cret"), true));
+        assert!(!format!("{u} {u:?}").contains("s3cret"));
         let sid = "c8a5ee4a-6f2e-4ad9-9c0e-3f1b5f0b8d11";
         let u: ConnectUrl = format!("sc://h/;session_id={sid}").parse().unwrap();
         assert_eq!(u.session_id.as_deref(), Some(sid));
@@ -667,7 +677,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_connection_strings_without_showing_the_token() {
-        for bad in ["http://h:1", "sc://", "sc://h:notaport", "sc://h:1/;session_id=x", "sc://h:1/;token=s3cret;junk"] {
+        for bad in ["http://h:1", "sc://", "sc://h:notaport", "sc://h:1/;session_id=x", "sc://h:1/;TOKEN=s3cret;junk"] {
             let err = bad.parse::<ConnectUrl>().unwrap_err().to_string();
             assert!(err.starts_with("invalid Spark Connect URL"), "{bad}: {err}");
             assert!(!err.contains("s3cret"), "{err}");

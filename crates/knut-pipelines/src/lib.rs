@@ -53,7 +53,29 @@ pub use client::{
     ServerError, DEFAULT_PORT,
 };
 
+/// A Spark Connect URL as typed, with the value of every `token=` parameter (in any case)
+/// replaced: what errors, logs and `Debug` show of a URL.
+pub fn redact_url(url: &str) -> String {
+    url.split(';')
+        .map(|part| match part.split_once('=') {
+            Some((k, _)) if k.trim().eq_ignore_ascii_case("token") => format!("{k}=<redacted>"),
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
 pub use graph::{
     AutoCdcDetails, DataflowGraph, Flow, FlowDetails, GraphError, Output, OutputType, Relation, ScdType, SinkDetails,
     SourceCodeLocation, SqlGraphElements, TableDetails,
 };
+
+#[cfg(test)]
+mod redact_tests {
+    #[test]
+    fn tokens_are_redacted_in_any_case() {
+        assert_eq!(super::redact_url("sc://h:1/;Token=s3cret;user_id=a"), "sc://h:1/;Token=<redacted>;user_id=a");
+        assert_eq!(super::redact_url("sc://h:1/;token=s3cret"), "sc://h:1/;token=<redacted>");
+        assert_eq!(super::redact_url("sc://h:1"), "sc://h:1");
+    }
+}

@@ -431,6 +431,9 @@ impl RunEvent {
 pub struct RunSummary {
     /// Per-flow final phase, rows written and duration.
     pub flows: Vec<FlowOutcome>,
+    /// Why the run itself failed, outside any one flow: it could not start (a table that cannot
+    /// be opened, a storage error), or the server ended it as failed or without its final state.
+    pub error: Option<String>,
 }
 
 /// How one flow ended.
@@ -455,9 +458,14 @@ pub struct FlowOutcome {
 }
 
 impl RunSummary {
-    /// Whether any flow failed (the run exits 1).
+    /// Whether the run or any flow failed (the run exits 1).
     pub fn failed(&self) -> bool {
-        self.flows.iter().any(|f| f.phase == RunPhase::Failed)
+        self.error.is_some() || self.flows.iter().any(|f| f.phase == RunPhase::Failed)
+    }
+
+    /// A run that failed before any flow ran.
+    pub fn failed_with(error: impl Into<String>) -> Self {
+        RunSummary { flows: Vec::new(), error: Some(error.into()) }
     }
 }
 
@@ -489,6 +497,13 @@ pub struct EventSender {
 }
 
 impl EventSender {
+    /// A sender whose events go to the returned receiver only (no event log): for driving a
+    /// backend's pieces outside a run thread.
+    pub fn channel() -> (EventSender, Receiver<RunEvent>) {
+        let (tx, rx) = channel();
+        (EventSender { tx, log: None }, rx)
+    }
+
     /// Sends one event.
     pub fn emit(&self, event: RunEvent) {
         if let Some(log) = &self.log {

@@ -85,6 +85,13 @@ pub fn discover(start: &Path) -> Result<PathBuf> {
     .with_hint(format!("create one of {} (or run `thund init`)", SPEC_FILE_NAMES.join(", ")))]))
 }
 
+/// The line (1-based) where top-level `key:` is written.
+fn top_level_line(text: &str, key: &str) -> Option<u32> {
+    text.lines()
+        .position(|l| l.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with(':')))
+        .map(|i| i as u32 + 1)
+}
+
 /// Parses spec text; `file` names it in errors.
 pub fn parse(text: &str, file: &str) -> Result<Spec> {
     let spec: Spec = serde_yaml::from_str(text).map_err(|e| {
@@ -97,6 +104,14 @@ pub fn parse(text: &str, file: &str) -> Result<Spec> {
     let mut problems = Vec::new();
     if spec.name.trim().is_empty() {
         problems.push(Diagnostic::at(&SourceLocation::new(file, 1, 1), "field `name` is empty"));
+    }
+    if spec.storage.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        // An empty root would put tables in the project folder itself.
+        let line = top_level_line(text, "storage").unwrap_or(1);
+        problems.push(
+            Diagnostic::at(&SourceLocation::new(file, line, 1), "field `storage` is empty")
+                .with_hint("name a folder (relative to the spec) or a URL, or leave `storage` out for `.thund`"),
+        );
     }
     if spec.libraries.iter().any(|l| l.glob.include.trim().is_empty()) {
         problems
@@ -127,6 +142,8 @@ mod tests {
 
     #[test]
     fn names_an_unknown_field_with_its_line() {
+        let err = parse("name: p\nstorage: ''\n", "spark-pipeline.yml").unwrap_err().to_string();
+        assert!(err.contains("spark-pipeline.yml:2:1") && err.contains("`storage` is empty"), "{err}");
         let err = parse("name: p\nstorge: x\n", "spark-pipeline.yml").unwrap_err();
         let text = err.to_string();
         assert!(text.contains("unknown field `storge`"), "{text}");

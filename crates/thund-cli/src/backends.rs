@@ -62,7 +62,7 @@ impl Backend for knut_thund::spark::SparkBackend {
 pub fn pick(args: &BackendArgs, engine: EngineOptions) -> anyhow::Result<Box<dyn Backend>> {
     match args.backend {
         cli::Backend::Native => Ok(Box::new(NativeBackend::with_options(NativeOptions { engine }))),
-        cli::Backend::Spark => spark(args.remote.clone()),
+        cli::Backend::Spark => spark(args.remote.clone().map(|r| r.0)),
     }
 }
 

@@ -43,7 +43,25 @@ pub struct BackendArgs {
     pub backend: Backend,
     /// Spark Connect URL (`sc://host:port`).
     #[arg(long, env = "SPARK_REMOTE")]
-    pub remote: Option<String>,
+    pub remote: Option<RemoteUrl>,
+}
+
+/// A Spark Connect URL as given; its `Debug` hides the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RemoteUrl(pub String);
+
+impl std::str::FromStr for RemoteUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(RemoteUrl(s.to_string()))
+    }
+}
+
+impl std::fmt::Debug for RemoteUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", knut_pipelines::redact_url(&self.0))
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -167,7 +185,7 @@ pub enum Command {
     Doctor {
         /// Spark Connect URL to check as well.
         #[arg(long, env = "SPARK_REMOTE")]
-        remote: Option<String>,
+        remote: Option<RemoteUrl>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = DoctorFormat::Table)]
         format: DoctorFormat,
@@ -211,4 +229,16 @@ pub enum EventsFormat {
 pub enum DoctorFormat {
     Table,
     Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[test]
+    fn remote_urls_hide_their_token() {
+        let cli = super::Cli::parse_from(["thund", "query", "--remote", "sc://h:1/;Token=s3cret", "SELECT 1"]);
+        let shown = format!("{cli:?}");
+        assert!(shown.contains("sc://h:1") && !shown.contains("s3cret"), "{shown}");
+    }
 }

@@ -42,7 +42,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<()> {
             let p = load_valid(&project.project)?;
             crate::ui::serve(&project.project, &p, bind, port)
         }
-        Command::Doctor { remote, format } => doctor(remote, format),
+        Command::Doctor { remote, format } => doctor(remote.map(|r| r.0), format),
     }
 }
 
@@ -166,6 +166,9 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     // The last events are committed before the process ends; what could not be is said.
     for w in log.map(|l| l.close()).unwrap_or_default() {
         eprintln!("warning: {w}");
+    }
+    if let Some(e) = &summary.error {
+        bail!(Failure::failed(format!("the run failed: {e}")));
     }
     let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
     match (dry, failed) {
@@ -449,7 +452,8 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {
 /// Spark rows of `thund doctor`: reachable, version, capabilities, lowering, a live run — through
 /// the same backend value `run` uses.
 fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow::Result<()> {
-    let args = BackendArgs { backend: crate::cli::Backend::Spark, remote: Some(url.to_string()) };
+    let args =
+        BackendArgs { backend: crate::cli::Backend::Spark, remote: Some(crate::cli::RemoteUrl(url.to_string())) };
     let spark = backends::pick(&args, EngineOptions::default()).and_then(|b| {
         b.connect()?;
         Ok(b)

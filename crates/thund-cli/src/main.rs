@@ -29,10 +29,18 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The diagnostics log on stderr: Þund's own warnings by default; the libraries' logs (the Delta
+/// kernel's, DataFusion's, the HTTP stack's) only when `THUND_LOG` or `RUST_LOG` ask for them, so
+/// a failed run shows its one message, not a library's backtrace. Colours only on a terminal.
 fn init_tracing(format: cli::LogFormat) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("THUND_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RUST_LOG"))
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("off,thund=warn,thund_native=warn,knut_thund=warn,knut_pipelines=warn")
+        });
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colour).with_writer(std::io::stderr);
     let _ = match format {
         cli::LogFormat::Json => builder.json().try_init(),
         cli::LogFormat::Text => builder.try_init(),

@@ -361,3 +361,20 @@ fn a_closed_pipe_ends_the_output_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(String::from_utf8_lossy(&first).starts_with("value"), "{:?}", String::from_utf8_lossy(&first));
 }
+
+#[test]
+fn a_table_that_cannot_be_opened_fails_the_run_with_one_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    assert!(thund(&["run", "-p", p(&demo)]).status.success());
+    let log = demo.join(".thund/tables/spark_catalog/default/orders_raw/_delta_log/00000000000000000000.json");
+    std::fs::write(&log, "this is not a Delta log\n").unwrap();
+    let o = thund(&["run", "-p", p(&demo)]);
+    assert_eq!(o.status.code(), Some(1), "a run that cannot start failed: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("orders_raw") && err.contains("tables/spark_catalog/default/orders_raw"), "{err}");
+    // One message of ours: no library log, backtrace or colour codes.
+    assert!(!err.contains('\x1b') && !err.contains("backtrace") && !err.contains(" WARN "), "{err}");
+    assert!(err.lines().count() <= 3, "{err}");
+}

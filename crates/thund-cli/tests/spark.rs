@@ -125,6 +125,32 @@ fn runs_materialized_and_temporary_and_persistent_views_on_spark() {
 }
 
 #[test]
+fn a_failed_run_of_views_only_fails_and_a_spec_without_storage_is_refused() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("views_fail");
+    let dir = project(&db, &[("transformations/a.sql", "CREATE VIEW bad AS SELECT nope FROM VALUES (1) AS t(x);\n")]);
+    let (summary, events) = run(&url, dir.path(), RunOptions::default());
+    // No flow of ours reports it: the server's word fails the run.
+    assert!(summary.failed(), "{summary:#?}\n{events:#?}");
+    assert_eq!(events.last().unwrap().phase, Some(RunPhase::Failed), "{events:#?}");
+    let o = thund().args(["run", "--backend", "spark", "--remote", &url, "-p"]).arg(dir.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // Without `storage`, a run would only validate on the server: it is refused, not a success.
+    let spec = dir.path().join("spark-pipeline.yml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let no_storage: String = text.lines().filter(|l| !l.starts_with("storage:")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&spec, no_storage).unwrap();
+    let o = thund().args(["run", "--backend", "spark", "--remote", &url, "-p"]).arg(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no `storage`"), "{err}");
+    // A dry run still validates without one.
+    let o = thund().args(["dry-run", "--backend", "spark", "--remote", &url, "-p"]).arg(dir.path()).output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "the bad view fails validation on the server too");
+}
+
+#[test]
 fn streams_new_files_into_streaming_tables_across_runs() {
     let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
     let db = database("stream");

@@ -32,7 +32,7 @@ use knut_thund::ir::{Dataset, ViolationAction};
 use crate::error::{NativeError, Result};
 
 /// Running counts of one flow's expectations.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Counters {
     passed: Vec<u64>,
     failed: Vec<u64>,
@@ -44,6 +44,9 @@ pub struct Checker {
     dataset: Dataset,
     exprs: Vec<Arc<dyn PhysicalExpr>>,
     counters: Arc<Mutex<Counters>>,
+    /// A view's counts, one per scan: a view read by two flows is scanned twice, and its rows
+    /// are reported once (the fullest scan), never summed.
+    scans: Mutex<Vec<Arc<Mutex<Counters>>>>,
 }
 
 impl Checker {
@@ -63,12 +66,30 @@ impl Checker {
         }
         let n = exprs.len();
         let counters = Counters { passed: vec![0; n], failed: vec![0; n], dropped: 0 };
-        Ok(Checker { dataset: dataset.clone(), exprs, counters: Arc::new(Mutex::new(counters)) })
+        Ok(Checker {
+            dataset: dataset.clone(),
+            exprs,
+            counters: Arc::new(Mutex::new(counters)),
+            scans: Mutex::default(),
+        })
     }
 
     /// The metrics so far, in the shape of DLT's event log.
     pub fn metrics(&self) -> DataQuality {
-        let c = self.counters.lock().map(|c| (c.passed.clone(), c.failed.clone(), c.dropped)).unwrap_or_default();
+        let mut c = self.counters.lock().map(|c| c.clone()).unwrap_or_default();
+        let rows = |c: &Counters| c.passed.first().copied().unwrap_or(0) + c.failed.first().copied().unwrap_or(0);
+        let scans = self.scans.lock().map(|s| s.clone()).unwrap_or_default();
+        let fullest = scans.iter().filter_map(|s| s.lock().ok().map(|s| s.clone())).max_by_key(rows);
+        if let Some(scan) = fullest {
+            for (total, n) in c.passed.iter_mut().zip(&scan.passed) {
+                *total += n;
+            }
+            for (total, n) in c.failed.iter_mut().zip(&scan.failed) {
+                *total += n;
+            }
+            c.dropped += scan.dropped;
+        }
+        let c = (c.passed, c.failed, c.dropped);
         DataQuality {
             expectations: self
                 .dataset
@@ -87,8 +108,28 @@ impl Checker {
         }
     }
 
-    /// Wraps the plan: its rows, checked, as a table to write from.
+    /// Wraps the plan: its rows, checked, as a table to write from. Counts add up across calls
+    /// (the batches of one flow).
     pub async fn wrap(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
+        self.wrap_counting(ctx, plan, Arc::clone(&self.counters)).await
+    }
+
+    /// Wraps one scan of a view: its counts are kept apart from other scans' (`scans`).
+    pub async fn wrap_scan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
+        let n = self.exprs.len();
+        let counters = Arc::new(Mutex::new(Counters { passed: vec![0; n], failed: vec![0; n], dropped: 0 }));
+        if let Ok(mut scans) = self.scans.lock() {
+            scans.push(Arc::clone(&counters));
+        }
+        self.wrap_counting(ctx, plan, counters).await
+    }
+
+    async fn wrap_counting(
+        &self,
+        ctx: &SessionContext,
+        plan: LogicalPlan,
+        counters: Arc<Mutex<Counters>>,
+    ) -> Result<Arc<StreamingTable>> {
         let schema = Arc::clone(plan.schema().inner());
         let physical = ctx.state().create_physical_plan(&plan).await?;
         let part = CheckedPartition {
@@ -96,7 +137,7 @@ impl Checker {
             input: physical,
             dataset: self.dataset.clone(),
             exprs: self.exprs.clone(),
-            counters: Arc::clone(&self.counters),
+            counters,
         };
         Ok(Arc::new(StreamingTable::try_new(schema, vec![Arc::new(part)])?))
     }

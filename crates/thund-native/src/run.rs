@@ -21,7 +21,7 @@ use knut_thund::prepare::PreparedRun;
 use knut_thund::validate::dependencies;
 
 use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
-use crate::error::Result;
+use crate::error::{NativeError, Result};
 use crate::flow::{FlowEffect, FlowJob, RunEvents};
 use crate::storage::{RunLock, Storage};
 use crate::table::open_stored_table;
@@ -69,13 +69,17 @@ impl Job {
     /// Runs the job on a runtime of its own; its events go to `events`.
     pub(crate) fn run_blocking(self, events: EventSender) -> RunSummary {
         let events = RunEvents::new(events);
-        let runtime =
-            tokio::runtime::Builder::new_multi_thread().worker_threads(self.max_concurrent.max(2)).enable_all().build();
+        // Flows are tasks, not threads: a runtime never needs more workers than cores, however
+        // many flows may run at once (`--max-concurrent-flows 1000000` means "no limit").
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let workers = self.max_concurrent.min(cores).max(2);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build();
         match runtime {
             Ok(rt) => rt.block_on(self.run(&events)),
             Err(e) => {
-                events.run(RunPhase::Failed, format!("cannot start the engine runtime: {e}"));
-                RunSummary::default()
+                let why = format!("cannot start the engine runtime: {e}");
+                events.run(RunPhase::Failed, why.clone());
+                RunSummary::failed_with(why)
             }
         }
     }
@@ -100,7 +104,7 @@ impl Job {
             Ok(c) => c,
             Err(e) => {
                 events.run(RunPhase::Failed, format!("Run has FAILED: {e}"));
-                return RunSummary::default();
+                return RunSummary::failed_with(e.to_string());
             }
         };
         for f in &p.flows {
@@ -158,7 +162,16 @@ impl Job {
         for d in &p.datasets {
             ensure_schema(&ctx, &d.name.catalog, &d.name.database)?;
             if d.kind.is_table() {
-                if let Some(provider) = open_stored_table(&ctx, &self.storage, &d.name).await? {
+                // A table that cannot be opened stops the run before anything is written, naming
+                // the dataset and where its table is (delta-rs names the file).
+                let opened = open_stored_table(&ctx, &self.storage, &d.name).await.map_err(|e| {
+                    let at = self.storage.display(&self.storage.table_key(&d.name));
+                    // The Delta kernel's errors carry a backtrace after their first line.
+                    let e = e.to_string();
+                    let why = e.lines().next().unwrap_or_default();
+                    NativeError::Storage(format!("the Delta table of `{}` ({at}) cannot be opened: {why}", d.name))
+                })?;
+                if let Some(provider) = opened {
                     ctx.register_table(table_ref(&d.name), provider)?;
                 }
             }

@@ -43,6 +43,17 @@ impl FileSink {
             location: d.location.to_string(),
             message: format!("sink `{}` has no `path` option", d.name),
         })?;
+        if let Some((scheme, _)) = raw.split_once("://").filter(|(scheme, _)| !scheme.eq_ignore_ascii_case("file")) {
+            // Joined to the project as a path, `s3://b/x` would become a local folder `s3:`.
+            return Err(NativeError::Plan {
+                location: d.location.to_string(),
+                message: format!(
+                    "sink `{}`: path `{raw}` is a {scheme}:// URL; the native backend writes sinks to local folders \
+                     (a path or a file:// URL)",
+                    d.name
+                ),
+            });
+        }
         Ok(FileSink { path: resolve_project_path(raw, root), format })
     }
 

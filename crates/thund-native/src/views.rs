@@ -70,7 +70,8 @@ pub(crate) async fn stored_definition(storage: &Storage, name: &QualifiedName) -
     Ok(Some(q))
 }
 
-/// A view whose rows are checked against its expectations each time a reader scans it.
+/// A view whose rows are checked against its expectations each time a reader scans it; each scan
+/// counts apart, and the view's rows are reported once.
 struct CheckedView {
     plan: LogicalPlan,
     checker: Arc<Checker>,
@@ -102,7 +103,7 @@ impl TableProvider for CheckedView {
     ) -> datafusion::error::Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
         let table = self
             .checker
-            .wrap(&self.ctx, self.plan.clone())
+            .wrap_scan(&self.ctx, self.plan.clone())
             .await
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         table.scan(state, projection, filters, limit).await

@@ -107,6 +107,21 @@ fn temporary_view_expectations_are_checked_where_the_view_is_read() {
 }
 
 #[test]
+fn a_temporary_view_read_twice_counts_its_rows_once() {
+    let sql = format!(
+        "CREATE TEMPORARY VIEW v (CONSTRAINT positive EXPECT (x > 0)) AS SELECT * FROM {DATA};\n\
+         CREATE MATERIALIZED VIEW m AS SELECT count(*) AS n FROM v;\n\
+         CREATE MATERIALIZED VIEW k AS SELECT sum(x) AS total FROM v;"
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(rows(&query(dir.path(), "SELECT n FROM m").unwrap()).1, vec![vec!["5".to_string()]]);
+    // The view's five rows, once: two pass, three fail — not ten rows from two readers.
+    assert_eq!(counts(&metrics(&s, "v")), [("positive".to_string(), 2, 3)]);
+}
+
+#[test]
 fn a_predicate_on_an_unknown_column_is_an_error_at_its_line() {
     let sql = "CREATE MATERIALIZED VIEW m (\n  CONSTRAINT bad EXPECT (nope > 1)\n) AS SELECT 1 AS x;";
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);

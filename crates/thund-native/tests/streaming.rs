@@ -223,6 +223,25 @@ fn sinks_receive_each_new_row_once_in_their_format() {
 }
 
 #[test]
+fn a_sink_at_an_object_store_url_is_refused_at_its_line_not_written_to_a_local_folder() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE SINK remote USING parquet OPTIONS (path 's3://bucket/out');\n\
+             CREATE FLOW to_remote AS INSERT INTO remote SELECT id FROM STREAM(bronze);",
+        ),
+    ]);
+    write_batch(dir.path(), "d1", 0..2);
+    let (s, _) = run(dir.path());
+    assert!(s.failed(), "{:?}", s.flows);
+    let err = s.flows.iter().find_map(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("sql/a.sql:2:1") && err.contains("s3://bucket/out") && err.contains("local folders"), "{err}");
+    assert!(!dir.path().join("s3:").exists(), "nothing written to a folder named after the scheme");
+}
+
+#[test]
 fn a_malformed_record_is_a_clear_error_and_nothing_is_committed() {
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
     write_batch(dir.path(), "d1", 0..3);

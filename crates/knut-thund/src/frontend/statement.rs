@@ -426,6 +426,8 @@ fn columns_and_constraints(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()> 
                 match t.token {
                     Token::LParen | Token::Lt => depth += 1,
                     Token::RParen | Token::Gt => depth -= 1,
+                    // `ARRAY<ARRAY<INT>>` ends in one `>>` token: it closes two levels.
+                    Token::ShiftRight => depth -= 2,
                     Token::Comma if depth == 0 => break,
                     _ if depth == 0 && (t.is_word("NOT") || t.is_word("COMMENT")) => break,
                     _ => {}
@@ -729,6 +731,21 @@ mod tests {
         assert_eq!(acts, [ViolationAction::Drop, ViolationAction::Fail, ViolationAction::Warn]);
         assert_eq!(t.expectations[0].predicate, "amount > 0");
         assert_eq!(t.expectations[1].location.line, 5);
+    }
+
+    #[test]
+    fn nested_types_close_with_one_token_and_keep_the_next_column() {
+        let d = parse(
+            "CREATE MATERIALIZED VIEW t (a ARRAY<ARRAY<INT>>, b INT, m MAP<STRING, ARRAY<MAP<STRING, INT>>>, c STRING) \
+             AS SELECT 1",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        let cols: Vec<(&str, &str)> =
+            d.datasets[0].details.columns.iter().map(|c| (c.name.as_str(), c.data_type.as_str())).collect();
+        assert_eq!(
+            cols,
+            [("a", "ARRAY<ARRAY<INT>>"), ("b", "INT"), ("m", "MAP<STRING, ARRAY<MAP<STRING, INT>>>"), ("c", "STRING")]
+        );
     }
 
     #[test]

@@ -26,7 +26,6 @@ use crate::prepare::PreparedRun;
 type Connection = (tokio::runtime::Runtime, PipelinesClient);
 
 /// Runs pipelines on a Spark Connect server with Spark Declarative Pipelines.
-#[derive(Debug)]
 pub struct SparkBackend {
     /// `None`: no server; only a dry run, which lowers the graph without sending it, can run.
     url: Option<String>,
@@ -34,6 +33,17 @@ pub struct SparkBackend {
     detected: OnceLock<String>,
     options: ClientOptions,
     connection: Mutex<Option<Connection>>,
+}
+
+impl std::fmt::Debug for SparkBackend {
+    /// The URL without its token.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SparkBackend")
+            .field("url", &self.url.as_deref().map(knut_pipelines::redact_url))
+            .field("forced_version", &self.forced_version)
+            .field("detected", &self.detected.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SparkBackend {
@@ -279,6 +289,14 @@ impl ExecBackend for SparkBackend {
             return self.lower_only(run);
         }
         self.url()?;
+        if !run.is_dry() && run.pipeline.storage.is_none() {
+            // Without a storage root the server can only validate: a run that writes nothing is
+            // no run, so say so instead of succeeding.
+            return Err(ThundError::Usage(
+                "the spec has no `storage`: a run on Spark needs one for the server's checkpoints                  (add `storage: <folder or URL>` to the spec, or use `thund dry-run`)"
+                    .into(),
+            ));
+        }
         let graph = run.pipeline.to_sdp()?;
         let (rt, mut client) = self.take_connection()?;
         let p = &run.pipeline;
@@ -367,5 +385,15 @@ impl ExecBackend for SparkBackend {
                 translator.finish(outcome.map_err(|e| e.to_string()), stopped).await
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    #[test]
+    fn debug_hides_the_token() {
+        let b = super::SparkBackend::new("sc://h:1/;Token=s3cret");
+        let shown = format!("{b:?}");
+        assert!(shown.contains("sc://h:1") && !shown.contains("s3cret"), "{shown}");
     }
 }

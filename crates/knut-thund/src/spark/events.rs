@@ -43,6 +43,9 @@ pub(super) struct EventTranslator {
     events: EventSender,
     /// Keyed by the flow name as Spark prints it (lower-case, fully qualified).
     flows: BTreeMap<String, Tracked>,
+    /// The run's final state as the server stated it ("Run is COMPLETED."); a stream that ends
+    /// without one did not end the run.
+    server_final: Option<RunPhase>,
 }
 
 /// What one event sentence says.
@@ -114,7 +117,7 @@ impl EventTranslator {
                 (f.name.to_string().to_lowercase(), t)
             })
             .collect();
-        EventTranslator { events, flows }
+        EventTranslator { events, flows, server_final: None }
     }
 
     pub(super) fn emit(&self, e: RunEvent) {
@@ -168,6 +171,12 @@ impl EventTranslator {
     /// Ends the run: flows the server never finished get an honest final phase, the run's own
     /// outcome becomes the last event, and the event log is flushed.
     pub(super) async fn finish(mut self, outcome: std::result::Result<(), String>, stopped: bool) -> RunSummary {
+        // A stream that ended without the server's final state is no success, and a run the
+        // server calls failed failed, even when no flow of ours says so (a pipeline of views).
+        let outcome = match (outcome, self.server_final) {
+            (Ok(()), None) if !stopped => Err("the server's event stream ended without the run's final state".into()),
+            (other, _) => other,
+        };
         let any_failed = self.flows.values().any(|t| t.phase == Some(RunPhase::Failed));
         let now = SystemTime::now();
         let mut late = Vec::new();
@@ -195,7 +204,8 @@ impl EventTranslator {
             e.details.error = t.error.clone();
             self.emit(e);
         }
-        let summary = RunSummary {
+        let mut summary = RunSummary {
+            error: None,
             flows: self
                 .flows
                 .values()
@@ -216,12 +226,20 @@ impl EventTranslator {
                 })
                 .collect(),
         };
+        summary.error = match (&outcome, stopped) {
+            (_, true) => None,
+            (Err(e), _) => Some(e.clone()),
+            (Ok(()), _) if self.server_final == Some(RunPhase::Failed) && !summary.failed() => {
+                Some("the server reports the run FAILED".into())
+            }
+            (Ok(()), _) => None,
+        };
         let end = match (&outcome, stopped) {
             (_, true) => RunEvent::now("run", Some(RunPhase::Stopped), "Run is STOPPED."),
             (Ok(()), _) if !summary.failed() => RunEvent::now("run", Some(RunPhase::Completed), "Run is COMPLETED."),
-            (r, _) => {
+            _ => {
                 let mut e = RunEvent::now("run", Some(RunPhase::Failed), "Run has FAILED.");
-                e.details.error = r.clone().err();
+                e.details.error = summary.error.clone();
                 e
             }
         };
@@ -243,6 +261,7 @@ impl PipelineEventSink for EventTranslator {
         };
         if parsed.element.is_none() && parsed.phase.is_some() {
             // The server's own "Run is …" line: the run's outcome is emitted once, by `finish`.
+            self.server_final = parsed.phase.filter(|p| p.is_terminal());
             return;
         }
         if let Some(name) = parsed.element {
@@ -291,6 +310,40 @@ impl PipelineEventSink for EventTranslator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The summary of a run of `sql` whose server sent `lines` and whose stream then ended.
+    fn finish_after(sql: &str, lines: &[&str]) -> RunSummary {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("spark-pipeline.yml"),
+            "name: p\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("a.sql"), sql).unwrap();
+        let p = crate::frontend::load(dir.path()).unwrap();
+        let selected = p.datasets.iter().map(|d| d.name.clone()).collect();
+        let (events, _rx) = EventSender::channel();
+        let mut t = EventTranslator::new(&p, &selected, events);
+        for l in lines {
+            t.on_event(PipelineEvent { timestamp: SystemTime::now(), message: (*l).to_string() });
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(t.finish(Ok(()), false))
+    }
+
+    #[test]
+    fn a_run_is_judged_by_the_servers_final_state_not_by_the_end_of_the_stream() {
+        let mv = "CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;";
+        let done = finish_after(mv, &["Flow spark_catalog.default.a has COMPLETED.", "Run is COMPLETED."]);
+        assert!(!done.failed(), "{done:?}");
+        // The stream ended mid-run: no success, and the flow did not finish.
+        let cut = finish_after(mv, &["Flow spark_catalog.default.a is RUNNING."]);
+        assert!(cut.failed() && cut.error.as_deref().is_some_and(|e| e.contains("without the run's final state")));
+        assert_eq!(cut.flows[0].phase, RunPhase::Failed, "{cut:?}");
+        // Views have no flows of their own on Spark: the server's word is all there is.
+        let views = finish_after("CREATE VIEW v AS SELECT 1 AS x;", &["Run has FAILED."]);
+        assert!(views.flows.is_empty() && views.failed(), "{views:?}");
+    }
 
     #[test]
     fn parses_the_event_sentences_of_spark_4_1() {
