@@ -198,11 +198,24 @@ pub struct ClientOptions {
     pub connect_timeout: Duration,
     /// Time for one request that is not a run (define, query, version).
     pub request_timeout: Duration,
+    /// HTTP/2 keepalive: a ping this often, the connection given up when one is not answered
+    /// within the same time. A server that stops answering mid-run (a frozen process, a dropped
+    /// network path) fails the run instead of hanging it.
+    pub keepalive: Duration,
+    /// The longest a run may go without a word from the server (an event, or the end of the
+    /// run) before it is given up as stalled; `None`: no limit. A live server quietly computing
+    /// a long flow sends nothing meanwhile, so this is generous by default.
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { connect_timeout: Duration::from_secs(5), request_timeout: Duration::from_secs(300) }
+        ClientOptions {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(300),
+            keepalive: Duration::from_secs(20),
+            stall_timeout: Some(Duration::from_secs(3600)),
+        }
     }
 }
 
@@ -284,6 +297,9 @@ impl PipelinesClient {
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{host}:{}", parsed.port))
             .map_err(|e| transport(e.to_string()))?
             .connect_timeout(options.connect_timeout)
+            .http2_keep_alive_interval(options.keepalive)
+            .keep_alive_timeout(options.keepalive)
+            .keep_alive_while_idle(true)
             .tcp_nodelay(true)
             .user_agent(CLIENT_TYPE)
             .map_err(|e| transport(e.to_string()))?;
@@ -423,12 +439,34 @@ impl PipelinesClient {
     /// the server's error for `what`.
     async fn drain(
         &self,
+        stream: Streaming<pb::ExecutePlanResponse>,
+        what: &str,
+        each: impl FnMut(Response) -> Result<()>,
+    ) -> Result<()> {
+        self.drain_within(stream, what, None, each).await
+    }
+
+    /// [`Self::drain`], failing with a timeout when the stream is silent for `stall` (`None`:
+    /// wait as long as it takes).
+    async fn drain_within(
+        &self,
         mut stream: Streaming<pb::ExecutePlanResponse>,
         what: &str,
+        stall: Option<Duration>,
         mut each: impl FnMut(Response) -> Result<()>,
     ) -> Result<()> {
         loop {
-            match stream.message().await {
+            let next = match stall {
+                Some(limit) => {
+                    tokio::time::timeout(limit, stream.message()).await.map_err(|_| ClientError::Timeout {
+                        url: self.url(),
+                        seconds: limit.as_secs(),
+                        what: format!("{what}: no event for that long; the server looks stalled"),
+                    })?
+                }
+                None => stream.message().await,
+            };
+            match next {
                 Ok(Some(r)) => {
                     if let Some(response) = r.response_type {
                         each(response)?;
@@ -512,7 +550,7 @@ impl PipelinesClient {
         };
         let tags = run.tag.iter().cloned().collect();
         let stream = self.execute(plan, tags, None, "run").await?;
-        self.drain(stream, "run", |response| {
+        self.drain_within(stream, "run", self.options.stall_timeout, |response| {
             let Response::PipelineEventResult(pb::PipelineEventResult { event: Some(event) }) = response else {
                 return Ok(());
             };

@@ -476,6 +476,9 @@ pub trait RunHandle: Send {
     fn poll_events(&mut self) -> Option<Vec<RunEvent>>;
     /// Asks the run to stop; flows not yet finished end STOPPED and tables keep their last commit.
     fn cancel(&self);
+    /// [`RunHandle::cancel`] as a function another thread can call while this one waits for
+    /// events (a Ctrl-C handler).
+    fn canceller(&self) -> Arc<dyn Fn() + Send + Sync>;
     /// Waits for the end of the run (draining events) and returns its summary.
     fn finish(self: Box<Self>) -> Result<RunSummary>;
 }
@@ -524,7 +527,7 @@ impl EventSender {
 pub struct RunThread {
     rx: Receiver<RunEvent>,
     thread: Option<std::thread::JoinHandle<RunSummary>>,
-    cancel: Box<dyn Fn() + Send>,
+    cancel: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl RunThread {
@@ -534,7 +537,7 @@ impl RunThread {
     pub fn spawn<F>(
         name: &str,
         log: Option<Arc<dyn EventLog>>,
-        cancel: Box<dyn Fn() + Send>,
+        cancel: Box<dyn Fn() + Send + Sync>,
         body: F,
     ) -> Result<Box<dyn RunHandle>>
     where
@@ -546,7 +549,7 @@ impl RunThread {
             .name(name.into())
             .spawn(move || body(events))
             .map_err(|e| ThundError::Backend(format!("cannot start the run thread: {e}")))?;
-        Ok(Box::new(RunThread { rx, thread: Some(thread), cancel }))
+        Ok(Box::new(RunThread { rx, thread: Some(thread), cancel: Arc::from(cancel) }))
     }
 }
 
@@ -561,6 +564,10 @@ impl RunHandle for RunThread {
 
     fn cancel(&self) {
         (self.cancel)();
+    }
+
+    fn canceller(&self) -> Arc<dyn Fn() + Send + Sync> {
+        Arc::clone(&self.cancel)
     }
 
     /// Drains the events and joins the thread.

@@ -62,18 +62,22 @@ impl Backend for knut_thund::spark::SparkBackend {
 pub fn pick(args: &BackendArgs, engine: EngineOptions) -> anyhow::Result<Box<dyn Backend>> {
     match args.backend {
         cli::Backend::Native => Ok(Box::new(NativeBackend::with_options(NativeOptions { engine }))),
-        cli::Backend::Spark => spark(args.remote.clone().map(|r| r.0)),
+        cli::Backend::Spark => spark(args.remote.clone().map(|r| r.0), args.stall_timeout),
     }
 }
 
 /// The Spark backend for `--remote` / `SPARK_REMOTE`; without one, it can only check and lower.
 #[cfg(feature = "spark")]
-fn spark(remote: Option<String>) -> anyhow::Result<Box<dyn Backend>> {
+fn spark(remote: Option<String>, stall: std::time::Duration) -> anyhow::Result<Box<dyn Backend>> {
     use knut_thund::spark::SparkBackend;
-    Ok(Box::new(remote.map_or_else(SparkBackend::offline, SparkBackend::new)))
+    let options = knut_pipelines::ClientOptions {
+        stall_timeout: (!stall.is_zero()).then_some(stall),
+        ..knut_pipelines::ClientOptions::default()
+    };
+    Ok(Box::new(remote.map_or_else(SparkBackend::offline, SparkBackend::new).with_client_options(options)))
 }
 
 #[cfg(not(feature = "spark"))]
-fn spark(_remote: Option<String>) -> anyhow::Result<Box<dyn Backend>> {
+fn spark(_remote: Option<String>, _stall: std::time::Duration) -> anyhow::Result<Box<dyn Backend>> {
     Err(Failure::usage("this thund was built without the `spark` feature: rebuild with `--features spark`").into())
 }

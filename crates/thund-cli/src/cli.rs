@@ -44,6 +44,24 @@ pub struct BackendArgs {
     /// Spark Connect URL (`sc://host:port`).
     #[arg(long, env = "SPARK_REMOTE")]
     pub remote: Option<RemoteUrl>,
+    /// Spark: give a run up when the server sends nothing for this long (`90s`, `30m`, `2h`;
+    /// `0`: never). A dead connection is noticed within a minute whatever this says.
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub stall_timeout: std::time::Duration,
+}
+
+/// `90`, `90s`, `30m`, `2h`.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (number, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = number.parse().map_err(|_| format!("`{s}` is not a duration such as 90s, 30m or 2h"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        _ => return Err(format!("`{s}`: the unit is s, m or h")),
+    };
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 /// A Spark Connect URL as given; its `Debug` hides the token.
@@ -234,6 +252,14 @@ pub enum DoctorFormat {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(super::parse_duration("90").unwrap().as_secs(), 90);
+        assert_eq!(super::parse_duration("30m").unwrap().as_secs(), 1800);
+        assert_eq!(super::parse_duration("2h").unwrap().as_secs(), 7200);
+        assert!(super::parse_duration("-5s").is_err() && super::parse_duration("5d").is_err());
+    }
 
     #[test]
     fn remote_urls_hide_their_token() {

@@ -4,6 +4,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -159,6 +160,7 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     let name = prepared.capabilities.name.clone();
     let handle = backend.start(prepared).map_err(|e| in_project(start, e))?;
     let json = args.format == RunFormat::Jsonl;
+    let interrupted = on_interrupt(handle.canceller());
     let summary = follow(handle, json)?;
     if !json && !dry {
         print_summary(&summary);
@@ -166,6 +168,9 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     // The last events are committed before the process ends; what could not be is said.
     for w in log.map(|l| l.close()).unwrap_or_default() {
         eprintln!("warning: {w}");
+    }
+    if interrupted.load(Ordering::SeqCst) {
+        bail!(Failure::interrupted("interrupted: the run stopped; tables keep their last commits"));
     }
     if let Some(e) = &summary.error {
         bail!(Failure::failed(format!("the run failed: {e}")));
@@ -180,6 +185,32 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
         (false, 0) => Ok(()),
         (false, n) => bail!(Failure::failed(format!("the run failed: {n} of {} flows failed", summary.flows.len()))),
     }
+}
+
+/// On the first Ctrl-C, asks the run to stop (`cancel`: a native run stops after the commits
+/// under way; a Spark run is interrupted on the server) and sets the returned flag; the run then
+/// ends as usual and the command exits 130. A second Ctrl-C quits at once.
+fn on_interrupt(cancel: Arc<dyn Fn() + Send + Sync>) -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = Arc::clone(&flag);
+    let watcher = std::thread::Builder::new().name("thund-ctrl-c".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        rt.block_on(async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+            set.store(true, Ordering::SeqCst);
+            eprintln!("\ninterrupted: stopping the run (Ctrl-C again quits at once)");
+            cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
+    if let Err(e) = watcher {
+        eprintln!("warning: Ctrl-C will end the process without stopping the run cleanly: {e}");
+    }
+    flag
 }
 
 /// Prints events as they arrive (plain lines, or one JSON object per line) and returns the
@@ -452,8 +483,11 @@ fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {
 /// Spark rows of `thund doctor`: reachable, version, capabilities, lowering, a live run — through
 /// the same backend value `run` uses.
 fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow::Result<()> {
-    let args =
-        BackendArgs { backend: crate::cli::Backend::Spark, remote: Some(crate::cli::RemoteUrl(url.to_string())) };
+    let args = BackendArgs {
+        backend: crate::cli::Backend::Spark,
+        remote: Some(crate::cli::RemoteUrl(url.to_string())),
+        stall_timeout: knut_pipelines::ClientOptions::default().stall_timeout.unwrap_or_default(),
+    };
     let spark = backends::pick(&args, EngineOptions::default()).and_then(|b| {
         b.connect()?;
         Ok(b)

@@ -6,13 +6,16 @@ use std::path::PathBuf;
 
 use knut_thund::error::ThundError;
 
-/// The two ways a command can fail.
+/// The ways a command can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// The user's input or configuration is wrong (exit code 2).
     Usage,
     /// A run, a query or a check failed (exit code 1).
     Failed,
+    /// The user interrupted a run (Ctrl-C), which stopped (exit code 130, as shells report
+    /// SIGINT).
+    Interrupted,
 }
 
 impl Kind {
@@ -21,6 +24,7 @@ impl Kind {
         match self {
             Kind::Usage => 2,
             Kind::Failed => 1,
+            Kind::Interrupted => 130,
         }
     }
 }
@@ -57,6 +61,11 @@ impl Failure {
     /// A run or check ended and failed.
     pub fn failed(message: impl Into<String>) -> Self {
         Failure { kind: Kind::Failed, message: message.into() }
+    }
+
+    /// The user interrupted the run, which stopped.
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        Failure { kind: Kind::Interrupted, message: message.into() }
     }
 }
 

@@ -378,3 +378,46 @@ fn a_table_that_cannot_be_opened_fails_the_run_with_one_clear_message() {
     assert!(!err.contains('\x1b') && !err.contains("backtrace") && !err.contains(" WARN "), "{err}");
     assert!(err.lines().count() <= 3, "{err}");
 }
+
+#[test]
+fn ctrl_c_stops_a_native_run_after_its_commits_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s, count(*) AS n FROM range(0, 300000000) AS r(id);\n\
+         CREATE MATERIALIZED VIEW after AS SELECT n FROM slow;\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["run", "--format", "jsonl", "-p", p(tmp.path())])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let running = line.contains(".slow") && line.contains("RUNNING");
+        seen.push(line);
+        if running {
+            // SAFETY: sending a signal to our own child process.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            break;
+        }
+    }
+    seen.extend(lines.map(Result::unwrap));
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}\n{seen:#?}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(seen.iter().any(|l| l.contains(".after") && l.contains("STOPPED")), "{seen:#?}");
+    // Nothing half-written: the slow view committed whole (or not at all), and a rerun completes.
+    let o = thund(&["query", "-p", p(tmp.path()), "--format", "csv", "SELECT n FROM slow"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n\n300000000\n", "{}", text(&o));
+    let o = thund(&["run", "-p", p(tmp.path())]);
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -517,6 +517,123 @@ fn a_cancelled_run_stops_and_says_so() {
 }
 
 #[test]
+fn ctrl_c_cancels_the_run_on_the_server_and_exits_130() {
+    use std::io::{BufRead, BufReader};
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("ctrl_c");
+    let dir = project(
+        &db,
+        &[(
+            "transformations/c.sql",
+            "CREATE MATERIALIZED VIEW slow AS SELECT count(*) AS n FROM range(100000000000);\n",
+        )],
+    );
+    let mut child = thund()
+        .args(["run", "--backend", "spark", "--remote", &url, "--format", "jsonl", "-p"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let running = line.contains(".slow") && line.contains("RUNNING");
+        seen.push(line);
+        if running {
+            // SAFETY: sending a signal to our own child process.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            break;
+        }
+    }
+    seen.extend(lines.map(Result::unwrap));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}\n{seen:#?}", String::from_utf8_lossy(&out.stderr));
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    assert!(seen.last().is_some_and(|l| l.contains("STOPPED")), "{seen:#?}");
+}
+
+/// A TCP relay to `to` that stops passing bytes (both ways, connections kept open) once `frozen`
+/// is set: a server that stops answering mid-run, without freezing the shared test server.
+fn freezing_relay(to: &str, frozen: std::sync::Arc<std::sync::atomic::AtomicBool>) -> String {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let to = to.trim_start_matches("sc://").trim_end_matches('/').to_string();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(&to) else { continue };
+            for (mut from, mut into) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server.try_clone().unwrap(), client.try_clone().unwrap()),
+            ] {
+                let frozen = std::sync::Arc::clone(&frozen);
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16384];
+                    while let Ok(n) = from.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        while frozen.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(50));
+                        }
+                        if into.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        }
+    });
+    format!("sc://{addr}")
+}
+
+#[test]
+fn a_server_that_stops_answering_fails_the_run_instead_of_hanging_it() {
+    use std::io::{BufRead, BufReader};
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("stall");
+    // Slow without using the shared server's CPU: the run left behind sleeps out its 20 s.
+    let dir = project(
+        &db,
+        &[(
+            "transformations/c.sql",
+            "CREATE MATERIALIZED VIEW slow AS SELECT reflect('java.lang.Thread', 'sleep', CAST(20000 AS BIGINT)) AS slept;\n",
+        )],
+    );
+    let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let relay = freezing_relay(&url, std::sync::Arc::clone(&frozen));
+    let mut child = thund()
+        .args(["run", "--backend", "spark", "--remote", &relay, "--stall-timeout", "5s", "--format", "jsonl", "-p"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let running = line.contains(".slow") && line.contains("RUNNING");
+        seen.push(line);
+        if running {
+            frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+            break;
+        }
+    }
+    let frozen_at = Instant::now();
+    seen.extend(lines.map(Result::unwrap));
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}\n{seen:#?}");
+    assert!(frozen_at.elapsed() < Duration::from_secs(60), "gave up after {:?}", frozen_at.elapsed());
+    assert!(err.contains("stalled") || err.contains("did not answer"), "{err}\n{seen:#?}");
+}
+
+#[test]
 fn spark_still_loses_a_flows_rows_in_a_parquet_streaming_table_with_two_flows() {
     // The premise of refusing several flows into one parquet streaming table, checked on the
     // real server with the refusal bypassed: if a Spark release stops losing rows, this fails

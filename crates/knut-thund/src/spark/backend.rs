@@ -21,6 +21,9 @@ use crate::error::{Result, ThundError};
 use crate::ir::{quote_ident, Pipeline, QualifiedName};
 use crate::prepare::PreparedRun;
 
+/// How long a cancelled run waits for the server to stop it.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A connection made by [`ExecBackend::connect`], kept for the run that follows: the client and
 /// the runtime its channel lives on.
 type Connection = (tokio::runtime::Runtime, PipelinesClient);
@@ -363,6 +366,9 @@ impl ExecBackend for SparkBackend {
                 };
                 let mut interrupter = client.clone();
                 let mut stopped = false;
+                // Once cancelled, the server gets this long to end the run before we stop waiting.
+                let grace = tokio::time::sleep(STOP_GRACE);
+                tokio::pin!(grace);
                 let outcome = {
                     let running = client.start_run(&request, &mut translator);
                     tokio::pin!(running);
@@ -372,6 +378,12 @@ impl ExecBackend for SparkBackend {
                             _ = cancel_rx.notified(), if !stopped => {
                                 stopped = true;
                                 let _ = interrupter.interrupt_tag(request.tag.as_deref().unwrap_or_default()).await;
+                                grace.as_mut().reset(tokio::time::Instant::now() + STOP_GRACE);
+                            }
+                            _ = &mut grace, if stopped => {
+                                break Err(knut_pipelines::ClientError::Protocol(format!(
+                                    "the server did not stop the run within {} s of the cancel", STOP_GRACE.as_secs()
+                                )));
                             }
                         }
                     }
@@ -380,8 +392,10 @@ impl ExecBackend for SparkBackend {
                     let after = count_rows(&mut client, &counted, &translator).await;
                     translator.record_counts(before, &after, &full_refresh);
                 }
-                let _ = client.drop_graph(&graph_id).await;
-                let _ = client.close().await;
+                // Cleaning up is a courtesy: a server that stopped answering gets a few seconds.
+                let courtesy = std::time::Duration::from_secs(5);
+                let _ = tokio::time::timeout(courtesy, client.drop_graph(&graph_id)).await;
+                let _ = tokio::time::timeout(courtesy, client.close()).await;
                 translator.finish(outcome.map_err(|e| e.to_string()), stopped).await
             })
         })
