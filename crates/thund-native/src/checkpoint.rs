@@ -113,6 +113,16 @@ impl CheckpointStore {
     /// Loads the state, first resolving an intent left by a crash: `committed_batch` is the
     /// target table's transaction version for this flow.
     pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+        self.resolve(committed_batch, true).await
+    }
+
+    /// The state [`Self::recover`] would load, writing nothing: what a dry run plans from. The
+    /// intent stays for the run that owns it (a live run beside the dry run may be writing it).
+    pub async fn peek(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+        self.resolve(committed_batch, false).await
+    }
+
+    async fn resolve(&self, committed_batch: Option<i64>, write: bool) -> Result<Checkpoint> {
         let state: Checkpoint = self
             .storage
             .read_json(&self.state_key())
@@ -128,15 +138,15 @@ impl CheckpointStore {
         let Some(pending) = self.storage.read_json::<Checkpoint>(&self.pending_key()).await? else {
             return Ok(state);
         };
-        if committed_batch.is_some_and(|b| b >= pending.batch) {
-            // The data commit of the pending batch landed: the intent is the truth.
-            self.storage.write_json(&self.state_key(), &pending).await?;
+        let landed = committed_batch.is_some_and(|b| b >= pending.batch);
+        if write {
+            if landed {
+                // The data commit of the pending batch landed: the intent is the truth.
+                self.storage.write_json(&self.state_key(), &pending).await?;
+            }
             self.clear_pending().await?;
-            Ok(pending)
-        } else {
-            self.clear_pending().await?;
-            Ok(state)
         }
+        Ok(if landed { pending } else { state })
     }
 
     /// The batch number of a leftover intent, if any.

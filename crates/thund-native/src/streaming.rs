@@ -90,15 +90,16 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         (_, None) => None,
         (Some(s), Some(b)) if !delta => {
             let done = s.committed_batch(&f.name, Some(b));
-            if done.is_none() {
-                // The intent's files may be half renamed: remove them before recomputing.
+            if done.is_none() && !job.dry {
+                // The intent's files may be half renamed: remove them before recomputing. Never
+                // in a dry run, which takes no lock: they may be a live run's staged files.
                 s.discard(&f.name, b)?;
             }
             done
         }
         _ => committed_batch(existing.as_ref(), &app).await?,
     };
-    let state = store.recover(committed).await?;
+    let state = if job.dry { store.peek(committed).await? } else { store.recover(committed).await? };
     let mut next = Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: state.batch + 1, ..state.clone() };
     // A flow that aggregates: its output mode, the rows it keeps as state and the late rows dropped.
     let mut windows = None;

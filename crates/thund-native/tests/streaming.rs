@@ -242,6 +242,53 @@ fn a_sink_at_an_object_store_url_is_refused_at_its_line_not_written_to_a_local_f
 }
 
 #[test]
+fn a_dry_run_leaves_a_live_runs_intent_and_staged_sink_files_alone() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE SINK out USING parquet OPTIONS (path 'out');\n\
+             CREATE FLOW to_out AS INSERT INTO out SELECT id FROM STREAM(bronze);",
+        ),
+    ]);
+    write_batch(dir.path(), "d1", 0..3);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    // What a live run in the middle of its next batch has on storage: an intent beside each
+    // checkpoint, and the sink's staged files.
+    let mut intents = Vec::new();
+    let mut folders = vec![dir.path().join(".thund/checkpoints")];
+    while let Some(d) = folders.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.file_name().is_some_and(|n| n == "state.json") {
+                let mut state: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                let next = state["batch"].as_i64().unwrap() + 1;
+                state["batch"] = serde_json::json!(next);
+                let intent = path.with_file_name("pending.json");
+                std::fs::write(&intent, state.to_string()).unwrap();
+                intents.push((intent, next));
+            }
+        }
+    }
+    assert_eq!(intents.len(), 2, "one per streaming flow");
+    let sink_batch = intents.iter().find(|(p, _)| p.to_string_lossy().contains("to_out")).unwrap().1;
+    let staged = dir.path().join(format!("out/_thund_staging/spark_catalog.2Edefault.2Eto_out-{sink_batch}"));
+    std::fs::create_dir_all(&staged).unwrap();
+    std::fs::write(staged.join("part-0.parquet"), b"being written").unwrap();
+
+    let (s, _) = run_with(dir.path(), RunOptions { dry: true, ..Default::default() });
+    assert!(!s.failed(), "{:?}", s.flows);
+    for (intent, _) in &intents {
+        assert!(intent.is_file(), "a dry run deleted {}", intent.display());
+    }
+    assert!(staged.join("part-0.parquet").is_file(), "a dry run deleted a live run's staged file");
+}
+
+#[test]
 fn a_malformed_record_is_a_clear_error_and_nothing_is_committed() {
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
     write_batch(dir.path(), "d1", 0..3);
