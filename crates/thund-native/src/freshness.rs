@@ -5,11 +5,15 @@
 //! through views, a table's Delta id and version or each file's size and modification time (every
 //! file below a source folder, as its listing reads them). If the
 //! fingerprint equals the one stored after the view's last commit, and the view's table is still
-//! at that commit, the flow is IDLE. Queries calling non-deterministic functions (`rand()`,
-//! `current_timestamp`, …) are always recomputed, and so is everything under `--full-refresh`.
+//! at that commit, the flow is IDLE. Queries calling functions the engine's registry does not call
+//! immutable (`rand()`, `current_timestamp`, `localtimestamp`, …) are always recomputed, and so is
+//! everything under `--full-refresh`.
 //! The fingerprint is written after the commit: a crash in between only costs a recompute.
 
 use std::path::Path;
+
+use datafusion::logical_expr::Volatility;
+use datafusion::prelude::SessionContext;
 
 use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 use serde::{Deserialize, Serialize};
@@ -19,9 +23,62 @@ use crate::error::Result;
 use crate::sources::list_files;
 use crate::storage::{resolve_project_path, Storage};
 
-/// Function names whose result changes from run to run.
-const NON_DETERMINISTIC: [&str; 9] =
-    ["rand(", "random(", "randn(", "uuid(", "now(", "current_timestamp", "current_date", "unix_timestamp(", "shuffle("];
+/// Spark's functions whose result can change from run to run, for those the engine's registry
+/// does not hold under Spark's name (the registry answers for the rest).
+const SPARK_NON_DETERMINISTIC: [&str; 16] = [
+    "rand",
+    "randn",
+    "random",
+    "uuid",
+    "shuffle",
+    "monotonically_increasing_id",
+    "spark_partition_id",
+    "input_file_name",
+    "input_file_block_start",
+    "input_file_block_length",
+    "current_timestamp",
+    "current_date",
+    "curdate",
+    "now",
+    "localtimestamp",
+    "unix_timestamp",
+];
+
+/// Whether `q` calls a function whose result can change from run to run: one the session's
+/// registry does not call immutable (`now`, `random`, …), or one Spark calls non-deterministic
+/// (`localtimestamp`, `monotonically_increasing_id`, …), however it is spelled or spaced.
+fn calls_volatile(ctx: &SessionContext, q: &Query) -> bool {
+    use sqlparser::ast::{visit_expressions, Expr};
+    use std::ops::ControlFlow;
+    let Some(ast) = q.ast.get() else { return true };
+    let state = ctx.state();
+    let volatile = |name: &str| {
+        let volatility = if let Some(f) = state.scalar_functions().get(name) {
+            Some(f.signature().volatility)
+        } else if let Some(f) = state.aggregate_functions().get(name) {
+            Some(f.signature().volatility)
+        } else {
+            state.window_functions().get(name).map(|f| f.signature().volatility)
+        };
+        SPARK_NON_DETERMINISTIC.contains(&name) || volatility.is_some_and(|v| v != Volatility::Immutable)
+    };
+    let found = visit_expressions(ast, |e| match e {
+        Expr::Function(f) => {
+            let name = f.name.0.last().map(|p| p.to_string().to_ascii_lowercase()).unwrap_or_default();
+            if volatile(name.trim_matches('`')) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+        // Spark's `localtimestamp`, `current_date`, … need no parentheses.
+        Expr::Identifier(i) if SPARK_NON_DETERMINISTIC.contains(&i.value.to_ascii_lowercase().as_str()) => {
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    found.is_break()
+}
 
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
 struct Stored {
@@ -54,14 +111,14 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
 /// non-deterministic function somewhere in the query or the views it reads). Tables read are
 /// left as `null` in `out`, their places listed in `tables`, to be filled from storage.
 fn inputs(
+    ctx: &SessionContext,
     p: &Pipeline,
     q: &Query,
     depth: usize,
     out: &mut Vec<Value>,
     tables: &mut Vec<(usize, QualifiedName)>,
 ) -> Option<()> {
-    let sql = q.sql.to_ascii_lowercase();
-    if depth > 64 || NON_DETERMINISTIC.iter().any(|f| sql.contains(f)) {
+    if depth > 64 || calls_volatile(ctx, q) {
         return None;
     }
     out.push(json!({"sql": q.sql}));
@@ -75,7 +132,7 @@ fn inputs(
                     out.push(Value::Null);
                 } else {
                     for f in p.flows_into(name) {
-                        inputs(p, f.query(), depth + 1, out, tables)?;
+                        inputs(ctx, p, f.query(), depth + 1, out, tables)?;
                     }
                 }
             }
@@ -85,10 +142,16 @@ fn inputs(
 }
 
 /// The fingerprint of a materialized view's next result, or `None` if it must be recomputed.
-pub async fn fingerprint(p: &Pipeline, storage: &Storage, d: &Dataset, q: &Query) -> Result<Option<String>> {
+pub async fn fingerprint(
+    ctx: &SessionContext,
+    p: &Pipeline,
+    storage: &Storage,
+    d: &Dataset,
+    q: &Query,
+) -> Result<Option<String>> {
     let mut parts = Vec::new();
     let mut tables = Vec::new();
-    if inputs(p, q, 0, &mut parts, &mut tables).is_none() {
+    if inputs(ctx, p, q, 0, &mut parts, &mut tables).is_none() {
         return Ok(None);
     }
     for (i, name) in tables {

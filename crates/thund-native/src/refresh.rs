@@ -21,7 +21,7 @@ pub(crate) async fn refresh(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> 
     let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
     // `None`: its query is non-deterministic, or this is a dry run.
     let fingerprint = match job.dry {
-        false => freshness::fingerprint(p, storage, d, f.query()).await?,
+        false => freshness::fingerprint(ctx, p, storage, d, f.query()).await?,
         true => None,
     };
     if let Some(fp) = &fingerprint {

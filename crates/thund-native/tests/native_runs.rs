@@ -355,6 +355,29 @@ fn a_changed_file_in_a_nested_source_folder_refreshes_the_view() {
 }
 
 #[test]
+fn views_calling_functions_that_change_between_runs_are_never_idle() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW spaced AS SELECT now () AS t;\n\
+             CREATE MATERIALIZED VIEW ids AS SELECT uuid() AS u;\n\
+             CREATE MATERIALIZED VIEW today AS SELECT current_date AS d;\n\
+             CREATE MATERIALIZED VIEW dice AS SELECT random() AS r;\n\
+             CREATE MATERIALIZED VIEW nested AS SELECT upper(CAST(now() AS STRING)) AS t;\n\
+             CREATE MATERIALIZED VIEW fixed AS SELECT upper('a') AS x, abs(-1) AS y;\n",
+        ),
+    ]);
+    let (first, _) = run(dir.path());
+    assert!(!first.failed(), "{:?}", first.flows);
+    let (second, _) = run(dir.path());
+    for volatile in ["spaced", "ids", "today", "dice", "nested"] {
+        assert_eq!(phase_of(&second, volatile), RunPhase::Completed, "{volatile}: {:?}", second.flows);
+    }
+    assert_eq!(phase_of(&second, "fixed"), RunPhase::Idle);
+}
+
+#[test]
 fn changed_table_properties_reach_existing_tables() {
     let sql = |props: &str| {
         format!(
