@@ -54,6 +54,9 @@ pub struct Capabilities {
     pub transactional_tables: TableFormats,
     /// `rescuedDataColumn` on JSON file sources (records that do not fit are kept there).
     pub rescued_data: bool,
+    /// Every Spark SQL setting (`SET`, `spark.sql.*` in `configuration`) applies as on Spark;
+    /// without it, settings that could change results are refused (`crate::sql_conf`).
+    pub sql_conf: bool,
     /// Joins of two streams (`STREAM(a) JOIN STREAM(b)`), which keep each side's rows in state.
     pub stream_joins: bool,
 }
@@ -95,6 +98,7 @@ impl Capabilities {
             once_flows: false,
             transactional_tables: TableFormats::Only(Vec::new()),
             rescued_data: false,
+            sql_conf: false,
             stream_joins: false,
         }
     }
@@ -243,6 +247,20 @@ impl Capabilities {
                         );
                     }
                     _ => {}
+                }
+            }
+        }
+        if !self.sql_conf {
+            for (key, value) in &p.configuration {
+                if let Some(why) = crate::sql_conf::refusal(key, value) {
+                    gap("the setting applied", &key, &crate::sql_conf::spec_location(p, key), why);
+                }
+            }
+            for f in &p.flows {
+                for (key, value) in &f.sql_conf {
+                    if let Some(why) = crate::sql_conf::refusal(key, value) {
+                        gap("the setting applied", &format!("{} (SET {key})", f.name), &f.location, why);
+                    }
                 }
             }
         }

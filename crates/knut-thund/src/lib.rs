@@ -51,6 +51,7 @@ pub mod prepare;
 pub mod render;
 pub mod spark;
 pub mod spec;
+pub mod sql_conf;
 pub mod status;
 pub mod validate;
 

@@ -421,3 +421,29 @@ fn ctrl_c_stops_a_native_run_after_its_commits_and_exits_130() {
     let o = thund(&["run", "-p", p(tmp.path())]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+#[test]
+fn spark_settings_that_would_change_results_are_refused_with_their_lines_never_ignored() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("spark-pipeline.yml"),
+        "name: x\nconfiguration:\n  spark.sql.shuffle.partitions: '4'\n  spark.sql.session.timeZone: Europe/Oslo\n\
+         libraries:\n  - glob:\n      include: '*.sql'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path().join("a.sql"),
+        "SET spark.sql.ansi.enabled = false;\nCREATE MATERIALIZED VIEW a AS SELECT CAST('x' AS INT) AS v;\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(tmp.path())]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("spark-pipeline.yml:4:1") && err.contains("Europe/Oslo") && err.contains("UTC"), "{err}");
+    assert!(err.contains("a.sql:2:1") && err.contains("spark.sql.ansi.enabled"), "{err}");
+    assert!(!err.contains("shuffle"), "settings that only tune Spark pass: {err}");
+    assert!(!tmp.path().join(".thund/tables").exists(), "nothing ran");
+    // The same project is fine for Spark, which applies them (checked here without a server).
+    let o = thund(&["dry-run", "--backend", "spark", "-p", p(tmp.path())]);
+    assert!(o.status.success(), "{}", text(&o));
+}

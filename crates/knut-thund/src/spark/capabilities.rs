@@ -38,6 +38,8 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
         rescued_data: false,
         // Spark keeps both sides in state and matches rows across batches.
         stream_joins: true,
+        // The server applies every setting itself.
+        sql_conf: true,
         // AUTO CDC's `IGNORE NULL UPDATES` and `APPLY AS TRUNCATE WHEN` stay refused: the 4.3.0
         // server builds its change arguments from keys, sequence, SCD type, column and history
         // selections and deletes only (its `PipelinesHandler.buildAutoCdcFlow`), so both would be

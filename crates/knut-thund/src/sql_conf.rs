@@ -1,0 +1,99 @@
+//! Spark SQL settings (`SET k = v` in a file, or `spark.sql.*` keys in the spec's
+//! `configuration`) on a backend that is not Spark: which ones the embedded engine honours, and
+//! why it refuses the others, so none is ignored silently.
+//!
+//! Settings outside `spark.sql.` (cluster settings such as `spark.executor.memory`, `pipelines.*`,
+//! the spec's own substitution variables) and `spark.sql.*` settings that only tune how Spark
+//! executes (shuffle partitions, adaptive execution, the pipelines engine, …) do not change
+//! results and pass. The session time zone and case sensitivity pass at the values the engine
+//! computes with (UTC, case-insensitive). Everything else under `spark.sql.` may change results
+//! and is refused, ANSI mode included: the engine follows neither mode exactly (invalid casts and
+//! division by zero fail, as in ANSI mode; integer overflow wraps, as without it).
+
+use std::path::Path;
+
+use crate::ir::{Pipeline, SourceLocation};
+
+/// `spark.sql.` settings that tune execution without changing results (lower-case prefixes).
+const NEUTRAL: [&str; 16] = [
+    "spark.sql.shuffle.",
+    "spark.sql.adaptive.",
+    "spark.sql.pipelines.",
+    "spark.sql.streaming.",
+    "spark.sql.files.",
+    "spark.sql.autobroadcastjointhreshold",
+    "spark.sql.broadcasttimeout",
+    "spark.sql.execution.arrow.",
+    "spark.sql.codegen.",
+    "spark.sql.cbo.",
+    "spark.sql.join.",
+    "spark.sql.sources.parallelpartitiondiscovery.",
+    "spark.sql.catalogimplementation",
+    "spark.sql.warehouse.dir",
+    "spark.sql.ui.",
+    "spark.sql.debug.",
+];
+
+/// Why the embedded engine cannot honour `key = value`; `None` when it does (or the setting does
+/// not change results).
+pub fn refusal(key: &str, value: &str) -> Option<String> {
+    let k = key.trim().to_ascii_lowercase();
+    if !k.starts_with("spark.sql.") || NEUTRAL.iter().any(|n| k.starts_with(n)) {
+        return None;
+    }
+    let v = value.trim();
+    match k.as_str() {
+        "spark.sql.session.timezone" => {
+            let utc = ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu"].iter().any(|u| v.eq_ignore_ascii_case(u));
+            (!utc).then(|| format!("the native backend computes timestamps in UTC; `{key} = {v}` would change results"))
+        }
+        "spark.sql.casesensitive" => (!v.eq_ignore_ascii_case("false"))
+            .then(|| "the native backend resolves names case-insensitively, as Spark does by default".to_string()),
+        "spark.sql.ansi.enabled" => Some(
+            "the native backend follows neither ANSI mode nor its absence exactly (invalid casts and division by \
+             zero fail; integer overflow wraps): remove the setting or run on Spark"
+                .to_string(),
+        ),
+        _ => Some(format!("the native backend does not apply `{key}`, which may change results: remove it or run on Spark")),
+    }
+}
+
+/// Where `key` is set in the spec of `p` (its line in the spec file), for messages.
+pub fn spec_location(p: &Pipeline, key: &str) -> SourceLocation {
+    let spec = crate::spec::discover(&p.root).ok();
+    let file = spec
+        .as_deref()
+        .and_then(|s| s.strip_prefix(&p.root).ok().map(Path::to_path_buf))
+        .map(|s| s.display().to_string())
+        .unwrap_or_else(|| "spark-pipeline.yml".into());
+    let line = spec
+        .and_then(|s| std::fs::read_to_string(s).ok())
+        .and_then(|text| {
+            text.lines().position(|l| {
+                let l = l.trim_start().trim_start_matches(['"', '\'']);
+                l.strip_prefix(key).is_some_and(|r| r.trim_start_matches(['"', '\'']).trim_start().starts_with(':'))
+            })
+        })
+        .map_or(1, |i| i as u32 + 1);
+    SourceLocation::new(file, line, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refusal;
+
+    #[test]
+    fn settings_that_change_results_are_refused_and_the_others_pass() {
+        assert_eq!(refusal("spark.sql.shuffle.partitions", "8"), None);
+        assert_eq!(refusal("spark.sql.pipelines.maxFlowRetryAttempts", "0"), None);
+        assert_eq!(refusal("spark.executor.memory", "4g"), None);
+        assert_eq!(refusal("source_root", "/data"), None);
+        assert_eq!(refusal("spark.sql.session.timeZone", "UTC"), None);
+        assert!(refusal("spark.sql.session.timeZone", "Europe/Oslo").is_some_and(|m| m.contains("UTC")));
+        assert!(refusal("spark.sql.ansi.enabled", "true").is_some());
+        assert!(refusal("spark.sql.ansi.enabled", "false").is_some());
+        assert_eq!(refusal("spark.sql.caseSensitive", "false"), None);
+        assert!(refusal("spark.sql.caseSensitive", "true").is_some());
+        assert!(refusal("spark.sql.legacy.timeParserPolicy", "LEGACY").is_some());
+    }
+}
