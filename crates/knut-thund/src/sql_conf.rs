@@ -44,7 +44,8 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
     let v = value.trim();
     match k.as_str() {
         "spark.sql.session.timezone" => {
-            let utc = ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu"].iter().any(|u| v.eq_ignore_ascii_case(u));
+            let utc =
+                ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "Z", "+00:00", "Zulu"].iter().any(|u| v.eq_ignore_ascii_case(u));
             (!utc).then(|| format!("the native backend computes timestamps in UTC; `{key} = {v}` would change results"))
         }
         "spark.sql.casesensitive" => (!v.eq_ignore_ascii_case("false"))
@@ -54,7 +55,9 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
              zero fail; integer overflow wraps): remove the setting or run on Spark"
                 .to_string(),
         ),
-        _ => Some(format!("the native backend does not apply `{key}`, which may change results: remove it or run on Spark")),
+        _ => Some(format!(
+            "the native backend does not apply `{key}`, which may change results: remove it or run on Spark"
+        )),
     }
 }
 

@@ -1,6 +1,9 @@
 //! Spark SQL functions that neither DataFusion nor `datafusion-spark` provide, registered in
 //! every session (`engine::new_context`).
 //!
+//! - `range(end)`, `range(start, end[, step[, numPartitions]])`: Spark's table function, whose
+//!   column is `id` (DataFusion's own `range` calls it `value`, so `SELECT id FROM range(10)`,
+//!   valid Spark, failed); the partition count only splits Spark's work and is dropped.
 //! - `get_json_object(json, path)`: the value at a JSON path (`$.a.b`, `$['a']`, `$.list[0]`),
 //!   a string as its text and anything else as JSON; NULL when the JSON is invalid or the path
 //!   leads nowhere, as in Spark. How the event log's `details` column is read with SQL. Wildcards
@@ -10,16 +13,45 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, StringArray};
 use arrow::datatypes::DataType;
+use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{exec_err, Result};
+use datafusion::datasource::{provider_as_source, ViewTable};
+use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
 };
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{col, SessionContext};
 use serde_json::Value;
 
 /// Registers this module's functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(GetJsonObject::new()));
+    if let Ok(builtin) = ctx.table_function("range") {
+        ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));
+    }
+}
+
+/// Spark's `range`: DataFusion's, with its column named `id`.
+#[derive(Debug)]
+struct SparkRange {
+    inner: Arc<dyn TableFunctionImpl>,
+}
+
+impl TableFunctionImpl for SparkRange {
+    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        let exprs = args.exprs();
+        if exprs.is_empty() || exprs.len() > 4 {
+            return datafusion::common::plan_err!(
+                "range takes 1 to 4 arguments: range(end) or range(start, end[, step[, numPartitions]])"
+            );
+        }
+        let provider =
+            self.inner.call_with_args(TableFunctionArgs::new(&exprs[..exprs.len().min(3)], args.session()))?;
+        let plan = LogicalPlanBuilder::scan("range", provider_as_source(provider), None)?
+            .project(vec![col("value").alias("id")])?
+            .build()?;
+        Ok(Arc::new(ViewTable::new(plan, None)))
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -147,6 +179,20 @@ mod tests {
 
     fn get(json: &str, path: &str) -> Option<String> {
         extract(json, &parse_path(path).unwrap()?)
+    }
+
+    #[test]
+    fn range_is_sparks_with_an_id_column() {
+        let ctx = crate::engine::new_context("spark_catalog", "default", &Default::default()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rows = |sql: &str| {
+            let batches = rt.block_on(async { ctx.sql(sql).await?.collect().await }).unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches).unwrap().to_string()
+        };
+        assert!(rows("SELECT sum(id) AS s, count(*) AS n FROM range(1, 11)").contains("| 55 | 10 |"));
+        assert!(rows("SELECT max(id) AS m FROM range(5)").contains("| 4 |"));
+        assert!(rows("SELECT count(*) AS n FROM range(0, 10, 3, 4)").contains("| 4 |"), "numPartitions is dropped");
+        assert!(rt.block_on(async { ctx.sql("SELECT * FROM range()").await }).is_err());
     }
 
     #[test]
