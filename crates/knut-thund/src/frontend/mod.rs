@@ -27,7 +27,7 @@ pub fn load(start: &Path) -> Result<Pipeline> {
     let spec_path = spec::discover(start)?;
     let root = spec_path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let spec_name = spec_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = read(&spec_path)?;
+    let text = read_text(&spec_path, &spec_name)?.map_err(|d| ThundError::Spec(vec![d]))?;
     let spec = spec::parse(&text, &spec_name)?;
 
     let files = library_files(&root, &spec, &spec_name)?;
@@ -55,7 +55,13 @@ pub fn load(start: &Path) -> Result<Pipeline> {
             }
             _ => continue, // data files and notes living next to the SQL
         }
-        let source = read(&file)?;
+        let source = match read_text(&file, &rel)? {
+            Ok(s) => s,
+            Err(d) => {
+                problems.push(d);
+                continue;
+            }
+        };
         let source = match text::substitute(&source, &spec.configuration, &rel) {
             Ok(s) => s,
             Err(ds) => {
@@ -75,8 +81,18 @@ pub fn load(start: &Path) -> Result<Pipeline> {
     Ok(pipeline)
 }
 
-fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| ThundError::Io { path: path.to_path_buf(), source })
+/// The text of a project file; bytes that are not UTF-8 are the user's error, at their line and
+/// column (`shown` names the file as messages do).
+fn read_text(path: &Path, shown: &str) -> Result<std::result::Result<String, Diagnostic>> {
+    let bytes = std::fs::read(path).map_err(|source| ThundError::Io { path: path.to_path_buf(), source })?;
+    Ok(String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() as u32 + 1;
+        let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&valid[line_start..]).chars().count() as u32 + 1;
+        Diagnostic::at(&SourceLocation::new(shown, line, column), "the file is not UTF-8 text")
+            .with_hint("save it as UTF-8")
+    }))
 }
 
 /// The files the spec's `libraries` globs match, sorted and without duplicates. A glob that
@@ -98,6 +114,19 @@ fn library_files(root: &Path, spec: &spec::Spec, spec_name: &str) -> Result<Vec<
         };
         if matched.is_empty() {
             problems.push(Diagnostic::global(format!("{spec_name}: `libraries` glob `{include}` matches no file")));
+        }
+        // A link out of the project would read (and quote in errors) a file that is not the
+        // pipeline's.
+        let inside = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        for file in &matched {
+            let escapes = std::fs::canonicalize(file).map_or(true, |real| !real.starts_with(&inside));
+            if escapes {
+                let rel = file.strip_prefix(root).unwrap_or(file).display().to_string();
+                problems.push(Diagnostic::at(
+                    &SourceLocation::new(&rel, 1, 1),
+                    "this library file is a link to a file outside the project; copy the file into the project instead",
+                ));
+            }
         }
         files.extend(matched);
     }
