@@ -359,7 +359,7 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
-    assert!(String::from_utf8_lossy(&first).starts_with("value"), "{:?}", String::from_utf8_lossy(&first));
+    assert!(String::from_utf8_lossy(&first).starts_with("id"), "{:?}", String::from_utf8_lossy(&first));
 }
 
 #[test]
@@ -446,4 +446,14 @@ fn spark_settings_that_would_change_results_are_refused_with_their_lines_never_i
     // The same project is fine for Spark, which applies them (checked here without a server).
     let o = thund(&["dry-run", "--backend", "spark", "-p", p(tmp.path())]);
     assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn a_huge_max_concurrent_flows_means_no_limit_not_a_million_threads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let o = thund(&["run", "-p", p(&demo), "--max-concurrent-flows", "1000000"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("revenue_by_region") && text(&o).contains("COMPLETED"), "{}", text(&o));
 }

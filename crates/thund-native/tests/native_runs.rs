@@ -261,8 +261,8 @@ fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
         (
             "sql/a.sql",
             "CREATE MATERIALIZED VIEW sorted AS \
-             SELECT h, count(*) AS n, min(value) AS value FROM \
-             (SELECT value, md5(CAST(value AS STRING)) AS h FROM range(0, 600000)) GROUP BY h",
+             SELECT h, count(*) AS n, min(id) AS value FROM \
+             (SELECT id, md5(CAST(id AS STRING)) AS h FROM range(0, 600000)) GROUP BY h",
         ),
     ]);
     let p = load(dir.path());
