@@ -40,10 +40,14 @@ fn python_rows(table: &Path) -> Vec<serde_json::Value> {
     let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
         panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers")
     });
-    let script = "import json, sys\nfrom deltalake import DeltaTable\n\
+    // `os._exit` after the output: the deltalake extension's runtime can abort while the
+    // interpreter tears down ("terminate called without an active exception"), after the rows
+    // were read and printed whole.
+    let script = "import json, os, sys\nfrom deltalake import DeltaTable\n\
                   for r in DeltaTable(sys.argv[1]).to_pyarrow_table().to_pylist():\n\
                   \x20   r['details'] = json.loads(r['details']); r['timestamp'] = str(r['timestamp'])\n\
-                  \x20   print(json.dumps(r))\n";
+                  \x20   print(json.dumps(r))\n\
+                  sys.stdout.flush()\nos._exit(0)\n";
     let o = Command::new(python).arg("-c").arg(script).arg(table).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     jsonl(&String::from_utf8_lossy(&o.stdout))

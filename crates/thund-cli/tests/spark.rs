@@ -516,9 +516,40 @@ fn a_cancelled_run_stops_and_says_so() {
     assert_eq!(events.last().unwrap().phase, Some(RunPhase::Stopped));
 }
 
+/// Runs `thund run --format jsonl` with `args` on `dir`; once the event of flow `.slow` RUNNING
+/// is printed, calls `then(child pid)`; returns the exit code, stderr and every event line.
+fn run_until_slow_runs(args: &[&str], dir: &Path, then: impl FnOnce(u32)) -> (Option<i32>, String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = thund()
+        .args(["run", "--format", "jsonl"])
+        .args(args)
+        .arg("-p")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut then = Some(then);
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let running = line.contains(".slow") && line.contains("RUNNING");
+        seen.push(line);
+        if running {
+            if let Some(f) = then.take() {
+                f(child.id());
+            }
+            break;
+        }
+    }
+    seen.extend(lines.map(Result::unwrap));
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), seen)
+}
+
 #[test]
 fn ctrl_c_cancels_the_run_on_the_server_and_exits_130() {
-    use std::io::{BufRead, BufReader};
     let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
     let db = database("ctrl_c");
     let dir = project(
@@ -528,29 +559,13 @@ fn ctrl_c_cancels_the_run_on_the_server_and_exits_130() {
             "CREATE MATERIALIZED VIEW slow AS SELECT count(*) AS n FROM range(100000000000);\n",
         )],
     );
-    let mut child = thund()
-        .args(["run", "--backend", "spark", "--remote", &url, "--format", "jsonl", "-p"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let start = Instant::now();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        let running = line.contains(".slow") && line.contains("RUNNING");
-        seen.push(line);
-        if running {
-            // SAFETY: sending a signal to our own child process.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            break;
-        }
-    }
-    seen.extend(lines.map(Result::unwrap));
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}\n{seen:#?}", String::from_utf8_lossy(&out.stderr));
+    // SAFETY: sending a signal to our own child process.
+    let interrupt = |pid: u32| unsafe {
+        libc::kill(pid as i32, libc::SIGINT);
+    };
+    let (code, err, seen) = run_until_slow_runs(&["--backend", "spark", "--remote", &url], dir.path(), interrupt);
+    assert_eq!(code, Some(130), "{err}\n{seen:#?}");
     assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
     assert!(seen.last().is_some_and(|l| l.contains("STOPPED")), "{seen:#?}");
 }
@@ -593,7 +608,6 @@ fn freezing_relay(to: &str, frozen: std::sync::Arc<std::sync::atomic::AtomicBool
 
 #[test]
 fn a_server_that_stops_answering_fails_the_run_instead_of_hanging_it() {
-    use std::io::{BufRead, BufReader};
     let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
     let db = database("stall");
     // Slow without using the shared server's CPU: the run left behind sleeps out its 20 s.
@@ -606,29 +620,15 @@ fn a_server_that_stops_answering_fails_the_run_instead_of_hanging_it() {
     );
     let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let relay = freezing_relay(&url, std::sync::Arc::clone(&frozen));
-    let mut child = thund()
-        .args(["run", "--backend", "spark", "--remote", &relay, "--stall-timeout", "5s", "--format", "jsonl", "-p"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        let running = line.contains(".slow") && line.contains("RUNNING");
-        seen.push(line);
-        if running {
-            frozen.store(true, std::sync::atomic::Ordering::SeqCst);
-            break;
-        }
-    }
-    let frozen_at = Instant::now();
-    seen.extend(lines.map(Result::unwrap));
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}\n{seen:#?}");
+    let mut frozen_at = None;
+    let freeze = |_| {
+        frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+        frozen_at = Some(Instant::now());
+    };
+    let args = ["--backend", "spark", "--remote", &relay, "--stall-timeout", "5s"];
+    let (code, err, seen) = run_until_slow_runs(&args, dir.path(), freeze);
+    assert_eq!(code, Some(1), "{err}\n{seen:#?}");
+    let frozen_at = frozen_at.expect("the flow ran");
     assert!(frozen_at.elapsed() < Duration::from_secs(60), "gave up after {:?}", frozen_at.elapsed());
     assert!(err.contains("stalled") || err.contains("did not answer"), "{err}\n{seen:#?}");
 }
