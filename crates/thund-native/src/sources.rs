@@ -1,6 +1,14 @@
 //! Streaming sources: what a batch reads from each `STREAM` read — the files not yet processed
 //! under a folder, or the rows a source table committed since its last read — with the offset
 //! that the batch's checkpoint records (`checkpoint`).
+//!
+//! Files still being written: a folder's files are taken by name, once each, and names starting
+//! with `.` or `_` are never taken (Spark's and Hadoop's convention for temporary and hidden
+//! files). So a writer makes a file appear whole by writing it under such a name (or in another
+//! folder of the same file system) and renaming it into place: a rename is atomic, and the file
+//! is read whole by the first batch that lists it. A file written in place, under its final
+//! name, can be listed while half written and is then read as it stood — which is why the rule
+//! is the writer's, as with Spark's file sources and Auto Loader.
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -289,6 +289,31 @@ fn a_dry_run_leaves_a_live_runs_intent_and_staged_sink_files_alone() {
 }
 
 #[test]
+fn a_file_written_under_a_temporary_name_and_renamed_is_read_whole_never_half() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "d1", 0..2);
+    // A writer half way through a file, under a temporary name (as Spark, Hadoop and most
+    // copy tools write): its complete lines so far, and a cut one.
+    let part = dir.path().join("in/d2/_part-0.json.inprogress");
+    std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+    let whole: String = (10..20).map(|i| format!("{{\"id\": {i}, \"v\": {}}}\n", i * 10)).collect();
+    std::fs::write(&part, &whole[..whole.len() / 2]).unwrap();
+    let hidden = dir.path().join("in/d2/.part-1.json");
+    std::fs::write(&hidden, "{\"id\": 99, \"v\": \"half").unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "the half-written files were not read: {:?}", s.flows);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), vec![0, 1]);
+    // Finished and renamed into place: the next batch reads it whole.
+    std::fs::write(&part, &whole).unwrap();
+    std::fs::rename(&part, dir.path().join("in/d2/part-0.json")).unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let mut want = vec![0, 1];
+    want.extend(10..20);
+    assert_eq!(ids(dir.path(), "SELECT id FROM bronze"), want);
+}
+
+#[test]
 fn a_malformed_record_is_a_clear_error_and_nothing_is_committed() {
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
     write_batch(dir.path(), "d1", 0..3);
