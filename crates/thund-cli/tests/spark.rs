@@ -199,6 +199,57 @@ fn streams_new_files_into_streaming_tables_across_runs() {
 }
 
 #[test]
+fn refresh_selectors_typed_on_the_command_line_run_only_what_they_name_on_spark() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let db = database("select");
+    let data = tempfile::tempdir().unwrap();
+    let sql = format!(
+        "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+         CREATE STREAMING TABLE silver AS SELECT id, v * 2 AS v2 FROM STREAM(bronze);\n\
+         CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n, sum(v2) AS s FROM silver;\n",
+        data.path().display()
+    );
+    let dir = project(&db, &[("transformations/s.sql", &sql)]);
+    let run_cli = |extra: &[&str]| {
+        let o = thund()
+            .args(["run", "--backend", "spark", "--remote", &url, "--format", "jsonl", "-p"])
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "{extra:?}: {}\n{out}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    let excluded = |out: &str, dataset: &str| {
+        out.lines().any(|l| l.contains(&format!(".{dataset}\"")) && l.contains("\"EXCLUDED\""))
+    };
+    std::fs::write(data.path().join("a.json"), "{\"id\": 1, \"v\": 5}\n").unwrap();
+    run_cli(&[]);
+    assert_eq!(query(&url, &format!("SELECT n, s FROM {db}.total")), ["1,10"]);
+
+    // `--refresh bronze`: only bronze takes the new file; silver and total are left as they were.
+    std::fs::write(data.path().join("b.json"), "{\"id\": 2, \"v\": 7}\n").unwrap();
+    let out = run_cli(&["--refresh", "bronze"]);
+    assert!(excluded(&out, "silver") && excluded(&out, "total"), "{out}");
+    assert_eq!(query(&url, &format!("SELECT id FROM {db}.bronze")), ["1", "2"]);
+    assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10"]);
+    assert_eq!(query(&url, &format!("SELECT n, s FROM {db}.total")), ["1,10"]);
+
+    // `--refresh silver+`: silver and what reads it; bronze is not read again.
+    let out = run_cli(&["--refresh", "silver+"]);
+    assert!(excluded(&out, "bronze") && !excluded(&out, "total"), "{out}");
+    assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10", "2,14"]);
+    assert_eq!(query(&url, &format!("SELECT n, s FROM {db}.total")), ["2,24"]);
+
+    // `--full-refresh +silver`: silver and its upstream from scratch; the rows stay the same.
+    let out = run_cli(&["--full-refresh", "+silver"]);
+    assert!(excluded(&out, "total"), "{out}");
+    assert_eq!(query(&url, &format!("SELECT id FROM {db}.bronze")), ["1", "2"]);
+    assert_eq!(query(&url, &format!("SELECT id, v2 FROM {db}.silver")), ["1,10", "2,14"]);
+}
+
+#[test]
 fn refuses_several_flows_into_a_parquet_streaming_table_before_sending_anything() {
     // Spark 4.1.4 keeps only one flow's commits in a parquet streaming table (rows are lost), so
     // the backend refuses, naming every flow; no server is needed to refuse.
