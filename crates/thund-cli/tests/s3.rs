@@ -129,11 +129,16 @@ fn a_pipeline_on_s3_runs_incrementally_locks_and_is_readable_by_other_delta_read
 
     // A lock held by a run elsewhere stops a second run, which names it; once it is gone, runs go on.
     let lock = format!("{prefix}/pipe/run.lock");
-    s3_object(&endpoint, &lock, Some(r#"{"host": "elsewhere", "pid": 1, "started": "0"}"#));
+    let unix = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let held = format!(r#"{{"host": "elsewhere", "pid": 1, "started": "0", "token": "t", "expires": {}}}"#, unix + 600);
+    s3_object(&endpoint, &lock, Some(&held));
     let o = thund(&endpoint, &["run", "-p", p(dir)]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("another thund run") && text(&o).contains("host elsewhere"), "{}", text(&o));
-    s3_object(&endpoint, &lock, None);
+    // The same holder's lease, expired: the run that died there no longer holds the lock.
+    let expired =
+        format!(r#"{{"host": "elsewhere", "pid": 1, "started": "0", "token": "t", "expires": {}}}"#, unix - 1);
+    s3_object(&endpoint, &lock, Some(&expired));
     let o = thund(&endpoint, &["run", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("IDLE"), "nothing new: {}", text(&o));
@@ -156,4 +161,46 @@ fn a_pipeline_on_s3_runs_incrementally_locks_and_is_readable_by_other_delta_read
     let out = Command::new(python()).arg("-c").arg(script).arg(&table).arg(&endpoint).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "[('a', 2, 25), ('b', 2, 11), ('c', 1, 7)]\n");
+}
+
+#[test]
+fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_taken_over() {
+    let Some(endpoint) = endpoint() else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let storage = format!("s3://{BUCKET}/lease/{}_{now}/pipe", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        format!("name: lease\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::write(
+        dir.join("sql/p.sql"),
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 2000000000) AS r(id);\n\
+         CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
+    )
+    .unwrap();
+    let spawn = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "2");
+        for (k, v) in aws_env(&endpoint) {
+            c.env(k, v);
+        }
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+    };
+    // A run whose lease is 2 s, still working after 3.5 s: its heartbeat kept the lock.
+    let mut first = spawn(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let second = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
+    assert!(first.try_wait().unwrap().is_none(), "the first run must still be running for this test to mean anything");
+    assert!(!second.status.success(), "two runs held the lock: {}", text(&second));
+    assert!(text(&second).contains("another thund run"), "{}", text(&second));
+    // Killed: its process is gone from this host, so the next run takes the lock over at once.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
+    assert!(third.status.success(), "{}", text(&third));
+    assert!(String::from_utf8_lossy(&third.stdout).contains("small"), "{}", text(&third));
 }

@@ -115,6 +115,14 @@ impl Job {
         let mut broken: BTreeSet<QualifiedName> = BTreeSet::new();
         let mut summary = RunSummary::default();
         for stage in &self.plan.stages {
+            // Another run took the lock over (this run's lease lapsed): write nothing more.
+            let lost = self.lock.lock().ok().is_some_and(|l| l.as_ref().is_some_and(RunLock::lost));
+            if lost {
+                let why = "the run lock was taken over by another run; this run stopped before its next stage";
+                events.run(RunPhase::Failed, format!("Run has FAILED: {why}."));
+                summary.error = Some(why.into());
+                return summary;
+            }
             let work = stage.iter().filter_map(|name| p.dataset(name)).map(|d| {
                 let upstream_broken = deps.get(&d.name).is_some_and(|ds| ds.iter().any(|u| broken.contains(*u)));
                 let ctx = &ctx;

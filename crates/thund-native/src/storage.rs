@@ -20,9 +20,11 @@
 //! that is renamed; an object store put is atomic): a reader sees the old or the new file.
 //!
 //! The run lock is an OS file lock on a local root (released by the OS when a run dies, even on
-//! `kill -9`), and a conditionally created object on S3 (deleted when the run ends; one left by a
-//! run that died names its host and process, and is taken over when that process is gone from
-//! the same host, or deleted by hand).
+//! `kill -9`), and on S3 an object held as a lease: created only if absent, renewed by its holder
+//! every third of the lease (60 s, or `THUND_LOCK_LEASE` seconds) with a write conditional on its
+//! own last one, deleted when the run ends. A run that died leaves a lease that expires; another
+//! run then takes it over with a write conditional on the version it read, so two runs never
+//! both hold it. A holder that finds its lease taken over stops the run.
 //!
 //! Every key comes from a method of [`Storage`]: the layout is written down here and nowhere else.
 //! A `Storage` also holds the last snapshot it loaded of each table (`latest_table`), so a run
@@ -43,7 +45,7 @@ use deltalake::DeltaTable;
 use futures::{StreamExt, TryStreamExt};
 use knut_thund::ir::{Pipeline, QualifiedName};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload, UpdateVersion};
 use url::Url;
 
 use crate::error::{NativeError, Result};
@@ -396,12 +398,17 @@ fn local_lock(root: &Path) -> Result<RunLock> {
     }
 }
 
-/// What a remote lock records about its holder.
+/// What a remote lock records about its holder. `token` tells this holder's lease from a later
+/// one; `expires` (unix seconds) is when another run may take the lock over.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Holder {
     host: String,
     pid: u32,
     started: String,
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    expires: u64,
 }
 
 fn host_name() -> String {
@@ -413,40 +420,139 @@ fn host_name() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// Creates `run.lock` only if it is absent (a conditional put). The calls run on a runtime of
-/// their own: this happens before the run's runtime exists.
+/// How long a remote lock lasts without renewal: [`DEFAULT_LEASE`], or `THUND_LOCK_LEASE`
+/// seconds. Its holder renews it every third of that.
+fn lease_length() -> std::time::Duration {
+    let secs = std::env::var("THUND_LOCK_LEASE").ok().and_then(|s| s.trim().parse::<u64>().ok()).filter(|s| *s > 0);
+    secs.map_or(DEFAULT_LEASE, std::time::Duration::from_secs)
+}
+
+/// How long a remote run lock is held without a renewal before another run may take it over.
+pub const DEFAULT_LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// Takes `run.lock` in the object store as a lease, by conditional writes only: created if absent,
+/// or taken over — if its lease has expired, or its holder's process is gone from this host —
+/// by a write conditional on the version just read, so of two runs taking over one lock, one
+/// wins. A heartbeat then renews the lease, each renewal conditional on the holder's own last
+/// write. The calls run on a runtime of their own: this happens before the run's runtime exists.
 fn remote_lock(storage: &Storage) -> Result<RunLock> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| NativeError::Storage(format!("cannot start a runtime for the lock: {e}")))?;
     let key = "run.lock";
-    let me = Holder { host: host_name(), pid: std::process::id(), started: unix_now() };
+    let lease = lease_length();
+    let me = Holder {
+        host: host_name(),
+        pid: std::process::id(),
+        started: unix_now(),
+        token: uuid::Uuid::new_v4().to_string(),
+        expires: unix_secs() + lease.as_secs(),
+    };
     let body = serde_json::to_vec(&me).map_err(|e| NativeError::Storage(e.to_string()))?;
     let path = ObjectPath::from(key);
-    rt.block_on(async {
-        let attempt = storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Create.into()).await;
-        match attempt {
-            Ok(_) => Ok(RunLock::Object),
+    let version = rt.block_on(async {
+        let created = storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Create.into()).await;
+        match created {
+            Ok(r) => Ok(UpdateVersion { e_tag: r.e_tag, version: r.version }),
             Err(object_store::Error::AlreadyExists { .. }) => {
-                let holder: Option<Holder> = storage.read_json(key).await.ok().flatten();
+                let held = storage.store.get(&path).await.map_err(|e| storage.err(key, e))?;
+                let seen = UpdateVersion { e_tag: held.meta.e_tag.clone(), version: held.meta.version.clone() };
+                let bytes = held.bytes().await.map_err(|e| storage.err(key, e))?;
+                let holder: Option<Holder> = serde_json::from_slice(&bytes).ok();
+                let expired = holder.as_ref().is_none_or(|h| h.expires < unix_secs());
                 // A holder on this host whose process is gone died without releasing it.
                 let dead = holder.as_ref().is_some_and(|h| {
                     h.host == me.host && h.pid != me.pid && !Path::new(&format!("/proc/{}", h.pid)).exists()
                 });
-                if dead {
-                    storage.put(key, body).await?;
-                    return Ok(RunLock::Object);
-                }
                 let who = holder.map_or_else(
                     || "unknown holder".to_string(),
                     |h| format!("host {} process {} since {}", h.host, h.pid, h.started),
                 );
-                Err(NativeError::Locked(format!("{} ({who}; delete it if that run is gone)", storage.url_of(key))))
+                let locked = |why: &str| NativeError::Locked(format!("{} ({who}; {why})", storage.url_of(key)));
+                if !(expired || dead) {
+                    return Err(locked("its lease is renewed while that run lives, and expires once it is gone"));
+                }
+                match storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Update(seen).into()).await
+                {
+                    Ok(r) => Ok(UpdateVersion { e_tag: r.e_tag, version: r.version }),
+                    Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
+                        Err(locked("another run took the expired lock over first"))
+                    }
+                    Err(e) => Err(storage.err(key, e)),
+                }
             }
             Err(e) => Err(storage.err(key, e)),
         }
-    })
+    })?;
+    Ok(RunLock::Lease(Lease::start(storage.clone(), me, version, lease)))
+}
+
+/// A held remote lock: the heartbeat that renews it, and whether it was lost.
+#[derive(Debug)]
+pub struct Lease {
+    token: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    lost: Arc<std::sync::atomic::AtomicBool>,
+    heartbeat: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Lease {
+    fn start(storage: Storage, mut me: Holder, version: UpdateVersion, lease: std::time::Duration) -> Self {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (stop, lost) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let token = me.token.clone();
+        let beat = {
+            let (stop, lost) = (Arc::clone(&stop), Arc::clone(&lost));
+            move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+                let path = ObjectPath::from("run.lock");
+                let mut version = version;
+                let every = lease / 3;
+                let mut last = std::time::Instant::now();
+                while !stop.load(Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    if last.elapsed() < every {
+                        continue;
+                    }
+                    last = std::time::Instant::now();
+                    me.expires = unix_secs() + lease.as_secs();
+                    let Ok(body) = serde_json::to_vec(&me) else { continue };
+                    let mode = PutMode::Update(version.clone());
+                    match rt.block_on(storage.store.put_opts(&path, PutPayload::from(body), mode.into())) {
+                        Ok(r) => version = UpdateVersion { e_tag: r.e_tag, version: r.version },
+                        Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => {
+                            tracing::error!(lock = %storage.url_of("run.lock"), "the run lock was taken over: this run stops");
+                            lost.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                        // A failed renewal is retried on the next beat; the lease outlasts two.
+                        Err(e) => tracing::warn!(error = %e, "the run lock's lease could not be renewed"),
+                    }
+                }
+            }
+        };
+        let heartbeat = std::thread::Builder::new().name("thund-lock-lease".into()).spawn(beat).ok();
+        Lease { token, stop, lost, heartbeat }
+    }
+
+    /// Stops renewing.
+    fn stop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(h) = self.heartbeat.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 fn unix_now() -> String {
@@ -472,13 +578,24 @@ pub fn resolve_project_path(path: &str, root: &Path) -> PathBuf {
 }
 
 /// Held for the duration of a run. A local lock is released by the OS when the process ends,
-/// even on a crash; an object lock by [`Storage::release`].
+/// even on a crash; an object lock by [`Storage::release`], or by its lease expiring.
 #[derive(Debug)]
 pub enum RunLock {
     /// The locked `run.lock` file.
     File(File),
-    /// `run.lock` in the object store.
-    Object,
+    /// `run.lock` in the object store, held as a renewed lease.
+    Lease(Lease),
+}
+
+impl RunLock {
+    /// Whether another run took the lock over (its lease was not renewed in time): this run must
+    /// stop writing.
+    pub fn lost(&self) -> bool {
+        match self {
+            RunLock::File(_) => false,
+            RunLock::Lease(l) => l.lost.load(std::sync::atomic::Ordering::SeqCst),
+        }
+    }
 }
 
 impl Storage {
@@ -489,7 +606,16 @@ impl Storage {
                 drop(f);
                 Ok(())
             }
-            RunLock::Object => self.delete("run.lock").await,
+            RunLock::Lease(mut lease) => {
+                lease.stop();
+                // Deleted only while it is still this run's lease (object stores have no
+                // conditional delete: a takeover between the read and the delete is the gap).
+                let held: Option<Holder> = self.read_json("run.lock").await.ok().flatten();
+                if held.is_some_and(|h| h.token == lease.token) {
+                    self.delete("run.lock").await?;
+                }
+                Ok(())
+            }
         }
     }
 }
