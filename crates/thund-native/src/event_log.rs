@@ -509,14 +509,15 @@ pub fn micros(t: &str) -> i64 {
 async fn append(storage: &Storage, key: &str, table: Option<DeltaTable>, rows: &[LoggedEvent]) -> Result<DeltaTable> {
     crate::cdc::fail_point("event-log-append")?;
     let batch = to_batch(rows)?;
-    let url = storage.url_of(&format!("{key}/"));
     if let Some(dir) = storage.local_root().map(|r| r.join(key)) {
         std::fs::create_dir_all(&dir).map_err(|e| NativeError::io(&dir, e))?;
     }
     let (table, created) = match table {
         Some(t) => (t, false),
-        None if storage.is_table(key).await? => (deltalake::open_table(url).await?, false),
-        None => (deltalake::DeltaTableBuilder::from_url(url)?.build()?, true),
+        None => match open_log(storage).await? {
+            Some(t) => (t, false),
+            None => (deltalake::DeltaTableBuilder::from_url(storage.event_log_url())?.build()?, true),
+        },
     };
     let mut write = table.write(vec![batch]).with_save_mode(SaveMode::Append);
     if created {
@@ -665,13 +666,18 @@ fn rfc3339_micros(micros: i64) -> String {
 
 /// Every event of `p`'s log, ordered by time (none if nothing has been logged yet).
 pub async fn read(p: &Pipeline) -> Result<Vec<LoggedEvent>> {
-    let storage = Storage::of(p)?;
-    let key = storage.event_log_key();
-    if !storage.is_table(&key).await? {
-        return Ok(Vec::new());
+    match open_log(&Storage::of(p)?).await? {
+        Some(table) => read_table(&table).await,
+        None => Ok(Vec::new()),
     }
-    let table = deltalake::open_table(storage.url_of(&format!("{key}/"))).await?;
-    read_table(&table).await
+}
+
+/// The log's table; `None` before its first commit.
+async fn open_log(storage: &Storage) -> Result<Option<DeltaTable>> {
+    if !storage.is_table(&storage.event_log_key()).await? {
+        return Ok(None);
+    }
+    Ok(Some(deltalake::open_table(storage.event_log_url()).await?))
 }
 
 /// The log's latest Delta version (`-1` before the first event): it changes exactly when events
@@ -693,11 +699,7 @@ pub(crate) async fn provider(
     ctx: &datafusion::prelude::SessionContext,
     storage: &Storage,
 ) -> Result<Option<Arc<dyn datafusion::catalog::TableProvider>>> {
-    let key = storage.event_log_key();
-    if !storage.is_table(&key).await? {
-        return Ok(None);
-    }
-    let table = deltalake::open_table(storage.url_of(&format!("{key}/"))).await?;
+    let Some(table) = open_log(storage).await? else { return Ok(None) };
     table.update_datafusion_session(&ctx.state())?;
     Ok(Some(table.table_provider().await?))
 }

@@ -12,6 +12,7 @@
 
 use std::path::Path;
 
+use datafusion::execution::SessionState;
 use datafusion::logical_expr::Volatility;
 use datafusion::prelude::SessionContext;
 
@@ -47,11 +48,10 @@ const SPARK_NON_DETERMINISTIC: [&str; 16] = [
 /// Whether `q` calls a function whose result can change from run to run: one the session's
 /// registry does not call immutable (`now`, `random`, …), or one Spark calls non-deterministic
 /// (`localtimestamp`, `monotonically_increasing_id`, …), however it is spelled or spaced.
-fn calls_volatile(ctx: &SessionContext, q: &Query) -> bool {
+fn calls_volatile(state: &SessionState, q: &Query) -> bool {
     use sqlparser::ast::{visit_expressions, Expr};
     use std::ops::ControlFlow;
     let Some(ast) = q.ast.get() else { return true };
-    let state = ctx.state();
     let volatile = |name: &str| {
         let volatility = if let Some(f) = state.scalar_functions().get(name) {
             Some(f.signature().volatility)
@@ -111,14 +111,14 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
 /// non-deterministic function somewhere in the query or the views it reads). Tables read are
 /// left as `null` in `out`, their places listed in `tables`, to be filled from storage.
 fn inputs(
-    ctx: &SessionContext,
+    state: &SessionState,
     p: &Pipeline,
     q: &Query,
     depth: usize,
     out: &mut Vec<Value>,
     tables: &mut Vec<(usize, QualifiedName)>,
 ) -> Option<()> {
-    if depth > 64 || calls_volatile(ctx, q) {
+    if depth > 64 || calls_volatile(state, q) {
         return None;
     }
     out.push(json!({"sql": q.sql}));
@@ -132,7 +132,7 @@ fn inputs(
                     out.push(Value::Null);
                 } else {
                     for f in p.flows_into(name) {
-                        inputs(ctx, p, f.query(), depth + 1, out, tables)?;
+                        inputs(state, p, f.query(), depth + 1, out, tables)?;
                     }
                 }
             }
@@ -151,7 +151,7 @@ pub async fn fingerprint(
 ) -> Result<Option<String>> {
     let mut parts = Vec::new();
     let mut tables = Vec::new();
-    if inputs(ctx, p, q, 0, &mut parts, &mut tables).is_none() {
+    if inputs(&ctx.state(), p, q, 0, &mut parts, &mut tables).is_none() {
         return Ok(None);
     }
     for (i, name) in tables {

@@ -92,16 +92,19 @@ impl ScalarUDFImpl for GetJsonObject {
         };
         let (json, path) = (text(&arrays[0])?, text(&arrays[1])?);
         let mut out = Vec::with_capacity(json.len());
+        // The path is nearly always one literal: parsed once, not per row.
+        let mut parsed: Option<(&str, Option<Vec<Step>>)> = None;
         for i in 0..json.len() {
             if json.is_null(i) || path.is_null(i) {
                 out.push(None);
                 continue;
             }
-            let Some(steps) = parse_path(path.value(i))? else {
-                out.push(None);
-                continue;
-            };
-            out.push(extract(json.value(i), &steps));
+            let text = path.value(i);
+            if parsed.as_ref().is_none_or(|(p, _)| *p != text) {
+                parsed = Some((text, parse_path(text)?));
+            }
+            let steps = parsed.as_ref().and_then(|(_, steps)| steps.as_deref());
+            out.push(steps.and_then(|steps| extract(json.value(i), steps)));
         }
         let result: ArrayRef = Arc::new(StringArray::from(out));
         Ok(if scalar {

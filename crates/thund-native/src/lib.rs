@@ -72,5 +72,5 @@ mod write;
 pub use backend::{NativeBackend, NativeOptions, BACKEND_NAME};
 pub use engine::EngineOptions;
 pub use error::NativeError;
-pub use query::{query, QueryResult};
+pub use query::{query, table_summary, QueryResult};
 pub use types::spark_type_name;

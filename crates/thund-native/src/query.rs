@@ -97,3 +97,18 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     let schema = Arc::clone(df.schema().inner());
     Ok(QueryResult { schema, batches: df.collect().await? })
 }
+
+/// The stored table of dataset `name`: its schema and row count, opening only that table;
+/// `None` before its first write.
+pub async fn table_summary(
+    p: &Pipeline,
+    name: &QualifiedName,
+    engine: &EngineOptions,
+) -> Result<Option<(SchemaRef, u64)>> {
+    let storage = Storage::of(p)?;
+    let ctx = new_context(&p.catalog, &p.database, engine)?;
+    let Some(provider) = open_stored_table(&ctx, &storage, name).await? else { return Ok(None) };
+    let schema = provider.schema();
+    let rows = ctx.read_table(provider)?.count().await?;
+    Ok(Some((schema, rows as u64)))
+}

@@ -234,6 +234,11 @@ impl Storage {
         "event_log".into()
     }
 
+    /// URL of the event log's Delta table folder (ends in `/`).
+    pub fn event_log_url(&self) -> Url {
+        self.url_of(&format!("{}/", self.event_log_key()))
+    }
+
     fn err(&self, key: &str, e: object_store::Error) -> NativeError {
         NativeError::Storage(format!("{}: {e}", self.display(key)))
     }

@@ -39,7 +39,18 @@ const STYLE: &str = include_str!("assets/app.css");
 /// The server's state: where the project is, and the event log as last read.
 struct App {
     start: PathBuf,
-    log: tokio::sync::Mutex<(i64, Arc<Vec<LoggedEvent>>)>,
+    /// The project as loaded at start: where its storage is, for the polled endpoints (the
+    /// graph and dataset endpoints reload it, so edited SQL shows).
+    pipeline: Pipeline,
+    log: tokio::sync::Mutex<Log>,
+}
+
+/// The event log at one Delta version, and the state folded from it (on first ask).
+#[derive(Default)]
+struct Log {
+    version: Option<i64>,
+    events: Arc<Vec<LoggedEvent>>,
+    state: Option<Arc<Value>>,
 }
 
 /// Serves the web view of the project at `start` until the process is interrupted.
@@ -59,7 +70,11 @@ pub fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyh
         let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
         let host = if addr.is_ipv6() { format!("[{host}]") } else { host };
         println!("thund ui for pipeline `{}`: http://{host}:{}/ (Ctrl-C stops it)", pipeline.name, addr.port());
-        let app = Arc::new(App { start: start.to_path_buf(), log: tokio::sync::Mutex::new((-2, Arc::default())) });
+        let app = Arc::new(App {
+            start: start.to_path_buf(),
+            pipeline: pipeline.clone(),
+            log: tokio::sync::Mutex::new(Log::default()),
+        });
         loop {
             let (stream, _) = tokio::select! {
                 accepted = listener.accept() => accepted?,
@@ -122,15 +137,17 @@ async fn api(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
             let p = load(&app.start)?;
             Ok(Some(model::pipeline(&p)))
         }
+        // Polled twice a second: the log is reread, and the state folded, only when it changed.
         ["api", "state"] => {
-            let p = load(&app.start)?;
-            let events = events(app, &p).await?;
-            Ok(Some(model::state(&p.root, &events)))
+            let mut log = fresh_log(app).await?;
+            let log = &mut *log;
+            let root = &app.pipeline.root;
+            let state = log.state.get_or_insert_with(|| Arc::new(model::state(root, &log.events)));
+            Ok(Some(Value::clone(state)))
         }
         ["api", "runs", id] => {
-            let p = load(&app.start)?;
-            let events = events(app, &p).await?;
-            Ok(model::run(&p.root, &events, id))
+            let log = fresh_log(app).await?;
+            Ok(model::run(&app.pipeline.root, &log.events, id))
         }
         ["api", "datasets", name] => {
             let p = load(&app.start)?;
@@ -148,14 +165,15 @@ fn load(start: &Path) -> anyhow::Result<Pipeline> {
 }
 
 /// The event log, reread only when its Delta version has changed.
-async fn events(app: &App, p: &Pipeline) -> anyhow::Result<Arc<Vec<LoggedEvent>>> {
-    let mut held = app.log.lock().await;
+async fn fresh_log(app: &App) -> anyhow::Result<tokio::sync::MutexGuard<'_, Log>> {
+    let mut log = app.log.lock().await;
+    let p = &app.pipeline;
     let version = event_log::version(p).await?;
-    if version != held.0 {
+    if log.version != Some(version) {
         let events = if version < 0 { Vec::new() } else { event_log::read(p).await? };
-        *held = (version, Arc::new(events));
+        *log = Log { version: Some(version), events: Arc::new(events), state: None };
     }
-    Ok(Arc::clone(&held.1))
+    Ok(log)
 }
 
 /// The stored table of a dataset: its row count and schema, or why there is none.
@@ -163,19 +181,9 @@ async fn stored(p: &Pipeline, name: &QualifiedName, kind: DatasetKind) -> Value 
     if !kind.is_table() {
         return json!({"row_count": null, "schema": null, "why": format!("a {kind} stores no rows")});
     }
-    let table = format!("`{}`.`{}`.`{}`", name.catalog, name.database, name.name.replace('`', "``"));
-    let engine = EngineOptions::default();
-    let count = thund_native::query(p, &format!("SELECT count(*) FROM {table}"), &engine).await;
-    let schema = thund_native::query(p, &format!("SELECT * FROM {table} LIMIT 0"), &engine).await;
-    match (count, schema) {
-        (Ok(count), Ok(schema)) => {
-            let rows = count
-                .batches
-                .first()
-                .and_then(|b| arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Int64).ok())
-                .map(|c| c.as_any().downcast_ref::<arrow::array::Int64Array>().map_or(0, |a| a.value(0)));
+    match thund_native::table_summary(p, name, &EngineOptions::default()).await {
+        Ok(Some((schema, rows))) => {
             let fields: Vec<Value> = schema
-                .schema
                 .fields()
                 .iter()
                 .map(|f| {
@@ -188,6 +196,7 @@ async fn stored(p: &Pipeline, name: &QualifiedName, kind: DatasetKind) -> Value 
                 .collect();
             json!({"row_count": rows, "schema": fields})
         }
-        (Err(e), _) | (_, Err(e)) => json!({"row_count": null, "schema": null, "why": e.to_string()}),
+        Ok(None) => json!({"row_count": null, "schema": null, "why": "not written yet: run `thund run` first"}),
+        Err(e) => json!({"row_count": null, "schema": null, "why": e.to_string()}),
     }
 }

@@ -2,18 +2,21 @@
 //! datasets' states (folded from the event log). Pure functions of their inputs, so they are
 //! tested without a server or a browser.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use knut_thund::error::Diagnostic;
+use knut_thund::frontend::text;
 use knut_thund::ir::{Pipeline, Read, SourceLocation};
 use knut_thund::plan::{plan, Selection};
 use serde_json::{json, Value};
+use sqlparser::tokenizer::Token;
 use thund_native::event_log::LoggedEvent;
 
 /// The graph: datasets in layers (a dataset's layer is one more than its deepest input's, as
 /// DLT draws them left to right), the edges by read, and what the panel shows of each.
 pub fn pipeline(p: &Pipeline) -> Value {
+    let mut sources = Sources::new(&p.root, &p.configuration);
     let layers: BTreeMap<String, usize> = match plan(p, &Selection::default()) {
         Ok(planned) => planned
             .stages
@@ -28,7 +31,7 @@ pub fn pipeline(p: &Pipeline) -> Value {
     for d in &p.datasets {
         let name = d.name.to_string();
         let mut inputs = BTreeSet::new();
-        let mut sources = BTreeSet::new();
+        let mut read_from = BTreeSet::new();
         let mut statements = Vec::new();
         for f in p.flows_into(&d.name) {
             for r in &f.query().reads {
@@ -38,18 +41,18 @@ pub fn pipeline(p: &Pipeline) -> Value {
                         edges.insert((from.to_string(), name.clone()));
                     }
                     Read::Dataset { name: from, .. } => {
-                        sources.insert(from.to_string());
+                        read_from.insert(from.to_string());
                     }
                     Read::Files(files) => {
-                        sources.insert(files.path.clone());
+                        read_from.insert(files.path.clone());
                     }
                 }
             }
             if f.location != d.location {
-                statements.push(json!({"location": f.location.to_string(), "sql": statement(&p.root, &f.location)}));
+                statements.push(json!({"location": f.location.to_string(), "sql": sources.statement(&f.location)}));
             }
         }
-        statements.insert(0, json!({"location": d.location.to_string(), "sql": statement(&p.root, &d.location)}));
+        statements.insert(0, json!({"location": d.location.to_string(), "sql": sources.statement(&d.location)}));
         datasets.push(json!({
             "name": name,
             "short": d.name.name,
@@ -59,7 +62,7 @@ pub fn pipeline(p: &Pipeline) -> Value {
             "comment": d.comment,
             "statements": statements,
             "inputs": inputs,
-            "sources": sources,
+            "sources": read_from,
             "columns": d.details.columns.iter().map(|c| json!({"name": c.name, "type": c.data_type})).collect::<Vec<_>>(),
             "expectations": d.expectations.iter().map(|e| json!({
                 "name": e.name, "predicate": e.predicate, "action": format!("{:?}", e.action).to_lowercase(),
@@ -73,60 +76,56 @@ pub fn pipeline(p: &Pipeline) -> Value {
     })
 }
 
-/// The SQL statement starting at `at`, as written in its file: from that line to the `;` that
-/// ends it (outside strings, quoted names and comments), or the end of the file.
-pub fn statement(root: &Path, at: &SourceLocation) -> String {
-    let Ok(text) = std::fs::read_to_string(root.join(&at.file)) else { return String::new() };
-    let start: usize = text.split_inclusive('\n').take(at.line.saturating_sub(1) as usize).map(str::len).sum();
-    let rest = &text[start.min(text.len())..];
-    let mut end = rest.len();
-    let mut chars = rest.char_indices().peekable();
-    let mut quote: Option<char> = None;
-    while let Some((i, c)) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), '\\') => {
-                chars.next();
-            }
-            (Some(_), _) => {}
-            (None, '\'' | '"' | '`') => quote = Some(c),
-            (None, '-') if chars.peek().is_some_and(|(_, n)| *n == '-') => {
-                for (_, n) in chars.by_ref() {
-                    if n == '\n' {
-                        break;
-                    }
-                }
-            }
-            (None, '/') if chars.peek().is_some_and(|(_, n)| *n == '*') => {
-                let mut prev = ' ';
-                for (_, n) in chars.by_ref() {
-                    if prev == '*' && n == '/' {
-                        break;
-                    }
-                    prev = n;
-                }
-            }
-            (None, ';') => {
-                end = i + 1;
-                break;
-            }
-            _ => {}
-        }
+/// The statements of a project's files as written, each file read and tokenized once.
+pub struct Sources<'a> {
+    root: &'a Path,
+    configuration: &'a BTreeMap<String, String>,
+    /// Per file (`None`: unreadable).
+    files: HashMap<String, Option<SourceFile>>,
+}
+
+/// One file: its lines as written, and the line and column of each `;` that ends a statement.
+struct SourceFile {
+    lines: Vec<String>,
+    ends: Vec<(u32, u32)>,
+}
+
+impl<'a> Sources<'a> {
+    /// The files of the project at `root`, whose SQL the front end reads with `configuration`.
+    pub fn new(root: &'a Path, configuration: &'a BTreeMap<String, String>) -> Self {
+        Sources { root, configuration, files: HashMap::new() }
     }
-    rest[..end].trim_end().to_string()
+
+    /// The SQL statement starting at `at`, as written in its file: its lines up to the one holding
+    /// the `;` that ends it — found with the front end's own tokenizer (after the same `${key}`
+    /// substitution), so quotes and comments are read as the parser reads them.
+    pub fn statement(&mut self, at: &SourceLocation) -> String {
+        let (root, conf) = (self.root, self.configuration);
+        let file = self.files.entry(at.file.clone()).or_insert_with(|| {
+            let raw = std::fs::read_to_string(root.join(&at.file)).ok()?;
+            let parsed = text::substitute(&raw, conf, &at.file).unwrap_or_else(|_| raw.clone());
+            let ends = text::tokenize(&parsed, None, &at.file)
+                .map(|toks| toks.iter().filter(|t| t.token == Token::SemiColon).map(|t| (t.line, t.column)).collect())
+                .unwrap_or_default();
+            Some(SourceFile { lines: raw.lines().map(str::to_string).collect(), ends })
+        });
+        let Some(SourceFile { lines, ends }) = file else { return String::new() };
+        let first = at.line.max(1);
+        let last = ends.iter().find(|end| **end >= (at.line, at.column)).map_or(lines.len() as u32, |(line, _)| *line);
+        let shown = lines.get((first - 1) as usize..(last as usize).min(lines.len()));
+        shown.map(|l| l.join("\n").trim_end().to_string()).unwrap_or_default()
+    }
 }
 
 /// The runs and each dataset's last state, folded from the event log (oldest event first).
 pub fn state(root: &Path, events: &[LoggedEvent]) -> Value {
     let mut runs: Vec<Run> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for e in events {
-        let i = match runs.iter().position(|r| r.id == e.origin.update_id) {
-            Some(i) => i,
-            None => {
-                runs.push(Run::new(e));
-                runs.len() - 1
-            }
-        };
+        let i = *index.entry(e.origin.update_id.as_str()).or_insert_with(|| {
+            runs.push(Run::new(e));
+            runs.len() - 1
+        });
         runs[i].add(root, e);
     }
     // Each dataset's state is its state in the last run it took part in; its last refresh is
@@ -319,10 +318,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sql = "-- head\nCREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;\nCREATE VIEW b AS SELECT 1;\n";
         std::fs::write(dir.path().join("a.sql"), sql).unwrap();
-        let s = statement(dir.path(), &SourceLocation::new("a.sql", 2, 1));
+        let conf = BTreeMap::new();
+        let mut sources = Sources::new(dir.path(), &conf);
+        let s = sources.statement(&SourceLocation::new("a.sql", 2, 1));
         assert_eq!(s, "CREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;");
-        assert_eq!(statement(dir.path(), &SourceLocation::new("a.sql", 5, 1)), "CREATE VIEW b AS SELECT 1;");
-        assert_eq!(statement(dir.path(), &SourceLocation::new("missing.sql", 1, 1)), "");
+        assert_eq!(sources.statement(&SourceLocation::new("a.sql", 5, 1)), "CREATE VIEW b AS SELECT 1;");
+        assert_eq!(sources.statement(&SourceLocation::new("missing.sql", 1, 1)), "");
     }
 
     #[test]
