@@ -24,6 +24,17 @@ fn write_batch(dir: &Path, i: u64) {
     std::fs::write(folder.join("part.json"), lines).unwrap();
 }
 
+/// The seed of this run's kill schedule: `THUND_CRASH_SEED` to replay one, else a fresh one,
+/// printed so that a failure can be replayed.
+fn seed() -> u64 {
+    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+        now.as_nanos() as u64 ^ u64::from(std::process::id())
+    });
+    eprintln!("kill schedule seed {seed} (replay with THUND_CRASH_SEED={seed})");
+    seed
+}
+
 /// A small seeded generator, so a failing schedule can be replayed.
 struct Lcg(u64);
 
@@ -65,7 +76,7 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     assert!(thund(dir).status().unwrap().success());
     let span = t.elapsed().as_micros() as u64 * 12 / 10;
 
-    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261130);
+    let seed = seed();
     let mut rng = Lcg(seed);
     let mut kills_during_run = 0;
     for i in 2..=21 {
@@ -177,7 +188,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
     sql_project(calm.path(), WINDOWS);
     let span = uninterrupted(calm.path(), 12, write_events);
 
-    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
+    let seed = seed();
     let mut rng = Lcg(seed);
     let mut kills_during_run = 0;
     for i in 0..12 {
@@ -234,7 +245,7 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     }
     let span = uninterrupted(calm.path(), 10, write_changes);
 
-    let seed = std::env::var("THUND_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20261201);
+    let seed = seed();
     let mut rng = Lcg(seed);
     let mut kills_during_run = 0;
     // The steps of a batch between which a process can die (`cdc.rs`), in turn.

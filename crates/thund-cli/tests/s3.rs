@@ -204,3 +204,52 @@ fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_
     assert!(third.status.success(), "{}", text(&third));
     assert!(String::from_utf8_lossy(&third.stdout).contains("small"), "{}", text(&third));
 }
+
+#[test]
+fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
+    let Some(endpoint) = endpoint() else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let storage = format!("s3://{BUCKET}/lapsed/{}_{now}/pipe", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        format!("name: lapsed\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::write(
+        dir.join("sql/p.sql"),
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n\
+         CREATE MATERIALIZED VIEW after_slow AS SELECT s + 1 AS s FROM slow;\n\
+         CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
+    )
+    .unwrap();
+    let spawn = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "2").env("NO_COLOR", "1");
+        for (k, v) in aws_env(&endpoint) {
+            c.env(k, v);
+        }
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+    };
+    let signal = |sig: &str, pid: u32| {
+        assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    };
+    // A run paused (as by a long GC pause or a frozen VM) past its lease while computing `slow`.
+    let first = spawn(&[]);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    signal("-STOP", first.id());
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    // Its lease expired: another run takes the lock over and runs.
+    let second = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
+    signal("-CONT", first.id());
+    assert!(second.status.success(), "the lapsed lease was not taken over: {}", text(&second));
+    // Resumed, the first run finds its lease gone and writes no further stage.
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert!(text(&first).contains("taken over by another run"), "{}", text(&first));
+    let o = thund(&endpoint, &["query", "-p", p(dir), "SELECT * FROM after_slow", "--format", "csv"]);
+    assert!(!o.status.success(), "the stage after the lost lease was written: {}", text(&o));
+    assert!(text(&o).contains("after_slow"), "{}", text(&o));
+}

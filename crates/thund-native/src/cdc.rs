@@ -578,7 +578,7 @@ pub(crate) async fn batch(
         false => history.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into()))?,
     };
     steps.done("append to the history");
-    fail_point("cdc-after-history")?;
+    crate::failpoint::hit("cdc-after-history", &f.name)?;
     let written = rows.num_rows() as u64;
     let txn = Transaction::new(app, next.batch);
     match existing {
@@ -597,7 +597,7 @@ pub(crate) async fn batch(
                 Some(kept) => kept.union(replayed)?,
                 None => replayed,
             };
-            fail_point("cdc-after-vectors")?;
+            crate::failpoint::hit("cdc-after-vectors", &f.name)?;
             let commit = crate::write::Commit::Replace { dropped, marked, txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
@@ -614,7 +614,7 @@ pub(crate) async fn batch(
         }
     }
     steps.done("commit the target");
-    fail_point("cdc-after-commit")?;
+    crate::failpoint::hit("cdc-after-commit", &f.name)?;
     if let (true, Some(r)) = (collect, &retention) {
         // Between the target's commit and the checkpoint: a crash here leaves the batch done and
         // the collection either done or left for the next period, which is all retention means.
@@ -799,18 +799,4 @@ async fn evaluated_changes(
     let mapped: StreamTables = streams.iter().map(|(i, n)| (i + offset, n.clone())).collect();
     let plan = plan_query_with_streams(ctx, &q, &p.root, &mapped).await?;
     Ok((shape, plan))
-}
-
-/// Fails at a named step when `THUND_FAILPOINT` names it: the crash tests stop a batch between
-/// its commits.
-pub(crate) fn fail_point(name: &str) -> Result<()> {
-    match std::env::var("THUND_FAILPOINT") {
-        Ok(v) if v == name => {
-            if std::env::var_os("THUND_FAILPOINT_KILL").is_some() {
-                std::process::abort();
-            }
-            Err(NativeError::Execution(format!("failpoint `{name}`")))
-        }
-        _ => Ok(()),
-    }
 }

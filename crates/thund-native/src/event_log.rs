@@ -507,7 +507,7 @@ pub fn micros(t: &str) -> i64 {
 
 /// Appends `rows` in one commit, creating the table with the first.
 async fn append(storage: &Storage, key: &str, table: Option<DeltaTable>, rows: &[LoggedEvent]) -> Result<DeltaTable> {
-    crate::cdc::fail_point("event-log-append")?;
+    crate::failpoint::hit("event-log-append", "event_log")?;
     let batch = to_batch(rows)?;
     if let Some(dir) = storage.local_root().map(|r| r.join(key)) {
         std::fs::create_dir_all(&dir).map_err(|e| NativeError::io(&dir, e))?;

@@ -291,6 +291,7 @@ impl IncrementalView {
         };
         let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
         let state_version = state.version().map_or(-1, |v| v as i64);
+        crate::failpoint::hit("incremental-after-state", &d.name)?;
 
         // 3. The view: the query with its aggregate read from the state.
         state.update_datafusion_session(&ctx.state())?;
@@ -327,6 +328,7 @@ impl IncrementalView {
             .data;
         let view = conform(ctx, d, f, view)?;
         let rows = write_overwrite(ctx, storage, d, view).await?;
+        crate::failpoint::hit("incremental-after-view", &d.name)?;
         let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
         let record = Record {
             format_version: STATE_FORMAT_VERSION,

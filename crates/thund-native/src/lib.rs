@@ -52,6 +52,7 @@ mod error;
 pub mod event_log;
 mod event_time;
 mod expect;
+mod failpoint;
 mod flow;
 mod freshness;
 mod functions;

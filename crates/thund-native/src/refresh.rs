@@ -38,6 +38,7 @@ pub(crate) async fn refresh(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> 
                 job.starting();
                 job.running();
                 let rows = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                crate::failpoint::hit("refresh-after-commit", &d.name)?;
                 freshness::record(storage, d, fp.clone()).await?;
                 return Ok(FlowEffect::Rows(rows));
             }
@@ -71,6 +72,7 @@ pub(crate) async fn refresh(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> 
     let written = write_overwrite(ctx, storage, d, plan).await;
     *dq = checker.map(|c| c.metrics());
     let rows = written?;
+    crate::failpoint::hit("refresh-after-commit", &d.name)?;
     if let Some(fp) = fingerprint {
         freshness::record(storage, d, fp).await?;
     }

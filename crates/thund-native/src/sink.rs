@@ -136,6 +136,7 @@ impl FileSink {
             std::fs::rename(f, &target).map_err(|e| NativeError::io(&target, e))?;
         }
         let _ = std::fs::remove_dir_all(&staging);
+        crate::failpoint::hit("sink-after-rename", flow)?;
         let marker = self.marker(flow, batch);
         if let Some(dir) = marker.parent() {
             std::fs::create_dir_all(dir).map_err(|e| NativeError::io(dir, e))?;

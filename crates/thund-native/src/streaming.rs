@@ -49,6 +49,7 @@ pub(crate) async fn reset_if_asked(storage: &Storage, d: &Dataset, asked: bool) 
             });
         }
         storage.put(&marker, Vec::new()).await?;
+        crate::failpoint::hit("reset-after-marker", &d.name)?;
     }
     if storage.exists(&marker).await? {
         // The table's log goes first: a reset cut short leaves no table rather than one whose log
@@ -56,7 +57,9 @@ pub(crate) async fn reset_if_asked(storage: &Storage, d: &Dataset, asked: bool) 
         let table = storage.table_key(&d.name);
         storage.forget_table(&d.name);
         storage.delete_prefix(&format!("{table}/_delta_log")).await?;
+        crate::failpoint::hit("reset-after-log", &d.name)?;
         storage.delete_prefix(&table).await?;
+        crate::failpoint::hit("reset-after-data", &d.name)?;
         storage.delete_prefix(&storage.table_checkpoints(&d.name)).await?;
         storage.delete(&marker).await?;
     }
@@ -210,6 +213,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
         next.window_state = Some(key);
     }
     store.write_pending(&next).await?;
+    crate::failpoint::hit("stream-after-intent", &f.name)?;
     let mode = windows.as_ref().map_or(OutputMode::Append, |(mode, ..)| *mode);
     let written = match &sink {
         Some(s) if !delta => s.write(ctx, plan, &f.name, next.batch).await,
@@ -226,6 +230,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     };
     *dq = checker.map(|c| c.metrics());
     let rows = written?;
+    crate::failpoint::hit("stream-after-commit", &f.name)?;
     store.commit(&next).await?;
     Ok(match windows {
         Some((.., dropped_by_watermark)) => {
