@@ -54,6 +54,8 @@ pub struct Capabilities {
     pub transactional_tables: TableFormats,
     /// `rescuedDataColumn` on JSON file sources (records that do not fit are kept there).
     pub rescued_data: bool,
+    /// `cloudFiles.schemaHints` on `cloud_files` sources.
+    pub schema_hints: bool,
     /// Every Spark SQL setting (`SET`, `spark.sql.*` in `configuration`) applies as on Spark;
     /// without it, settings that could change results are refused (`crate::sql_conf`).
     pub sql_conf: bool,
@@ -98,6 +100,7 @@ impl Capabilities {
             once_flows: false,
             transactional_tables: TableFormats::Only(Vec::new()),
             rescued_data: false,
+            schema_hints: false,
             sql_conf: false,
             stream_joins: false,
         }
@@ -238,7 +241,21 @@ impl Capabilities {
                     Read::Files(fs) if fs.streaming && !self.streaming => {
                         gap("streaming", &f.name, &fs.location, format!("STREAM read_files('{}')", fs.path));
                     }
-                    Read::Files(fs) if fs.options.contains_key("rescueddatacolumn") && !self.rescued_data => {
+                    Read::Files(fs) if fs.options.contains_key("schemahints") && !self.schema_hints => {
+                        gap(
+                            "cloudFiles.schemaHints",
+                            &f.name,
+                            &fs.location,
+                            format!("{}'s file readers take no schema hints (reading `{}`)", self.name, fs.path),
+                        );
+                    }
+                    // cloud_files' default `_rescued_data` is lowered as a column that stays NULL
+                    // because the reader fails on any record that would need rescuing.
+                    Read::Files(fs)
+                        if fs.options.contains_key("rescueddatacolumn")
+                            && fs.syntax != crate::ir::FileSyntax::CloudFiles
+                            && !self.rescued_data =>
+                    {
                         gap(
                             "rescuedDataColumn",
                             &f.name,

@@ -86,6 +86,10 @@ pub struct Pipeline {
     pub datasets: Vec<Dataset>,
     /// Every flow, in definition order.
     pub flows: Vec<Flow>,
+    /// What the project holds that has no meaning here and was left out (a DLT setting such as
+    /// `clusters`, a notebook's Python cell), each at its line: `thund validate` lists them.
+    #[serde(skip)]
+    pub notes: Vec<crate::error::Diagnostic>,
 }
 
 impl Pipeline {
@@ -500,6 +504,9 @@ pub enum FileSyntax {
     ReadFiles,
     /// `` parquet.`path` ``.
     FormatPath,
+    /// DLT's `cloud_files('path', 'format'[, map(…)])` (Auto Loader), always a stream; its
+    /// `cloudFiles.*` options are translated by the front-end (see `frontend::query`).
+    CloudFiles,
 }
 
 /// Event time of a streaming source: rows later than the watermark are dropped.

@@ -112,11 +112,16 @@ pub struct RunArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create a sample project that runs out of the box.
+    /// Create a sample project that runs out of the box, or a spec for a Databricks pipeline.
     Init {
-        /// Where to create it.
+        /// Where to create it (with --from-dlt: ignored; the spec goes beside the project's
+        /// files).
         #[arg(default_value = "thund-demo")]
         dir: PathBuf,
+        /// Write the `spark-pipeline.yml` equivalent to this DLT pipeline settings file (the
+        /// settings' JSON, or a bundle's `resources/*.yml`), in the project's folder.
+        #[arg(long, value_name = "SETTINGS")]
+        from_dlt: Option<PathBuf>,
     },
     /// Parse and validate the pipeline.
     Validate {

@@ -26,7 +26,8 @@ use crate::failure::{Failure, ProjectError};
 
 pub fn dispatch(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Init { dir } => init(&dir),
+        Command::Init { dir, from_dlt: None } => init(&dir),
+        Command::Init { from_dlt: Some(settings), .. } => init_from_dlt(&settings),
         Command::Validate { project } => validate(&project.project),
         Command::DryRun { run: args } => run(args, true, 0, EngineOptions::default()),
         Command::Graph { project, format } => graph(&project.project, format),
@@ -81,6 +82,74 @@ fn init(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `init --from-dlt`: the SDP spec of a DLT pipeline's settings, written beside its files; what
+/// has no meaning here is listed (and kept as comments in the spec).
+fn init_from_dlt(settings: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(settings)
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", settings.display())))?;
+    let shown = settings.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let s = knut_thund::frontend::dlt::settings(settings, &text, &shown).map_err(|e| in_project(settings, e))?;
+    let target = s.root.join(knut_thund::spec::SPEC_FILE_NAMES[0]);
+    if target.exists() {
+        bail!(Failure::usage(format!("{} exists; remove it to write a new one", target.display())));
+    }
+    let mut out = format!(
+        "# From the DLT settings {}.
+",
+        settings.display()
+    );
+    for n in &s.notes {
+        out.push_str(&format!(
+            "# Left out: {n}
+"
+        ));
+    }
+    out.push_str(&serde_yaml::to_string(&SpecOut::from(&s.spec))?);
+    std::fs::write(&target, out).with_context(|| format!("writing {}", target.display()))?;
+    println!("Wrote {}.", target.display());
+    for n in &s.notes {
+        println!("  left out: {n}");
+    }
+    println!(
+        "Check it with:
+  thund validate -p {}",
+        s.root.display()
+    );
+    Ok(())
+}
+
+/// A spec as written to `spark-pipeline.yml`.
+#[derive(serde::Serialize)]
+struct SpecOut {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    storage: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    catalog: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<String>,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    configuration: std::collections::BTreeMap<String, String>,
+    libraries: Vec<std::collections::BTreeMap<&'static str, std::collections::BTreeMap<&'static str, String>>>,
+}
+
+impl From<&knut_thund::spec::Spec> for SpecOut {
+    fn from(s: &knut_thund::spec::Spec) -> Self {
+        SpecOut {
+            name: s.name.clone(),
+            storage: s.storage.clone(),
+            catalog: s.catalog.clone(),
+            database: s.database.clone(),
+            configuration: s.configuration.clone(),
+            libraries: s
+                .libraries
+                .iter()
+                .map(|l| [("glob", [("include", l.glob.include.clone())].into())].into())
+                .collect(),
+        }
+    }
+}
+
 fn validate(start: &Path) -> anyhow::Result<()> {
     let p = load_valid(start)?;
     let plan = knut_thund::plan::plan(&p, &Selection::default()).map_err(|e| in_project(start, e))?;
@@ -91,6 +160,12 @@ fn validate(start: &Path) -> anyhow::Result<()> {
         p.flows.len(),
         plan.stages.len()
     );
+    if !p.notes.is_empty() {
+        println!("left out, with no meaning here ({}):", p.notes.len());
+        for n in &p.notes {
+            println!("  {n}");
+        }
+    }
     Ok(())
 }
 

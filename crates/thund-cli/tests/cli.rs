@@ -206,23 +206,27 @@ fn doctor_reports_green_rows_for_what_works_here() {
 }
 
 #[test]
-fn spark_dry_run_refuses_expectations_without_a_server() {
+fn spark_enforces_expectations_in_the_flows_query() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("spark-pipeline.yml"), "name: x\nlibraries:\n  - glob:\n      include: '*.sql'\n")
         .unwrap();
     std::fs::write(
         tmp.path().join("a.sql"),
-        "CREATE MATERIALIZED VIEW a (\n  CONSTRAINT pos EXPECT (x > 0),\n  CONSTRAINT small EXPECT (x < 9) ON VIOLATION FAIL UPDATE\n) AS SELECT 1 AS x;\n",
+        "CREATE MATERIALIZED VIEW a (\n  CONSTRAINT pos EXPECT (x > 0),\n  CONSTRAINT small EXPECT (x < 9) ON VIOLATION FAIL UPDATE,\n  \
+         CONSTRAINT known EXPECT (x IS NOT NULL) ON VIOLATION DROP ROW\n) AS SELECT 1 AS x;\n",
     )
     .unwrap();
-    let o = thund(&["dry-run", "--backend", "spark", "-p", p(tmp.path()), "--remote", "sc://127.0.0.1:1"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let out = text(&o);
-    assert!(out.contains("a.sql:2:3") && out.contains("CONSTRAINT pos EXPECT (x > 0)"), "{out}");
-    assert!(out.contains("a.sql:3:3") && out.contains("CONSTRAINT small EXPECT (x < 9)"), "{out}");
+    let o = thund(&["graph", "--format", "sdp", "-p", p(tmp.path())]);
+    assert!(o.status.success(), "{}", text(&o));
+    let graph: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let query = graph["flows"][0]["details"]["relation"]["sql"]["query"].as_str().unwrap_or_default().to_string();
+    let query = if query.is_empty() { graph.to_string() } else { query };
+    assert!(query.contains("raise_error('expectation `small` on `spark_catalog.default.a` failed"), "{query}");
+    assert!(query.contains("coalesce((x IS NOT NULL), false)"), "{query}");
+    assert!(!query.contains("x > 0"), "a plain expectation keeps every row: {query}");
+    // Accepted before any server is contacted: the run fails on the transport, not the check.
     let o = thund(&["run", "--backend", "spark", "-p", p(tmp.path()), "--remote", "sc://127.0.0.1:1"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(text(&o).contains("CONSTRAINT pos EXPECT (x > 0)"), "{}", text(&o));
+    assert!(!text(&o).contains("needs expectations"), "{}", text(&o));
 }
 
 #[test]
@@ -456,4 +460,73 @@ fn a_huge_max_concurrent_flows_means_no_limit_not_a_million_threads() {
     let o = thund(&["run", "-p", p(&demo), "--max-concurrent-flows", "1000000"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("revenue_by_region") && text(&o).contains("COMPLETED"), "{}", text(&o));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_dlt_project_runs_from_its_settings_lists_what_has_no_meaning_and_init_writes_its_spec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("orders-dlt");
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/dlt-orders"), &dir);
+    let settings = dir.join("settings.json");
+    let text_of = |f: &Path| std::fs::read_to_string(f).unwrap();
+    let filled = text_of(&settings)
+        .replace("${STORAGE}", &dir.join("storage").to_string_lossy())
+        .replace("${DATA}", &dir.join("landing").to_string_lossy());
+    std::fs::write(&settings, filled).unwrap();
+    let mut gen = std::process::Command::new("python3");
+    gen.arg(dir.join("gen_orders.py")).arg(dir.join("landing")).arg("0");
+    assert!(gen.status().unwrap().success());
+
+    let o = thund(&["validate", "-p", p(&settings)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("pipeline `orders_dlt` is valid: 6 datasets"), "{out}");
+    for note in [
+        "settings.json:2:1: `id` has no meaning here",
+        "settings.json:9:1: `clusters` has no meaning here",
+        "pipelines/orders_bronze.sql:22:1: a `%python` cell is not run",
+    ] {
+        assert!(out.contains(note), "{note}: {out}");
+    }
+    let o = thund(&["run", "-p", p(&settings)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = thund(&["query", "-p", p(&settings), "SELECT sum(orders) AS n FROM daily_revenue", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n\n4\n", "{}", text(&o));
+
+    // The equivalent SDP spec, written once: the same project loads from it.
+    let o = thund(&["init", "--from-dlt", p(&settings)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let spec = text_of(&dir.join("spark-pipeline.yml"));
+    assert!(spec.contains("name: orders_dlt") && spec.contains("database: orders"), "{spec}");
+    assert!(spec.contains("include: pipelines/orders_bronze.sql") && spec.contains("# Left out:"), "{spec}");
+    let o = thund(&["validate", "-p", p(&dir)]);
+    assert!(o.status.success() && text(&o).contains("6 datasets"), "{}", text(&o));
+    let o = thund(&["init", "--from-dlt", p(&settings)]);
+    assert_eq!(o.status.code(), Some(2), "an existing spec is not overwritten: {}", text(&o));
+
+    // A Python library is an error that says what it means, with the file.
+    std::fs::write(dir.join("pipelines/more.py"), "import dlt\n").unwrap();
+    let with_python =
+        text_of(&settings).replace(r#""libraries": ["#, r#""libraries": [{"file": {"path": "pipelines/more.py"}},"#);
+    std::fs::write(&settings, with_python).unwrap();
+    let o = thund(&["validate", "-p", p(&settings)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("Python definition files are not supported") && out.contains("--> pipelines/more.py:1:1"),
+        "{out}"
+    );
 }

@@ -329,7 +329,6 @@ fn capabilities_follow_the_server_version() {
     let b43 = SparkBackend::new(&url43);
     assert_eq!(b43.detect_version().unwrap(), "4.3.0");
     assert!(b43.capabilities().cdc);
-    assert!(!b43.capabilities().expectations);
     // Forcing a version wins over detection.
     assert!(SparkBackend::new(&url43).with_version("4.1.4").capabilities().name.contains("4.1.4"));
 }

@@ -16,15 +16,7 @@ use knut_thund::spark::SparkBackend;
 fn prepare(case: &Path, data: &Path, database: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(case, dir.path());
-    let spec = dir.path().join("spark-pipeline.yml");
-    let mut text = std::fs::read_to_string(&spec)
-        .unwrap()
-        .replace("${STORAGE}", &dir.path().join("storage").to_string_lossy())
-        .replace("${DATA}", &data.to_string_lossy());
-    if let Some(db) = database {
-        text.push_str(&format!("database: {db}\n"));
-    }
-    std::fs::write(spec, text).unwrap();
+    fill_spec(dir.path(), &dir.path().join("storage"), data, database);
     dir
 }
 
@@ -75,7 +67,7 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
         // refused by the backend's capability check, and skipped for that reason only.
         let spark = SparkBackend::new(&url);
         spark.connect().expect("the Spark server answers");
-        if let Err(e) = spark.check(&knut_thund::frontend::load(spark_dir.path()).unwrap()) {
+        if let Err(e) = spark.check(&knut_thund::frontend::load(&spec_of(spark_dir.path())).unwrap()) {
             eprintln!("SKIPPED on Spark {name}: {e}");
             skipped.push(name);
             continue;
@@ -104,12 +96,12 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
                     .unwrap();
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             }
-            let (summary, _) = run(native_dir.path());
+            let (summary, _) = run(&spec_of(native_dir.path()));
             if summary.failed() {
                 failures.push(format!("{label}: native run failed"));
                 break;
             }
-            if let Err(e) = spark_run(&url, spark_dir.path()) {
+            if let Err(e) = spark_run(&url, &spec_of(spark_dir.path())) {
                 failures.push(format!("{label}: Spark run failed:\n  {e}"));
                 break;
             }
@@ -123,7 +115,7 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
                         continue;
                     }
                 };
-                let native_rows = match query(native_dir.path(), &format!("SELECT * FROM {table}")) {
+                let native_rows = match query(&spec_of(native_dir.path()), &format!("SELECT * FROM {table}")) {
                     Ok(b) => rows(&b),
                     Err(e) => {
                         failures.push(format!("{label}/{table}: native query failed: {e}"));
@@ -142,7 +134,7 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(ran.len() + skipped.len(), cases.len());
-    for must in ["event-time", "sdp-basics", "stream-files"] {
+    for must in ["dlt-orders", "event-time", "sdp-basics", "stream-files"] {
         assert!(ran.contains(&must.to_string()), "{must} must run on Spark; ran {ran:?}, skipped {skipped:?}");
     }
 }

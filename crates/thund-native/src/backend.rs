@@ -61,6 +61,7 @@ impl ExecBackend for NativeBackend {
             // Every table is a Delta table, whatever `USING` says.
             transactional_tables: TableFormats::Every,
             rescued_data: true,
+            schema_hints: true,
             ..Capabilities::none(BACKEND_NAME)
         }
     }

@@ -12,6 +12,12 @@
 //! - a field the stream's schema does not have (schema fixed on the first batch): it goes into
 //!   the object too, so later files may add fields without failing the stream.
 //!
+//! A string column takes any value as its text, as Spark's JSON reader does: a number as written
+//! (`2.50`), a nested object or array as its compact JSON. That is also how DLT's `cloud_files`
+//! reads JSON by default, every column a string (`sources::Inference`); its schema hints may type
+//! a column as a date, timestamp or decimal, which the reader parses from the text (a value it
+//! cannot parse fails the batch).
+//!
 //! Rows that fit completely have `NULL` there. The schema is inferred from the records that are
 //! JSON objects. This path parses each line on its own, so it is slower than the default reader;
 //! it is only taken when the option is set.
@@ -38,9 +44,12 @@ fn fits(v: &Value, t: &DataType) -> bool {
     match (v, t) {
         (Value::Null, _) => true,
         (Value::Bool(_), DataType::Boolean) => true,
-        (Value::Number(n), DataType::Int64 | DataType::Int32) => n.is_i64(),
-        (Value::Number(_), DataType::Float64 | DataType::Float32) => true,
+        (Value::Number(n), DataType::Int64 | DataType::Int32 | DataType::Int16 | DataType::Int8) => n.is_i64(),
+        (Value::Number(_), DataType::Float64 | DataType::Float32 | DataType::Decimal128(..)) => true,
         (Value::String(_), DataType::Utf8 | DataType::Utf8View) => true,
+        // A schema hint's type read from text: the reader parses it, and a value it cannot parse
+        // fails the batch rather than turning into NULL.
+        (Value::String(_), DataType::Date32 | DataType::Timestamp(..) | DataType::Decimal128(..)) => true,
         (Value::Array(_), DataType::List(_) | DataType::LargeList(_)) => true,
         (Value::Object(_), DataType::Struct(_)) => true,
         _ => false,
@@ -56,15 +65,17 @@ fn parse_line(line: &str, schema: &Schema, file: &str) -> Parsed {
     };
     let mut clean = Map::new();
     let mut rescued = Map::new();
+    // The fields' text as written, read only if a number or nested value goes to a string.
+    let mut raw: Option<std::collections::HashMap<String, Box<serde_json::value::RawValue>>> = None;
     for (k, v) in record {
         match schema.field_with_name(&k) {
-            // A string column takes numbers and booleans as their text, as Spark's JSON reader
-            // does where inference widened conflicting types to a string.
-            Ok(f)
-                if matches!(f.data_type(), DataType::Utf8 | DataType::Utf8View)
-                    && (v.is_number() || v.is_boolean()) =>
-            {
-                clean.insert(k, Value::String(v.to_string()));
+            // A string column takes any value as its text (a nested one as its JSON), as
+            // Spark's JSON reader does for a string field and Auto Loader for columns it
+            // infers as strings.
+            Ok(f) if matches!(f.data_type(), DataType::Utf8 | DataType::Utf8View) && !v.is_string() && !v.is_null() => {
+                let raw = raw.get_or_insert_with(|| serde_json::from_str(line).unwrap_or_default());
+                let text = raw.get(&k).map_or_else(|| v.to_string(), |r| compact(r.get()));
+                clean.insert(k, Value::String(text));
             }
             Ok(f) if fits(&v, f.data_type()) => {
                 clean.insert(k, v);
@@ -81,6 +92,30 @@ fn parse_line(line: &str, schema: &Schema, file: &str) -> Parsed {
     Parsed { clean, rescued }
 }
 
+/// JSON text without the whitespace between tokens, keys in their order and numbers as
+/// written (`2.50` stays `2.50`): how Spark's reader turns a value into a string column's text.
+fn compact(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `schema` plus the rescued-data column `column` (a nullable string), as the stream reads it.
 pub fn with_rescue_column(schema: &Schema, column: &str) -> SchemaRef {
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
@@ -95,6 +130,7 @@ pub fn json_with_rescue(
     files: &[String],
     schema: Option<SchemaRef>,
     column: &str,
+    inference: &crate::sources::Inference,
 ) -> Result<(Arc<MemTable>, SchemaRef)> {
     let mut texts = Vec::with_capacity(files.len());
     for f in files {
@@ -116,7 +152,7 @@ pub fn json_with_rescue(
             // Spark infers JSON fields sorted by name.
             let mut fields: Vec<_> = inferred.fields().iter().filter(|f| f.name() != column).cloned().collect();
             fields.sort_by(|a, b| a.name().cmp(b.name()));
-            Arc::new(Schema::new(fields))
+            Arc::new(inference.apply(Schema::new(fields)))
         }
     };
     let mut decoder = ReaderBuilder::new(Arc::clone(&schema)).with_batch_size(8192).build_decoder()?;

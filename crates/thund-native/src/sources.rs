@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::datatypes::Schema;
+use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::file_format::csv::CsvFormat;
 use datafusion::datasource::file_format::json::JsonFormat;
@@ -174,6 +174,54 @@ pub fn list_files(root: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// How a stream's schema is inferred from its first files (DLT's `cloud_files` options).
+#[derive(Debug, Default)]
+pub struct Inference {
+    /// Every column a string (Auto Loader's default for JSON and CSV): values keep their text,
+    /// a nested JSON value its JSON text.
+    pub strings: bool,
+    /// Columns whose type is given (`cloudFiles.schemaHints`), added if the files lack them.
+    pub hints: Option<Schema>,
+}
+
+impl Inference {
+    fn of(f: &FileSource) -> Result<Self> {
+        let strings = f.options.get("infercolumntypes").is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        let hints = match f.options.get("schemahints") {
+            None => None,
+            Some(_) if f.format == "parquet" => {
+                return Err(NativeError::Execution(format!(
+                    "`cloudFiles.schemaHints` on parquet files under `{}`: parquet files carry their types;                      cast the columns in the query instead",
+                    f.path
+                )))
+            }
+            Some(ddl) => Some(crate::types::parse_ddl_schema(ddl).map_err(|e| {
+                NativeError::Execution(format!("`cloudFiles.schemaHints` of `{}`: {e}", f.path))
+            })?),
+        };
+        Ok(Inference { strings, hints })
+    }
+
+    /// The inferred schema made what the options say.
+    pub fn apply(&self, inferred: Schema) -> Schema {
+        let mut fields: Vec<Field> = inferred
+            .fields()
+            .iter()
+            .map(|f| match self.strings {
+                true => Field::new(f.name(), DataType::Utf8, true),
+                false => f.as_ref().clone(),
+            })
+            .collect();
+        for hint in self.hints.iter().flat_map(|h| h.fields()) {
+            match fields.iter_mut().find(|f| f.name().eq_ignore_ascii_case(hint.name())) {
+                Some(f) => *f = Field::new(f.name(), hint.data_type().clone(), true),
+                None => fields.push(Field::new(hint.name(), hint.data_type().clone(), true)),
+            }
+        }
+        Schema::new(fields)
+    }
+}
+
 fn file_format(f: &FileSource) -> Result<Arc<dyn FileFormat>> {
     Ok(match f.format.as_str() {
         "json" => Arc::new(JsonFormat::default()),
@@ -227,8 +275,9 @@ pub async fn files_increment(
         let offset = Some(SourceOffset::Files { processed, schema: Some(schema) });
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
     }
+    let inference = Inference::of(f)?;
     if let Some(column) = rescue {
-        let (provider, fixed) = crate::rescue::json_with_rescue(&dir, &new, schema.take(), column)?;
+        let (provider, fixed) = crate::rescue::json_with_rescue(&dir, &new, schema.take(), column, &inference)?;
         processed.extend(new);
         let offset = Some(SourceOffset::Files { processed, schema: Some(fixed) });
         return Ok(NewInput { provider, has_data: true, offset });
@@ -251,7 +300,7 @@ pub async fn files_increment(
         if f.format == "json" {
             fields.sort_by(|a, b| a.name().cmp(b.name()));
         }
-        Arc::new(Schema::new(fields))
+        Arc::new(inference.apply(Schema::new(fields)))
     };
     let fixed = match schema.take() {
         None => inferred,

@@ -16,13 +16,9 @@ use thund_native::NativeBackend;
 fn prepare(case: &Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(case, dir.path());
-    let spec = dir.path().join("spark-pipeline.yml");
-    let text = std::fs::read_to_string(&spec).unwrap();
-    let storage = dir.path().join("storage");
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let text = text.replace("${STORAGE}", &storage.to_string_lossy()).replace("${DATA}", &data.to_string_lossy());
-    std::fs::write(spec, text).unwrap();
+    fill_spec(dir.path(), &dir.path().join("storage"), &data, None);
     dir
 }
 
@@ -33,7 +29,7 @@ fn check_tables(dir: &Path, expected_dir: &Path) -> Vec<String> {
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "csv")) {
         let table = f.file_stem().unwrap().to_string_lossy().into_owned();
         let expected = read_csv(f);
-        match query(dir, &format!("SELECT * FROM {table}")) {
+        match query(&spec_of(dir), &format!("SELECT * FROM {table}")) {
             Ok(b) => {
                 if let Err(e) = compare_tables(&expected, &rows(&b)) {
                     failures.push(format!("{table}: {e}"));
@@ -57,7 +53,7 @@ fn native_backend_reproduces_sparks_tables() {
     for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let dir = prepare(&case);
-        let p = load(dir.path());
+        let p = load(&spec_of(dir.path()));
         if let Err(e) = NativeBackend::new().check(&p) {
             skipped.push(format!("{name}: {e}"));
             continue;
@@ -86,7 +82,7 @@ fn native_backend_reproduces_sparks_tables() {
                     .unwrap();
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             }
-            let (summary, _) = run(dir.path());
+            let (summary, _) = run(&spec_of(dir.path()));
             if summary.failed() {
                 let errs: Vec<String> = summary.flows.iter().filter_map(|f| f.error.clone()).collect();
                 failures.push(format!("{name} (run {}): run failed:\n  {}", batch + 1, errs.join("\n  ")));
@@ -102,7 +98,7 @@ fn native_backend_reproduces_sparks_tables() {
         eprintln!("skipped (capability check refuses it): {s}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    for must in ["auto-cdc", "event-time", "sdp-basics", "stream-files"] {
+    for must in ["auto-cdc", "dlt-orders", "event-time", "sdp-basics", "stream-files"] {
         assert!(ran.contains(&must.to_string()), "{must} must run on the native backend; ran {ran:?}");
     }
 }

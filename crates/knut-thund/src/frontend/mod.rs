@@ -7,6 +7,7 @@
 //! Problems are collected across all files and returned together, each with file:line.
 //! A Python definitions file is an error, never skipped: its datasets would silently be missing.
 
+pub mod dlt;
 pub mod query;
 pub mod statement;
 pub mod text;
@@ -28,7 +29,12 @@ pub fn load(start: &Path) -> Result<Pipeline> {
     let root = spec_path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let spec_name = spec_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let text = read_text(&spec_path, &spec_name)?.map_err(|d| ThundError::Spec(vec![d]))?;
-    let spec = spec::parse(&text, &spec_name)?;
+    let (spec, root, mut notes) = if dlt::is_settings(&spec_path, &text) {
+        let s = dlt::settings(&spec_path, &text, &spec_name)?;
+        (s.spec, s.root, s.notes)
+    } else {
+        (spec::parse(&text, &spec_name)?, root, Vec::new())
+    };
 
     let files = library_files(&root, &spec, &spec_name)?;
     let mut pipeline = Pipeline {
@@ -40,6 +46,7 @@ pub fn load(start: &Path) -> Result<Pipeline> {
         configuration: spec.configuration.clone(),
         datasets: Vec::new(),
         flows: Vec::new(),
+        notes: Vec::new(),
     };
     let mut problems = Vec::new();
     for file in files {
@@ -53,6 +60,16 @@ pub fn load(start: &Path) -> Result<Pipeline> {
                 );
                 continue;
             }
+            Some("ipynb") => {
+                problems.push(
+                    Diagnostic::at(
+                        &SourceLocation::new(&rel, 1, 1),
+                        "Jupyter notebooks are not read; the datasets it defines are missing from this pipeline",
+                    )
+                    .with_hint("export the notebook as a source file (File > Export > Source file), which gives SQL"),
+                );
+                continue;
+            }
             _ => continue, // data files and notes living next to the SQL
         }
         let source = match read_text(&file, &rel)? {
@@ -62,6 +79,8 @@ pub fn load(start: &Path) -> Result<Pipeline> {
                 continue;
             }
         };
+        // A Databricks SQL notebook export is SQL once its cells end their statements.
+        let source = dlt::notebook_sql(&source, &rel, &mut notes).unwrap_or(source);
         let source = match text::substitute(&source, &spec.configuration, &rel) {
             Ok(s) => s,
             Err(ds) => {
@@ -78,6 +97,7 @@ pub fn load(start: &Path) -> Result<Pipeline> {
     if !problems.is_empty() {
         return Err(ThundError::Parse(problems));
     }
+    pipeline.notes = notes;
     Ok(pipeline)
 }
 

@@ -262,9 +262,23 @@ pub fn parse(sql: &str, base: &SourceLocation) -> Result<Box<AstQuery>, Diagnost
 /// Normalizes, parses and walks a query once: the IR query with its reads, their spans and the
 /// parse.
 pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Query, Vec<Diagnostic>> {
-    let normalized = normalize(sql, base).map_err(|d| vec![d])?;
-    let ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
-    let reads = reads_of(&ast, &normalized.sql, base, names)?;
+    let mut normalized = normalize(sql, base).map_err(|d| vec![d])?;
+    let mut ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
+    let (reads, live) = reads_of(&ast, &normalized.sql, base, names)?;
+    if !live.is_empty() {
+        // DLT's `LIVE.` prefixes become blanks of the same length, so every span and position
+        // holds, and both engines read the pipeline's own names.
+        let mut bytes = std::mem::take(&mut normalized.sql).into_bytes();
+        for (start, end) in live {
+            for b in &mut bytes[start..end] {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
+            }
+        }
+        normalized.sql = String::from_utf8(bytes).expect("ASCII blanks over ASCII bytes");
+        ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
+    }
     Ok(Query {
         sql: sql.to_string(),
         normalized: normalized.sql,
@@ -285,13 +299,17 @@ pub fn parse_stored(q: &mut Query) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// The reads of a parsed query (`text` is what was parsed), CTE names excluded.
+/// A `start..end` range of bytes in a query's normalized text.
+type ByteRange = (usize, usize);
+
+/// The reads of a parsed query (`text` is what was parsed), CTE names excluded, and the byte
+/// ranges of DLT `LIVE.` prefixes on their names.
 fn reads_of(
     ast: &AstQuery,
     text: &str,
     base: &SourceLocation,
     names: &NameContext,
-) -> Result<Vec<Read>, Vec<Diagnostic>> {
+) -> Result<(Vec<Read>, Vec<ByteRange>), Vec<Diagnostic>> {
     let mut ctes = CteNames(BTreeSet::new());
     let _ = ast.visit(&mut ctes);
     let toks = tokenize(text, Some(base), &base.file).map_err(|d| vec![d])?;
@@ -302,11 +320,12 @@ fn reads_of(
         lines: LineIndex::new(text),
         toks,
         reads: Vec::new(),
+        live: Vec::new(),
         errors: Vec::new(),
     };
     let _ = ast.visit(&mut v);
     if v.errors.is_empty() {
-        Ok(v.reads)
+        Ok((v.reads, v.live))
     } else {
         Err(v.errors)
     }
@@ -339,6 +358,8 @@ struct ReadCollector<'a> {
     lines: LineIndex<'a>,
     toks: Vec<Tok>,
     reads: Vec<Read>,
+    /// Byte ranges of `LIVE.` prefixes (DLT) to blank out.
+    live: Vec<(usize, usize)>,
     errors: Vec<Diagnostic>,
 }
 
@@ -378,7 +399,18 @@ impl ReadCollector<'_> {
         Span { start, end: self.toks[last].end }
     }
 
-    fn dataset(&mut self, parts: &[&Ident], streaming: bool, span: Span) {
+    fn dataset(&mut self, parts: &[&Ident], streaming: bool, mut span: Span) {
+        let mut parts = parts;
+        if parts.len() == 2 && parts[0].quote_style.is_none() && parts[0].value.eq_ignore_ascii_case("live") {
+            // DLT's `LIVE.x`: the pipeline's `x`. A plain read's span starts at `x` once `LIVE.`
+            // is blanked out (a `STREAM(…)` read's span starts before it).
+            let (live, name) = (ident_offset(&self.lines, parts[0]), ident_offset(&self.lines, parts[1]));
+            self.live.push((live, name));
+            if span.start == live {
+                span.start = name;
+            }
+            parts = &parts[1..];
+        }
         let names: Vec<String> = parts.iter().map(|i| ident_name(i)).collect();
         let location = self.at(parts[0]);
         if names.len() == 1 && !streaming && self.ctes.contains(&names[0]) {
@@ -444,6 +476,121 @@ impl ReadCollector<'_> {
     }
 }
 
+/// `cloud_files` formats that have a reader here.
+pub const CLOUD_FILES_FORMATS: [&str; 3] = ["json", "csv", "parquet"];
+
+impl ReadCollector<'_> {
+    /// DLT's `cloud_files('path', 'format'[, map('k', 'v', …)])`: a streaming file source whose
+    /// `cloudFiles.*` options become this engine's (`inferColumnTypes`, `schemaHints`,
+    /// `schemaEvolutionMode` none). Any other `cloudFiles.*` option is an error at its line,
+    /// never dropped; plain reader options (`header`, `sep`, …) pass through as `read_files`'s.
+    /// Like Auto Loader, JSON and CSV columns are strings unless `cloudFiles.inferColumnTypes`
+    /// is true, and a JSON stream gets a `_rescued_data` column.
+    fn cloud_files(&mut self, fname: &Ident, args: &[FunctionArg], span: Span) {
+        let location = self.at(fname);
+        let mut problems = Vec::new();
+        let mut positional = Vec::new();
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for arg in args {
+            match arg {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Function(f)))
+                    if f.name.to_string().eq_ignore_ascii_case("map") =>
+                {
+                    let values: Vec<Option<String>> = match &f.args {
+                        FunctionArguments::List(l) => l
+                            .args
+                            .iter()
+                            .map(|a| match a {
+                                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => literal(e),
+                                _ => None,
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    if !values.len().is_multiple_of(2) || values.iter().any(Option::is_none) {
+                        problems
+                            .push("cloud_files: the options are `map('key', 'value', …)` of string literals".into());
+                    }
+                    for kv in values.chunks(2) {
+                        if let [Some(k), Some(v)] = kv {
+                            pairs.push((k.clone(), v.clone()));
+                        }
+                    }
+                }
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => match literal(e) {
+                    Some(v) => positional.push(v),
+                    None => problems.push("cloud_files: the path and the format must be string literals".into()),
+                },
+                _ => problems.push("cloud_files takes a path, a format and an optional map(…) of options".into()),
+            }
+        }
+        let (path, format) = match positional.as_slice() {
+            [path, format] => (path.clone(), format.to_ascii_lowercase()),
+            _ => {
+                problems.push("cloud_files needs a path and a format: cloud_files('/in', 'json'[, map(…)])".into());
+                (String::new(), String::new())
+            }
+        };
+        if !format.is_empty() && !CLOUD_FILES_FORMATS.contains(&format.as_str()) {
+            problems.push(format!(
+                "cloud_files: format `{format}` is not supported here ({})",
+                CLOUD_FILES_FORMATS.join(", ")
+            ));
+        }
+        let mut options = BTreeMap::new();
+        let mut infer = false;
+        for (k, v) in pairs {
+            let key = k.to_ascii_lowercase();
+            match key.strip_prefix("cloudfiles.") {
+                Some("infercolumntypes") => match v.to_ascii_lowercase().as_str() {
+                    "true" => infer = true,
+                    "false" => infer = false,
+                    _ => problems.push(format!("cloud_files: `{k}` is `{v}`; expected true or false")),
+                },
+                Some("schemahints") => {
+                    options.insert("schemahints".to_string(), v);
+                }
+                Some("format") if v.eq_ignore_ascii_case(&format) => {}
+                Some("format") => problems.push(format!("cloud_files: `{k}` is `{v}` but the format given is `{format}`")),
+                Some("schemaevolutionmode") => match v.to_ascii_lowercase().as_str() {
+                    "none" => {
+                        options.insert("schemaevolutionmode".to_string(), "none".into());
+                    }
+                    "failonnewcolumns" => {}
+                    _ => problems.push(format!(
+                        "cloud_files: `{k}` `{v}` is not supported: a stream's schema is fixed on its first batch and                          new columns fail the batch (`failOnNewColumns`), unless `none` ignores them; a full refresh                          takes them"
+                    )),
+                },
+                Some(_) => problems.push(format!(
+                    "cloud_files: option `{k}` has no meaning here (the stream's schema and progress live in its                      checkpoint); remove it. Supported: cloudFiles.format, cloudFiles.inferColumnTypes,                      cloudFiles.schemaHints, cloudFiles.schemaEvolutionMode"
+                )),
+                None => {
+                    options.insert(key, v);
+                }
+            }
+        }
+        if format == "json" {
+            options.entry("rescueddatacolumn".to_string()).or_insert_with(|| "_rescued_data".into());
+        }
+        if !infer && (format == "json" || format == "csv") {
+            options.insert("infercolumntypes".into(), "false".into());
+        }
+        if !problems.is_empty() {
+            self.errors.extend(problems.into_iter().map(|m| Diagnostic::at(&location, m)));
+            return;
+        }
+        self.reads.push(Read::Files(FileSource {
+            format,
+            path,
+            options,
+            streaming: true,
+            syntax: FileSyntax::CloudFiles,
+            location,
+            span,
+        }));
+    }
+}
+
 fn literal(e: &Expr) -> Option<String> {
     match e {
         Expr::Value(v) => match &v.value {
@@ -473,6 +620,15 @@ impl Visitor for ReadCollector<'_> {
                 [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => match e {
                     Expr::Identifier(i) => self.dataset(&[i], true, span),
                     Expr::CompoundIdentifier(ids) => self.dataset(&ids.iter().collect::<Vec<_>>(), true, span),
+                    Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("cloud_files") => {
+                        let args = match &f.args {
+                            FunctionArguments::List(l) => l.args.clone(),
+                            _ => Vec::new(),
+                        };
+                        if let Some(fname) = name_parts(&f.name).and_then(|p| p.first().copied().cloned()) {
+                            self.cloud_files(&fname, &args, span);
+                        }
+                    }
                     Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("read_files") => {
                         let args = match &f.args {
                             FunctionArguments::List(l) => l.args.clone(),
@@ -494,6 +650,9 @@ impl Visitor for ReadCollector<'_> {
             },
             Some(a) if single && parts[0].value.eq_ignore_ascii_case("read_files") => {
                 self.read_files(parts[0], &a.args, false, span);
+            }
+            Some(a) if single && parts[0].value.eq_ignore_ascii_case("cloud_files") => {
+                self.cloud_files(parts[0], &a.args, span);
             }
             Some(_) => {} // another table function (range, explode, …): reads no dataset
             None => {
@@ -601,6 +760,49 @@ mod tests {
         assert_eq!(names(&a.reads), ["c.d.raw", "c.other.t", "~c.d.s", "parquet:/data/p", "csv:/in"]);
         let Read::Files(f) = &a.reads[4] else { panic!() };
         assert_eq!(f.options["header"], "true");
+    }
+
+    #[test]
+    fn cloud_files_is_a_stream_whose_options_are_translated_or_refused_at_its_line() {
+        let a = analyze(
+            "SELECT * FROM cloud_files('/in', 'json', map('cloudFiles.inferColumnTypes', 'true', 'multiLine', 'true'))",
+            &base(),
+            &ctx(),
+        )
+        .unwrap();
+        let Read::Files(f) = &a.reads[0] else { panic!() };
+        assert!(f.streaming && f.syntax == FileSyntax::CloudFiles);
+        assert_eq!((f.format.as_str(), f.path.as_str()), ("json", "/in"));
+        let opts: Vec<(&str, &str)> = f.options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(opts, [("multiline", "true"), ("rescueddatacolumn", "_rescued_data")]);
+        assert_eq!(&a.normalized[f.span.start..f.span.end], &a.normalized[14..]);
+
+        let a = analyze(
+            "SELECT * FROM STREAM(cloud_files(\"/in\", \"csv\", map(\"header\", \"true\", \"cloudFiles.schemaHints\", \"id INT\")))",
+            &base(),
+            &ctx(),
+        )
+        .unwrap();
+        let Read::Files(f) = &a.reads[0] else { panic!() };
+        let opts: Vec<(&str, &str)> = f.options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(opts, [("header", "true"), ("infercolumntypes", "false"), ("schemahints", "id INT")]);
+
+        let err = analyze(
+            "SELECT * FROM\n  cloud_files('/in', 'json', map('cloudFiles.schemaLocation', '/s', 'cloudFiles.useNotifications', 'true', \
+             'cloudFiles.schemaEvolutionMode', 'addNewColumns'))\nUNION ALL SELECT * FROM cloud_files('/x', 'avro')",
+            &base(),
+            &ctx(),
+        )
+        .unwrap_err();
+        let text: Vec<String> = err.iter().map(ToString::to_string).collect();
+        assert_eq!(text.len(), 4, "{text:#?}");
+        assert!(
+            text[0].starts_with("f.sql:11:3") && text[0].contains("`cloudFiles.schemaLocation` has no meaning"),
+            "{text:#?}"
+        );
+        assert!(text[1].contains("cloudFiles.useNotifications"), "{text:#?}");
+        assert!(text[2].contains("addNewColumns"), "{text:#?}");
+        assert!(text[3].starts_with("f.sql:12:") && text[3].contains("format `avro`"), "{text:#?}");
     }
 
     #[test]

@@ -162,7 +162,11 @@ impl<'a> Cursor<'a> {
 
     fn qualified(&mut self, names: &NameContext) -> PResult<QualifiedName> {
         let at = self.loc();
-        let parts = self.name_parts()?;
+        let mut parts = self.name_parts()?;
+        // DLT's `LIVE.x` is the pipeline's own `x`.
+        if parts.len() == 2 && parts[0] == "live" {
+            parts.remove(0);
+        }
         names.resolve(&parts).ok_or_else(|| Diagnostic::at(&at, "a name has at most three parts"))
     }
 
@@ -345,13 +349,28 @@ fn statement(
         }
         return end_of_statement(c);
     }
+    if c.eat_words(&["APPLY", "CHANGES", "INTO"]) {
+        // DLT's older spelling of `CREATE FLOW t AS AUTO CDC INTO t …`, named after its target.
+        let target = c.qualified(names)?;
+        let cdc = auto_cdc(c, names)?;
+        out.flows.push(Flow {
+            name: target.clone(),
+            target,
+            kind: FlowKind::AutoCdc(cdc),
+            implicit: false,
+            sql_conf: conf.clone(),
+            location: start,
+        });
+        return Ok(());
+    }
     c.expect_word("CREATE")?;
     let or_refresh = c.eat_words(&["OR", "REFRESH"]);
     let or_replace = !or_refresh && c.eat_words(&["OR", "REPLACE"]);
-    if c.eat_words(&["MATERIALIZED", "VIEW"]) {
+    // DLT spells a materialized view `LIVE TABLE`, a streaming table `STREAMING LIVE TABLE`.
+    if c.eat_words(&["MATERIALIZED", "VIEW"]) || c.eat_words(&["LIVE", "TABLE"]) {
         return dataset(c, names, DatasetKind::MaterializedView, start, conf, out);
     }
-    if c.eat_words(&["STREAMING", "TABLE"]) {
+    if c.eat_words(&["STREAMING", "TABLE"]) || c.eat_words(&["STREAMING", "LIVE", "TABLE"]) {
         return dataset(c, names, DatasetKind::StreamingTable, start, conf, out);
     }
     if or_refresh {
@@ -361,7 +380,12 @@ fn statement(
         )));
     }
     // Views take no `SET` conf: they are inlined into their readers, whose conf applies.
-    if c.eat_words(&["TEMPORARY", "VIEW"]) || c.eat_words(&["TEMP", "VIEW"]) {
+    // DLT: `TEMPORARY [STREAMING] LIVE VIEW` and `LIVE VIEW` are views private to the pipeline
+    // (a streaming one is read with `STREAM(…)`, as any view over a stream).
+    let dlt_view = c.eat_words(&["TEMPORARY", "LIVE", "VIEW"])
+        || c.eat_words(&["TEMPORARY", "STREAMING", "LIVE", "VIEW"])
+        || c.eat_words(&["LIVE", "VIEW"]);
+    if dlt_view || c.eat_words(&["TEMPORARY", "VIEW"]) || c.eat_words(&["TEMP", "VIEW"]) {
         return dataset(c, names, DatasetKind::TemporaryView, start, &BTreeMap::new(), out);
     }
     if c.eat_word("VIEW") {
@@ -377,7 +401,7 @@ fn statement(
         return flow(c, names, start, conf, out);
     }
     Err(Diagnostic::at(&start, format!("unsupported statement starting with `CREATE {}`", c.found().trim_matches('`')))
-        .with_hint("pipeline files hold CREATE MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW | SINK | FLOW, SET and USE"))
+        .with_hint("pipeline files hold CREATE MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW | SINK | FLOW, SET and USE; DLT's LIVE TABLE, STREAMING LIVE TABLE, TEMPORARY LIVE VIEW and APPLY CHANGES INTO too"))
 }
 
 fn end_of_statement(c: &Cursor<'_>) -> PResult<()> {
@@ -678,6 +702,63 @@ mod tests {
     fn parse(text: &str) -> FileDefinitions {
         let mut names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
         parse_file("t.sql", text, &mut names)
+    }
+
+    #[test]
+    fn reads_the_dlt_dialect_into_the_same_ir() {
+        let d = parse(
+            "CREATE OR REFRESH LIVE TABLE a COMMENT 'x' AS SELECT * FROM LIVE.src;\n\
+             CREATE OR REFRESH STREAMING LIVE TABLE b AS SELECT * FROM STREAM(live.a);\n\
+             CREATE STREAMING LIVE TABLE b2 AS SELECT * FROM STREAM LIVE.a;\n\
+             CREATE TEMPORARY LIVE VIEW c AS SELECT * FROM LIVE.a JOIN Live.b USING (id);\n\
+             CREATE TEMPORARY STREAMING LIVE VIEW c2 AS SELECT * FROM STREAM(LIVE.b);\n\
+             CREATE OR REFRESH STREAMING TABLE t;\n\
+             APPLY CHANGES INTO LIVE.t FROM STREAM(LIVE.b) KEYS (id) APPLY AS DELETE WHEN op = 'D'\n\
+               SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (note);",
+        );
+        assert!(d.problems.is_empty(), "{:?}", d.problems);
+        let kinds: Vec<_> = d.datasets.iter().map(|d| d.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                DatasetKind::MaterializedView,
+                DatasetKind::StreamingTable,
+                DatasetKind::StreamingTable,
+                DatasetKind::TemporaryView,
+                DatasetKind::TemporaryView,
+                DatasetKind::StreamingTable,
+            ]
+        );
+        let reads = |i: usize| -> Vec<String> {
+            d.flows[i]
+                .query()
+                .reads
+                .iter()
+                .map(|r| match r {
+                    Read::Dataset { name, streaming, .. } => format!("{}{name}", if *streaming { "~" } else { "" }),
+                    Read::Files(f) => f.path.clone(),
+                })
+                .collect()
+        };
+        assert_eq!(reads(0), ["spark_catalog.default.src"]);
+        assert_eq!(reads(1), ["~spark_catalog.default.a"]);
+        assert_eq!(reads(2), ["~spark_catalog.default.a"]);
+        assert_eq!(reads(3), ["spark_catalog.default.a", "spark_catalog.default.b"]);
+        // Both engines get the pipeline's own names: `LIVE.` is blanked out, positions kept.
+        let q = d.flows[3].query();
+        assert!(!q.normalized.to_ascii_lowercase().contains("live"), "{}", q.normalized);
+        assert_eq!(q.normalized.len(), q.sql.len());
+        let spans: Vec<&str> = q.reads.iter().map(|r| &q.normalized[r.span().start..r.span().end]).collect();
+        assert_eq!(spans, ["a", "b"]);
+        for (i, r) in q.reads.iter().enumerate() {
+            assert_eq!(q.read_at(r.span().start), Some(i));
+        }
+        let cdc = d.flows.last().unwrap();
+        assert_eq!((cdc.name.name.as_str(), cdc.target.name.as_str()), ("t", "t"));
+        let FlowKind::AutoCdc(c) = &cdc.kind else { panic!("{:?}", cdc.kind) };
+        assert_eq!((c.keys.as_slice(), c.scd_type), (&["id".to_string()][..], ScdType::Type2));
+        assert_eq!(c.track_history, Some(ColumnSelection::Except(vec!["note".into()])));
+        assert_eq!(c.source.reads.len(), 1);
     }
 
     #[test]

@@ -21,7 +21,8 @@ use knut_pipelines::{
 
 use crate::error::{Result, ThundError};
 use crate::ir::{
-    ColumnSelection, DatasetKind, FileSource, FlowKind, Pipeline, Query, Read, ScdType, SourceLocation, Span,
+    ColumnSelection, DatasetKind, FileSource, FileSyntax, FlowKind, Pipeline, Query, Read, ScdType, SourceLocation,
+    Span, ViolationAction,
 };
 
 fn location(l: &SourceLocation) -> Option<SourceCodeLocation> {
@@ -37,6 +38,27 @@ fn read_relation(fs: &FileSource, root: &std::path::Path) -> Relation {
     let mut options: BTreeMap<String, String> = fs.options.clone();
     options.remove("format");
     let schema = options.remove("schema");
+    if fs.syntax == crate::ir::FileSyntax::CloudFiles {
+        // Auto Loader lists sub-folders; its strings for JSON are Spark's `primitivesAsString`
+        // (Spark's CSV reader reads strings unless asked to infer).
+        options.entry("recursiveFileLookup".into()).or_insert_with(|| "true".into());
+        let strings = options.remove("infercolumntypes").is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        match (fs.format.as_str(), strings) {
+            ("json", true) => {
+                options.insert("primitivesAsString".into(), "true".into());
+            }
+            ("csv", false) => {
+                options.insert("inferSchema".into(), "true".into());
+            }
+            _ => {}
+        }
+        if options.remove("rescueddatacolumn").is_some() {
+            // Open-source readers have no rescued-data column: the column is added empty (see
+            // `to_sdp`), and a record that would need rescuing fails the read instead.
+            options.insert("mode".into(), "FAILFAST".into());
+        }
+        options.remove("schemaevolutionmode");
+    }
     if fs.syntax == crate::ir::FileSyntax::ReadFiles {
         // read_files looks into sub-folders; Spark's file source only does with this option.
         options.entry("recursiveFileLookup".into()).or_insert_with(|| "true".into());
@@ -127,12 +149,31 @@ impl Pipeline {
                     // read_files infers one.
                     g.sql_conf.insert("spark.sql.streaming.schemaInference".into(), "true".into());
                 }
+                let view = match fs.options.get("rescueddatacolumn").filter(|_| fs.syntax == FileSyntax::CloudFiles) {
+                    Some(column) => {
+                        let rescued = format!("{view}_rescued");
+                        let mut o = Output::new(&rescued, OutputType::TemporaryView);
+                        o.location = location(&fs.location);
+                        g.outputs.push(o);
+                        let column = column.replace('`', "``");
+                        let query = format!("SELECT *, CAST(NULL AS STRING) AS `{column}` FROM STREAM({view})");
+                        g.flows.push(GFlow {
+                            location: location(&fs.location),
+                            ..GFlow::new(&rescued, &rescued, FlowDetails::Relation(Relation::Sql { query }))
+                        });
+                        rescued
+                    }
+                    None => view,
+                };
                 splices.push((fs.span, if fs.streaming { format!("STREAM({view})") } else { view }));
             }
             if let Some(et) = &f.query().event_time {
                 splices.push((et.span, et.clause()));
             }
-            let sql = splice(f.query(), splices)?;
+            let mut sql = splice(f.query(), splices)?;
+            if let (Some(d), FlowKind::Append { .. } | FlowKind::Once { .. }) = (self.dataset(&f.target), &f.kind) {
+                sql = enforce_expectations(sql, d);
+            }
             let relation = Relation::Sql { query: sql };
             let details = match &f.kind {
                 FlowKind::Append { .. } | FlowKind::Once { .. } => FlowDetails::Relation(relation),
@@ -192,6 +233,36 @@ impl Pipeline {
         g.validate().map_err(|e| ThundError::Internal(format!("lowering produced an invalid graph: {e}")))?;
         Ok(g)
     }
+}
+
+/// The flow's query with its dataset's expectations enforced, as open-source SDP has none of
+/// its own: `FAIL UPDATE` raises an error naming the expectation (the flow fails), `DROP ROW`
+/// filters, and a row whose predicate is NULL violates it, as on the native backend. A plain
+/// expectation keeps every row; Spark reports no pass and fail counts for any of them.
+fn enforce_expectations(sql: String, d: &crate::ir::Dataset) -> String {
+    let quote = |s: String| s.replace('\\', "\\\\").replace('\'', "\\'");
+    let mut fail = Vec::new();
+    let mut drop = Vec::new();
+    for e in &d.expectations {
+        let pass = format!("coalesce(({}), false)", e.predicate);
+        match e.action {
+            ViolationAction::Warn => {}
+            ViolationAction::Drop => drop.push(pass),
+            ViolationAction::Fail => {
+                let message = quote(format!(
+                    "expectation `{}` on `{}` failed (ON VIOLATION FAIL UPDATE): {}",
+                    e.name, d.name, e.predicate
+                ));
+                fail.push(format!("CASE WHEN {pass} THEN true ELSE raise_error('{message}') END"));
+            }
+        }
+    }
+    // Failures are checked first: a row that violates both fails the flow.
+    let conditions: Vec<String> = fail.into_iter().chain(drop).collect();
+    if conditions.is_empty() {
+        return sql;
+    }
+    format!("SELECT * FROM (\n{sql}\n) AS __thund_expected WHERE {}", conditions.join(" AND "))
 }
 
 /// The query's normalized text with each span replaced by its text. Spans come from the

@@ -34,6 +34,40 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// What a case folder is loaded from: its DLT settings file if it has one (a project written
+/// for Databricks), else the folder (its `spark-pipeline.yml`).
+pub fn spec_of(dir: &Path) -> std::path::PathBuf {
+    let settings = dir.join("settings.json");
+    if settings.is_file() {
+        settings
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// Fills a case's `${STORAGE}` and `${DATA}` in its spec (either kind); `database` replaces
+/// the spec's database (a DLT settings file's `target`).
+pub fn fill_spec(dir: &Path, storage: &Path, data: &Path, database: Option<&str>) {
+    let (spec, dlt) = match dir.join("settings.json") {
+        s if s.is_file() => (s, true),
+        _ => (dir.join("spark-pipeline.yml"), false),
+    };
+    let mut text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("${STORAGE}", &storage.to_string_lossy())
+        .replace("${DATA}", &data.to_string_lossy());
+    match (database, dlt) {
+        (Some(db), true) => {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["target"] = serde_json::Value::String(db.to_string());
+            text = serde_json::to_string_pretty(&v).unwrap();
+        }
+        (Some(db), false) => text.push_str(&format!("database: {db}\n")),
+        (None, _) => {}
+    }
+    std::fs::write(spec, text).unwrap();
+}
+
 pub fn load(dir: &Path) -> Pipeline {
     knut_thund::frontend::load(dir).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -1,0 +1,398 @@
+//! Databricks DLT projects as they are: SQL notebook exports and pipeline settings files.
+//!
+//! The SQL dialect itself (`LIVE.` names, `LIVE TABLE`, `APPLY CHANGES INTO`, `cloud_files`) is
+//! read by the statement and query parsers; this module turns the files around it into what
+//! the rest of the front-end takes:
+//!
+//! - A **SQL notebook export** (first line `-- Databricks notebook source`) becomes a SQL file
+//!   whose `-- COMMAND ----------` separators end statements (a cell's last statement needs no
+//!   `;` in a notebook), line for line, so every position still points into the export. Cells
+//!   in another language (`-- MAGIC %python`, …) define nothing here and are listed as notes.
+//! - A **pipeline settings file** — the JSON of a pipeline's settings (also wrapped as
+//!   `{"spec": …}` by the API) or a bundle's `resources/*.yml` — becomes a [`Spec`]: `name`,
+//!   `catalog`, `target`/`schema`, `configuration`, `storage` (a local folder or an object store
+//!   URL; a `dbfs:` path has no meaning here) and `libraries` (`file`, `notebook` and `glob`
+//!   entries; workspace paths are found in the project by their longest existing suffix).
+//!   Every other setting (`clusters`, `development`, `continuous`, `photon`, permissions, …)
+//!   has no meaning for a local run and is listed as a note with its line, never silently
+//!   dropped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_yaml::Value;
+
+use crate::error::{Diagnostic, Result, ThundError};
+use crate::ir::SourceLocation;
+use crate::spec::{Library, LibraryGlob, Spec};
+
+/// The first line of a SQL notebook export.
+pub const NOTEBOOK_HEADER: &str = "-- Databricks notebook source";
+const CELL_SEPARATOR: &str = "-- COMMAND ----------";
+
+/// The SQL of a notebook export (`None` if `text` is not one), with the notes about cells that
+/// define nothing here.
+pub fn notebook_sql(text: &str, file: &str, notes: &mut Vec<Diagnostic>) -> Option<String> {
+    let first = text.lines().next()?;
+    if first.trim_end() != NOTEBOOK_HEADER {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    // Whether the next non-blank line opens a cell.
+    let mut cell_start = true;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b.strip_suffix('\r').unwrap_or(b), &line[b.len()..]),
+            None => (line, ""),
+        };
+        if i == 0 {
+            out.push_str(end);
+            continue;
+        }
+        if body.trim_end() == CELL_SEPARATOR {
+            out.push(';');
+            out.push_str(end);
+            cell_start = true;
+            continue;
+        }
+        if cell_start && !body.trim().is_empty() {
+            cell_start = false;
+            if let Some(magic) = body.trim_start().strip_prefix("-- MAGIC %") {
+                let lang = magic.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+                if lang != "md" && lang != "sql" {
+                    notes.push(Diagnostic::at(
+                        &SourceLocation::new(file, i as u32 + 1, 1),
+                        format!("a `%{lang}` cell is not run: only SQL cells define datasets"),
+                    ));
+                }
+            }
+        }
+        out.push_str(line);
+    }
+    Some(out)
+}
+
+/// Whether a spec file is a DLT settings file rather than an SDP spec: JSON, or YAML with a
+/// top-level `resources:` (a bundle).
+pub fn is_settings(path: &Path, text: &str) -> bool {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    ext == "json" || text.lines().any(|l| l.starts_with("resources:"))
+}
+
+/// A settings file read as a spec.
+pub struct Settings {
+    /// The equivalent spec, its library globs relative to `root`.
+    pub spec: Spec,
+    /// The project's folder: the settings file's, or for a bundle the folder of its
+    /// `databricks.yml`.
+    pub root: PathBuf,
+    /// Settings with no meaning here, each at its line.
+    pub notes: Vec<Diagnostic>,
+}
+
+/// Settings that steer a Databricks deployment and mean nothing to a run here.
+const NO_MEANING: [(&str, &str); 22] = [
+    ("id", "a workspace's pipeline id"),
+    ("pipeline_id", "a workspace's pipeline id"),
+    ("clusters", "the embedded engine runs in this process; `--backend spark` runs on your Spark Connect server"),
+    ("development", "there is one mode here"),
+    ("continuous", "each `thund run` is one update"),
+    ("channel", "the runtime is this binary"),
+    ("edition", "every feature is in the one edition"),
+    ("photon", "the embedded engine is DataFusion"),
+    ("serverless", "the embedded engine runs in this process"),
+    ("notifications", "a failed run exits 1; use your scheduler's notifications"),
+    ("permissions", "Unity Catalog and workspace permissions do not apply to local tables"),
+    ("grants", "Unity Catalog grants do not apply to local tables"),
+    ("run_as", "runs here are the user's own"),
+    ("budget_policy_id", "a workspace setting"),
+    ("allow_duplicate_names", "a workspace setting"),
+    ("deployment", "a workspace setting"),
+    ("filters", "every library is read"),
+    ("trigger", "each `thund run` is one update"),
+    ("tags", "a workspace setting"),
+    ("environment", "Python environments do not apply: datasets are defined in SQL"),
+    ("event_log", "the event log is the Delta table `<storage>/event_log`"),
+    ("root_path", "paths are relative to the project"),
+];
+
+/// The 1-based line where `key` is first written as a key (`"key":` or `key:`), or 1.
+fn line_of(text: &str, key: &str) -> u32 {
+    let quoted = format!("\"{key}\"");
+    text.lines()
+        .position(|l| {
+            let t = l.trim_start().trim_start_matches("- ").trim_start_matches('{').trim_start();
+            t.starts_with(&quoted) || t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with(':'))
+        })
+        .map_or(1, |i| i as u32 + 1)
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads a settings file (`shown` names it in messages).
+pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
+    let at = |key: &str| SourceLocation::new(shown, line_of(text, key), 1);
+    let error = |loc: SourceLocation, m: String| ThundError::Spec(vec![Diagnostic::at(&loc, m)]);
+    let doc: Value = serde_yaml::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((1, 1));
+        error(SourceLocation::new(shown, line, column), format!("not a pipeline settings file: {e}"))
+    })?;
+    let folder = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let (settings, bundle_key, root) = match doc.get("resources") {
+        Some(resources) => {
+            let pipelines = resources.get("pipelines").and_then(Value::as_mapping);
+            let Some(pipelines) = pipelines.filter(|m| m.len() == 1) else {
+                let n = pipelines.map_or(0, |m| m.len());
+                return Err(error(
+                    at("resources"),
+                    format!(
+                        "a bundle file here defines exactly one pipeline under `resources.pipelines`; this one has {n}"
+                    ),
+                ));
+            };
+            let (key, value) = pipelines.iter().next().expect("one entry");
+            // A bundle's paths are relative to its file; its project is the bundle's folder.
+            let root = folder
+                .ancestors()
+                .find(|d| d.join("databricks.yml").is_file() || d.join("databricks.yaml").is_file())
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| folder.clone());
+            (value.clone(), scalar(key), root)
+        }
+        None => {
+            let inner = doc.get("spec").or_else(|| doc.get("settings")).cloned();
+            (inner.unwrap_or(doc), None, folder.clone())
+        }
+    };
+    let Some(map) = settings.as_mapping() else {
+        return Err(error(SourceLocation::new(shown, 1, 1), "pipeline settings must be an object".into()));
+    };
+    let mut notes = Vec::new();
+    let mut problems = Vec::new();
+    let mut spec = Spec {
+        name: String::new(),
+        storage: None,
+        catalog: None,
+        database: None,
+        configuration: BTreeMap::new(),
+        libraries: Vec::new(),
+    };
+    for (k, v) in map {
+        let Some(key) = k.as_str() else { continue };
+        match key {
+            "name" => spec.name = scalar(v).unwrap_or_default(),
+            "catalog" => spec.catalog = scalar(v),
+            "target" | "schema" => spec.database = scalar(v),
+            "configuration" => {
+                for (ck, cv) in v.as_mapping().into_iter().flatten() {
+                    match (scalar(ck), scalar(cv)) {
+                        (Some(ck), Some(cv)) => {
+                            spec.configuration.insert(ck, cv);
+                        }
+                        _ => problems.push(Diagnostic::at(&at("configuration"), "`configuration` values are strings")),
+                    }
+                }
+            }
+            "storage" => match scalar(v) {
+                Some(s) if s.starts_with("dbfs:") || s.starts_with("/Volumes/") || s.starts_with("/Workspace/") => {
+                    notes.push(Diagnostic::at(
+                        &at("storage"),
+                        format!("`storage` `{s}` is a workspace path: tables go to `.thund` in the project instead"),
+                    ));
+                }
+                other => spec.storage = other,
+            },
+            "libraries" => {
+                for lib in v.as_sequence().into_iter().flatten() {
+                    library(lib, &folder, &root, text, shown, &mut spec.libraries, &mut notes, &mut problems);
+                }
+            }
+            _ => {
+                let why = NO_MEANING.iter().find(|(k, _)| *k == key).map_or("not a setting used here", |(_, w)| w);
+                notes.push(Diagnostic::at(&at(key), format!("`{key}` has no meaning here ({why})")));
+            }
+        }
+    }
+    if spec.name.trim().is_empty() {
+        match bundle_key {
+            Some(k) => spec.name = k,
+            None => problems.push(Diagnostic::at(&SourceLocation::new(shown, 1, 1), "the settings have no `name`")),
+        }
+    }
+    if spec.libraries.is_empty() && problems.is_empty() {
+        problems.push(Diagnostic::at(&at("libraries"), "the settings name no `libraries`"));
+    }
+    if !problems.is_empty() {
+        return Err(ThundError::Spec(problems));
+    }
+    Ok(Settings { spec, root, notes })
+}
+
+/// One `libraries` entry: a `file`, `notebook` or `glob` becomes a glob relative to `root`.
+#[allow(clippy::too_many_arguments)]
+fn library(
+    lib: &Value,
+    folder: &Path,
+    root: &Path,
+    text: &str,
+    shown: &str,
+    out: &mut Vec<Library>,
+    notes: &mut Vec<Diagnostic>,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let entry = |kind: &str, field: &str| lib.get(kind).and_then(|e| e.get(field)).and_then(Value::as_str);
+    let (kind, written) = if let Some(p) = entry("file", "path") {
+        ("file", p)
+    } else if let Some(p) = entry("notebook", "path") {
+        ("notebook", p)
+    } else if let Some(p) = entry("glob", "include") {
+        ("glob", p)
+    } else {
+        let kind = lib.as_mapping().and_then(|m| m.keys().next()).and_then(Value::as_str).unwrap_or("?");
+        notes.push(Diagnostic::at(
+            &SourceLocation::new(shown, line_of(text, kind), 1),
+            format!("a `{kind}` library has no meaning here: only SQL files define datasets"),
+        ));
+        return;
+    };
+    let loc = SourceLocation::new(shown, line_of(text, "path").max(line_of(text, kind)), 1);
+    let loc = match text.lines().position(|l| l.contains(written)) {
+        Some(i) => SourceLocation::new(shown, i as u32 + 1, 1),
+        None => loc,
+    };
+    if kind == "glob" {
+        let abs = folder.join(written.trim_start_matches("./"));
+        match relative_to(&abs, root) {
+            Some(rel) => out.push(Library { glob: LibraryGlob { include: rel } }),
+            None => problems.push(Diagnostic::at(&loc, format!("glob `{written}` leaves the project"))),
+        }
+        return;
+    }
+    let Some(found) = find_file(written, folder, root, kind == "notebook") else {
+        problems.push(
+            Diagnostic::at(&loc, format!("{kind} `{written}` is not in the project"))
+                .with_hint("copy the workspace files into the project folder, keeping their folders"),
+        );
+        return;
+    };
+    match relative_to(&found, root) {
+        Some(rel) => out.push(Library { glob: LibraryGlob { include: glob::Pattern::escape(&rel) } }),
+        None => problems.push(Diagnostic::at(&loc, format!("{kind} `{written}` is outside the project"))),
+    }
+}
+
+/// The project file a settings path names: relative to the settings file, or a workspace path
+/// whose longest suffix exists under `root`. A notebook path may omit its extension.
+fn find_file(written: &str, folder: &Path, root: &Path, notebook: bool) -> Option<PathBuf> {
+    let exts: &[&str] = if notebook { &["", ".sql", ".py", ".ipynb"] } else { &[""] };
+    let existing = |p: PathBuf| exts.iter().map(|e| PathBuf::from(format!("{}{e}", p.display()))).find(|p| p.is_file());
+    let trimmed = written.trim_start_matches("./");
+    if !written.starts_with('/') {
+        if let Some(p) = existing(folder.join(trimmed)) {
+            return Some(p);
+        }
+    }
+    let parts: Vec<&str> = written.split('/').filter(|s| !s.is_empty() && *s != "." && *s != "..").collect();
+    (0..parts.len()).find_map(|i| existing(root.join(parts[i..].join("/"))))
+}
+
+/// `path` relative to `root` (lexically, after resolving `..`), if it is inside.
+fn relative_to(path: &Path, root: &Path) -> Option<String> {
+    let mut clean = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => clean.push(other),
+        }
+    }
+    let root_clean: PathBuf = root.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect();
+    clean.strip_prefix(&root_clean).ok().map(|r| r.to_string_lossy().replace('\\', "/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notebook_export_splits_at_cells_and_keeps_its_lines() {
+        let text = "-- Databricks notebook source\nCREATE LIVE TABLE a AS SELECT 1 AS x\n\n-- COMMAND ----------\n\n\
+                    -- MAGIC %md\n-- MAGIC # Title\n\n-- COMMAND ----------\n\n-- MAGIC %python\n-- MAGIC print(1)\n";
+        let mut notes = Vec::new();
+        let sql = notebook_sql(text, "nb.sql", &mut notes).unwrap();
+        assert_eq!(sql.lines().count(), text.lines().count());
+        assert_eq!(sql.lines().nth(3), Some(";"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].to_string().contains("nb.sql:11:1") && notes[0].message.contains("%python"), "{}", notes[0]);
+        assert!(notebook_sql("SELECT 1", "a.sql", &mut notes).is_none());
+    }
+
+    #[test]
+    fn settings_json_becomes_a_spec_with_notes_for_what_has_no_meaning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pipelines/sales")).unwrap();
+        std::fs::write(dir.path().join("pipelines/sales/bronze.sql"), "").unwrap();
+        std::fs::write(dir.path().join("pipelines/sales/silver.sql"), "").unwrap();
+        let text = r#"{
+  "id": "abc",
+  "name": "sales",
+  "clusters": [{"label": "default", "num_workers": 2}],
+  "development": true,
+  "libraries": [
+    {"notebook": {"path": "/Repos/me@x.com/proj/pipelines/sales/bronze"}},
+    {"file": {"path": "pipelines/sales/silver.sql"}},
+    {"jar": "dbfs:/x.jar"}
+  ],
+  "target": "sales_db",
+  "catalog": "main",
+  "storage": "dbfs:/pipelines/abc",
+  "configuration": {"source": "/data/in", "limit": 5}
+}"#;
+        let path = dir.path().join("settings.json");
+        let s = settings(&path, text, "settings.json").unwrap();
+        assert_eq!(s.spec.name, "sales");
+        assert_eq!((s.spec.catalog.as_deref(), s.spec.database.as_deref()), (Some("main"), Some("sales_db")));
+        assert_eq!(s.spec.configuration["limit"], "5");
+        let globs: Vec<&str> = s.spec.libraries.iter().map(|l| l.glob.include.as_str()).collect();
+        assert_eq!(globs, ["pipelines/sales/bronze.sql", "pipelines/sales/silver.sql"]);
+        assert_eq!(s.spec.storage, None);
+        let notes: Vec<String> = s.notes.iter().map(ToString::to_string).collect();
+        for (needle, line) in [("`id`", 2), ("`clusters`", 4), ("`development`", 5), ("`jar`", 9), ("`storage`", 13)] {
+            assert!(
+                notes.iter().any(|n| n.contains(needle) && n.contains(&format!("settings.json:{line}:"))),
+                "{needle} at {line}: {notes:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bundle_resource_is_relative_to_its_file_and_a_missing_library_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("databricks.yml"), "bundle:\n  name: b\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("resources")).unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/dlt.sql"), "").unwrap();
+        let text = "resources:\n  pipelines:\n    orders_pipeline:\n      catalog: main\n      schema: orders\n      \
+                    libraries:\n        - notebook:\n            path: ../src/dlt.sql\n        - file:\n            path: ../src/gone.sql\n";
+        let path = dir.path().join("resources/p.yml");
+        let err = settings(&path, text, "resources/p.yml").err().unwrap().to_string();
+        assert!(
+            err.contains("resources/p.yml:10:") && err.contains("`../src/gone.sql` is not in the project"),
+            "{err}"
+        );
+        let text = text.replace("        - file:\n            path: ../src/gone.sql\n", "");
+        let s = settings(&path, &text, "resources/p.yml").unwrap();
+        assert_eq!(s.spec.name, "orders_pipeline");
+        assert_eq!(s.root, dir.path());
+        assert_eq!(s.spec.libraries[0].glob.include, "src/dlt.sql");
+    }
+}
