@@ -12,7 +12,8 @@
 #    adds 1% new files, and the idle-run overhead;
 # 5. `thund validate` on generated 100 / 1,000 / 10,000-dataset projects, and lowering +
 #    defining a 500-dataset project on the Spark server;
-# 6. bench/report.py: one table on stdout, bench/results/bench.json and bench/results/bench.png.
+# 6. `thund test` on the sample project and on 100 tests of a generated 20-dataset project;
+# 7. bench/report.py: one table on stdout, bench/results/bench.json and bench/results/bench.png.
 set -euo pipefail
 
 SF=1
@@ -57,5 +58,7 @@ echo "== streaming (lineitem split into files)"
 "$BENCH_PYTHON" bench/streaming.py --sf "$SF"
 echo "== front end at scale"
 "$BENCH_PYTHON" bench/scale.py "${SPARK_ARGS[@]}"
+echo "== thund test"
+"$BENCH_PYTHON" bench/unit_tests.py --runs "$RUNS"
 echo "== report"
 "$BENCH_PYTHON" bench/report.py --sf "$SF"

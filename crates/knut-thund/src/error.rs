@@ -92,6 +92,9 @@ pub enum ThundError {
     /// A definition file could not be parsed.
     #[error("{} problem(s) in the pipeline's SQL:{}", .0.len(), lines(.0))]
     Parse(Vec<Diagnostic>),
+    /// A test file (`thund test`) is broken.
+    #[error("{} problem(s) in the pipeline's tests:{}", .0.len(), lines(.0))]
+    Tests(Vec<Diagnostic>),
     /// The pipeline parsed but is not a valid graph.
     #[error("{} problem(s) in the pipeline graph:{}", .0.len(), lines(.0))]
     Validation(Vec<Diagnostic>),
@@ -144,6 +147,7 @@ impl ThundError {
             self,
             ThundError::Spec(_)
                 | ThundError::Parse(_)
+                | ThundError::Tests(_)
                 | ThundError::Validation(_)
                 | ThundError::Unsupported { .. }
                 | ThundError::Selection(_)
@@ -163,7 +167,7 @@ impl ThundError {
     /// The located problems, for rendering with source snippets.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {
-            ThundError::Spec(d) | ThundError::Parse(d) | ThundError::Validation(d) => d,
+            ThundError::Spec(d) | ThundError::Parse(d) | ThundError::Tests(d) | ThundError::Validation(d) => d,
             _ => &[],
         }
     }

@@ -192,6 +192,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = EventsFormat::Table)]
         format: EventsFormat,
     },
+    /// Run the pipeline's unit tests (tests/**/*.yml) on the embedded engine, in scratch
+    /// storage: exit 0 when all pass, 1 when one fails, 2 for a broken test file.
+    Test {
+        #[command(flatten)]
+        project: ProjectArg,
+        /// Only the tests whose name contains this text.
+        #[arg(long, value_name = "TEXT")]
+        filter: Option<String>,
+        /// Also write the results as JUnit XML to this file, for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Serve a web view of the pipeline: its graph, its runs and each dataset's state, live.
     Ui {
         #[command(flatten)]

@@ -15,6 +15,7 @@ mod failure;
 mod progress;
 mod render;
 mod sample;
+mod testing;
 mod ui;
 
 use std::process::ExitCode;

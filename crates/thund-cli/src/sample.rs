@@ -55,6 +55,83 @@ WHERE name IS NOT NULL
 GROUP BY name;
 ";
 
+const TESTS: &str = r#"# Unit tests of the pipeline: `thund test` runs each on the embedded engine in scratch storage,
+# with the rows below in place of what the dataset reads. Rows compare in any order, over the
+# columns named; `schema` types an input's columns.
+tests:
+  - name: orders_raw reads the orders file
+    dataset: orders_raw
+    inputs:
+      data/orders.csv:
+        - {order_id: 1, customer_id: 2, amount: 12.5, order_date: "2026-01-05"}
+        - {order_id: 2, customer_id: 3, amount: null, order_date: "2026-02-01"}
+    expect:
+      rows:
+        - {order_id: 1, customer_id: 2, amount: 12.5, order_date: "2026-01-05"}
+        - {order_id: 2, customer_id: 3, amount: null, order_date: "2026-02-01"}
+
+  - name: customers reads the customers file
+    dataset: customers
+    inputs:
+      data/customers.json:
+        - {customer_id: 1, name: Astrid, region: North}
+        - {customer_id: 6, name: Frida, region: null}
+    expect:
+      rows:
+        - {customer_id: 1, name: Astrid, region: North}
+        - {customer_id: 6, name: Frida, region: null}
+
+  - name: orders_clean drops orders without an amount and types the rest
+    dataset: orders_clean
+    inputs:
+      orders_raw:
+        - {order_id: 1, customer_id: 1, amount: 10.504, order_date: "2026-01-05"}
+        - {order_id: 2, customer_id: 2, amount: null, order_date: "2026-01-06"}
+    expect:
+      rows:
+        - {order_id: 1, customer_id: 1, amount: 10.50, order_date: "2026-01-05"}
+
+  - name: orders_enriched adds each order's customer, and nothing for an unknown one
+    dataset: orders_enriched
+    inputs:
+      orders_raw:
+        - {order_id: 1, customer_id: 1, amount: 10.5, order_date: "2026-01-05"}
+        - {order_id: 2, customer_id: 7, amount: 20.0, order_date: "2026-01-06"}
+      customers:
+        - {customer_id: 1, name: Astrid, region: North}
+    expect:
+      rows:
+        - {order_id: 1, name: Astrid, region: North, amount: 10.5}
+        - {order_id: 2, name: null, region: null, amount: 20.0}
+
+  - name: revenue_by_region sums each region's orders per month
+    dataset: revenue_by_region
+    inputs:
+      orders_enriched:
+        schema: "order_date DATE, amount DECIMAL(10, 2)"
+        rows:
+          - {order_id: 1, customer_id: 1, amount: 10.0, order_date: "2026-01-05", name: Astrid, region: North}
+          - {order_id: 2, customer_id: 4, amount: 30.0, order_date: "2026-01-20", name: Dag, region: North}
+          - {order_id: 3, customer_id: 6, amount: 5.0, order_date: "2026-02-03", name: Frida, region: null}
+    expect:
+      rows:
+        - {region: North, year: 2026, month: 1, orders: 2, revenue: 40.0}
+        - {region: unknown, year: 2026, month: 2, orders: 1, revenue: 5.0}
+
+  - name: top_customers counts and totals each named customer
+    dataset: top_customers
+    inputs:
+      orders_enriched:
+        schema: "amount DECIMAL(10, 2)"
+        rows:
+          - {order_id: 1, amount: 10.0, name: Astrid}
+          - {order_id: 2, amount: 2.5, name: Astrid}
+          - {order_id: 3, amount: 7.0, name: null}
+    expect:
+      rows:
+        - {name: Astrid, orders: 2, total: 12.5}
+"#;
+
 /// Deterministic sample data: 60 orders over 6 customers (one unknown), two with no amount.
 fn orders_csv() -> String {
     let mut s = String::from("order_id,customer_id,amount,order_date\n");
@@ -86,6 +163,7 @@ pub fn create(dir: &Path) -> anyhow::Result<()> {
         ("transformations/03_gold.sql", GOLD.to_string()),
         ("data/orders.csv", orders_csv()),
         ("data/customers.json", CUSTOMERS.to_string()),
+        ("tests/sample.yml", TESTS.to_string()),
     ];
     for (name, text) in files {
         let path = dir.join(name);

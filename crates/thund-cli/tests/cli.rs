@@ -530,3 +530,102 @@ fn a_dlt_project_runs_from_its_settings_lists_what_has_no_meaning_and_init_write
         "{out}"
     );
 }
+
+#[test]
+fn thund_test_passes_on_the_sample_fails_on_broken_sql_and_refuses_a_broken_test_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let o = thund(&["test", "-p", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(out.lines().filter(|l| l.starts_with("PASS ")).count(), 6, "{out}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+    assert!(!demo.join(".thund").exists(), "tests never write the project's storage");
+
+    // `sum` turned into `min`: the revenue test fails, saying which rows differ; JUnit says so too.
+    let gold = demo.join("transformations/03_gold.sql");
+    let sql = std::fs::read_to_string(&gold).unwrap();
+    std::fs::write(&gold, sql.replace("sum(amount) AS revenue", "min(amount) AS revenue")).unwrap();
+    let junit = tmp.path().join("junit.xml");
+    let o = thund(&["test", "-p", p(&demo), "--junit", p(&junit)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("FAIL revenue_by_region sums each region's orders per month"), "{out}");
+    assert!(
+        out.contains("missing rows:") && out.contains("{month: 1, orders: 2, region: \"North\", revenue: 40.0"),
+        "{out}"
+    );
+    assert!(out.contains("extra rows:") && out.contains("revenue: 10.0"), "{out}");
+    assert!(out.contains("5 passed, 1 failed"), "{out}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"6\" failures=\"1\"") && xml.contains("<failure message="), "{xml}");
+
+    // --filter runs only the tests it names.
+    let o = thund(&["test", "-p", p(&demo), "--filter", "orders_clean"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 passed, 0 failed"), "{}", text(&o));
+
+    // A broken test file: every problem at its line, exit 2.
+    std::fs::write(
+        demo.join("tests/broken.yml"),
+        "tests:\n  - name: x\n    dataset: nowhere\n    expect: {rows: []}\n  - name: y\n    dataset: customers\n    inputs:\n      nothing: []\n    expect: {rows: []}\n",
+    )
+    .unwrap();
+    let o = thund(&["test", "-p", p(&demo)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("tests/broken.yml:3:1") && out.contains("no dataset `nowhere`"), "{out}");
+    assert!(out.contains("tests/broken.yml:8:1") && out.contains("input `nothing`"), "{out}");
+}
+
+#[test]
+fn thund_test_feeds_streams_batch_by_batch_and_checks_expectation_counts_and_auto_cdc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(
+        dir.join("sql/a.sql"),
+        "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE checked (\n  CONSTRAINT positive EXPECT (v > 0) ON VIOLATION DROP ROW,\n  \
+         CONSTRAINT small EXPECT (v < 100)\n) AS SELECT id, v FROM STREAM(raw);\n\
+         CREATE STREAMING TABLE current FLOW AUTO CDC FROM STREAM(raw) KEYS (id) SEQUENCE BY seq COLUMNS * EXCEPT (seq);\n",
+    )
+    .unwrap();
+    let tests = "tests:
+  - name: checked drops what is not positive, batch by batch
+    dataset: checked
+    batches:
+      - inputs: {raw: [{id: 1, v: 5, seq: 1}, {id: 2, v: -1, seq: 1}]}
+        expect:
+          rows: [{id: 1, v: 5}]
+          expectations: {positive: {passed: 1, failed: 1, dropped: 1}}
+      - inputs: {raw: [{id: 3, v: 500, seq: 1}]}
+        expect:
+          rows: [{id: 1, v: 5}, {id: 3, v: 500}]
+          expectations: {small: {passed: 0, failed: 1, dropped: 0}}
+  - name: current keeps each key's latest change whatever the arrival order
+    dataset: current
+    batches:
+      - inputs: {in: [{id: 1, v: 1, seq: 2}, {id: 1, v: 9, seq: 1}]}
+        expect: {rows: [{id: 1, v: 1}]}
+      - inputs: {in: [{id: 1, v: 7, seq: 3}, {id: 2, v: 4, seq: 1}, {id: 1, v: 0, seq: 0}]}
+        expect: {rows: [{id: 1, v: 7}, {id: 2, v: 4}]}
+";
+    std::fs::write(dir.join("tests/t.yml"), tests).unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 passed, 0 failed"), "{}", text(&o));
+
+    // A wrong count fails the test, naming the batch and the expectation.
+    std::fs::write(
+        dir.join("tests/t.yml"),
+        tests.replace("{small: {passed: 0, failed: 1", "{small: {passed: 0, failed: 2"),
+    )
+    .unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("batch 2: expectation `small`: 1 rows failed, expected 2"), "{}", text(&o));
+}
