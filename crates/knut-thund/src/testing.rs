@@ -510,9 +510,112 @@ fn split_top_level_commas(s: &str) -> Vec<String> {
     out
 }
 
-/// The pipeline test `case` runs: its dataset and what it reads up to the inputs (see the
+/// A SQL literal of a test value, as both engines read it: a fractional number as a DOUBLE (a
+/// bare `1.5` is a DECIMAL in Spark), text with quotes or backslashes through its UTF-8 bytes
+/// (the two dialects escape differently).
+fn literal(v: &Value, float_column: bool) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) if float_column => format!("CAST({i} AS DOUBLE)"),
+        Value::Int(i) => i.to_string(),
+        Value::Float(x) => format!("CAST({x:?} AS DOUBLE)"),
+        Value::Text(t) if t.contains(['\'', '\\']) => {
+            let hex: String = t.bytes().map(|b| format!("{b:02X}")).collect();
+            format!("CAST(X'{hex}' AS STRING)")
+        }
+        Value::Text(t) => format!("'{t}'"),
+    }
+}
+
+/// A non-stream dataset input at batch `upto`: the rows of the last batch up to it that gives
+/// them, inline as `VALUES` (data sent with the plan, so any server runs it), columns typed by
+/// `schema`, a column of only NULLs as a string.
+fn values_sql(case: &TestCase, name: &QualifiedName, upto: usize) -> Result<String, Diagnostic> {
+    let target = InputTarget::Dataset(name.clone());
+    let all: Vec<&Input> = case.batches.iter().flat_map(|b| &b.inputs).filter(|i| i.target == target).collect();
+    let last = upto.min(case.batches.len().saturating_sub(1));
+    let rows: &[Row] = case.batches[..=last]
+        .iter()
+        .rev()
+        .find_map(|b| b.inputs.iter().find(|i| i.target == target))
+        .map_or(&[], |i| &i.rows);
+    let columns: BTreeSet<String> = all.iter().flat_map(|i| i.rows.iter().flat_map(|r| r.keys().cloned())).collect();
+    if columns.is_empty() {
+        return Err(Diagnostic::at(&case.location, format!("input `{name}` names no column")));
+    }
+    let select = input_columns(case, name)?;
+    let quoted: Vec<String> = columns.iter().map(|c| format!("`{}`", c.replace('`', "``"))).collect();
+    let float: Vec<bool> =
+        columns.iter().map(|c| rows.iter().any(|r| matches!(r.get(c), Some(Value::Float(_))))).collect();
+    let all_null: Vec<bool> =
+        columns.iter().map(|c| rows.iter().all(|r| matches!(r.get(c), None | Some(Value::Null)))).collect();
+    // Untyped, a column of NULLs only would have no type a table can store.
+    let select = if select != "*" {
+        select
+    } else {
+        quoted
+            .iter()
+            .zip(&all_null)
+            .map(|(q, null)| if *null { format!("CAST({q} AS STRING) AS {q}") } else { q.clone() })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let values: Vec<String> = if rows.is_empty() {
+        vec![format!("({})", vec!["NULL"; columns.len()].join(", "))]
+    } else {
+        rows.iter()
+            .map(|r| {
+                let cells: Vec<String> =
+                    columns.iter().zip(&float).map(|(c, f)| literal(r.get(c).unwrap_or(&Value::Null), *f)).collect();
+                format!("({})", cells.join(", "))
+            })
+            .collect()
+    };
+    let filter = if rows.is_empty() { " WHERE false" } else { "" };
+    Ok(format!("SELECT {select} FROM VALUES {} AS __thund_input({}){filter}", values.join(", "), quoted.join(", ")))
+}
+
+/// `p` with its datasets in `database` instead of its default one, and that as the default:
+/// each test on a shared server gets a database of its own.
+pub fn in_database(p: &Pipeline, database: &str) -> Pipeline {
+    let moved = |n: &QualifiedName| {
+        if n.catalog == p.catalog && n.database == p.database {
+            QualifiedName::new(&n.catalog, database, &n.name)
+        } else {
+            n.clone()
+        }
+    };
+    let mut out = p.clone();
+    out.database = database.to_string();
+    for d in &mut out.datasets {
+        d.name = moved(&d.name);
+    }
+    for f in &mut out.flows {
+        f.name = moved(&f.name);
+        f.target = moved(&f.target);
+        let reads = match &mut f.kind {
+            FlowKind::AutoCdc(c) => &mut c.source.reads,
+            FlowKind::Append { query, .. } | FlowKind::Once { query, .. } => &mut query.reads,
+        };
+        for r in reads.iter_mut() {
+            if let Read::Dataset { name, .. } = r {
+                *name = moved(name);
+            }
+        }
+    }
+    out
+}
+
+/// The pipeline test `case` runs at batch `batch`: its dataset and what it reads up to the inputs (see the
 /// module docs), stored under `storage`, its inputs read from folders under `inputs`.
-pub fn test_pipeline(p: &Pipeline, case: &TestCase, inputs: &Path, storage: &Path) -> Result<Pipeline, Diagnostic> {
+pub fn test_pipeline(
+    p: &Pipeline,
+    case: &TestCase,
+    batch: usize,
+    inputs: &Path,
+    storage: &Path,
+) -> Result<Pipeline, Diagnostic> {
     let replaced: BTreeSet<&InputTarget> =
         case.batches.iter().flat_map(|b| b.inputs.iter().map(|i| &i.target)).collect();
     let is_input = |n: &QualifiedName| replaced.contains(&InputTarget::Dataset(n.clone()));
@@ -545,9 +648,13 @@ pub fn test_pipeline(p: &Pipeline, case: &TestCase, inputs: &Path, storage: &Pat
         if is_input(&d.name) {
             let stream = d.kind == DatasetKind::StreamingTable;
             let folder = input_folder(inputs, &InputTarget::Dataset(d.name.clone()));
-            let source = format!("read_files('{}', format => 'json')", folder.to_string_lossy().replace('\'', "\\'"));
-            let source = if stream { format!("STREAM {source}") } else { source };
-            let sql = format!("SELECT {} FROM {source}", input_columns(case, &d.name)?);
+            let sql = if stream {
+                let source =
+                    format!("read_files('{}', format => 'json')", folder.to_string_lossy().replace('\'', "\\'"));
+                format!("SELECT {} FROM STREAM {source}", input_columns(case, &d.name)?)
+            } else {
+                values_sql(case, &d.name, batch)?
+            };
             let query = analyze(&sql, &case.location, &names).map_err(|mut ds| ds.remove(0))?;
             out.datasets.push(Dataset {
                 kind: if stream { DatasetKind::StreamingTable } else { DatasetKind::MaterializedView },
@@ -632,7 +739,7 @@ mod tests {
             "tests:\n  - name: t\n    dataset: clean\n    inputs:\n      data/in.csv: [{id: 1, amount: 2.5}]\n    \
                     expect: {rows: [{id: 1}]}\n";
         let cases = parse(text, "t.yml", &p).unwrap();
-        let t = test_pipeline(&p, &cases[0], Path::new("/tmp/in"), Path::new("/tmp/st")).unwrap();
+        let t = test_pipeline(&p, &cases[0], 0, Path::new("/tmp/in"), Path::new("/tmp/st")).unwrap();
         let kinds: Vec<(String, DatasetKind)> = t.datasets.iter().map(|d| (d.name.name.clone(), d.kind)).collect();
         assert_eq!(
             kinds,
@@ -645,13 +752,15 @@ mod tests {
         let text = "tests:\n  - name: t\n    dataset: totals\n    inputs:\n      raw: [{id: 1, amount: 2.5}]\n    \
                     expect: {expectations: {positive: {passed: 1}}}\n";
         let cases = parse(text, "t.yml", &p).unwrap();
-        let t = test_pipeline(&p, &cases[0], Path::new("/tmp/in"), Path::new("/tmp/st")).unwrap();
+        let t = test_pipeline(&p, &cases[0], 0, Path::new("/tmp/in"), Path::new("/tmp/st")).unwrap();
         let names: Vec<&str> = t.datasets.iter().map(|d| d.name.name.as_str()).collect();
         assert_eq!(names, ["raw", "clean", "totals"]);
-        assert!(
-            t.flows[0].query().sql.contains("/tmp/in/dataset_spark_catalog.default.raw"),
-            "{}",
-            t.flows[0].query().sql
+        assert_eq!(
+            t.flows[0].query().sql,
+            "SELECT `amount`, `id` FROM VALUES (CAST(2.5 AS DOUBLE), 1) AS __thund_input(`amount`, `id`)"
         );
+        let moved = in_database(&t, "t1");
+        assert!(moved.datasets.iter().all(|d| d.name.database == "t1"));
+        assert!(moved.flows.iter().all(|f| f.target.database == "t1"));
     }
 }

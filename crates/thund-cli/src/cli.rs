@@ -197,6 +197,8 @@ pub enum Command {
     Test {
         #[command(flatten)]
         project: ProjectArg,
+        #[command(flatten)]
+        backend: BackendArgs,
         /// Only the tests whose name contains this text.
         #[arg(long, value_name = "TEXT")]
         filter: Option<String>,

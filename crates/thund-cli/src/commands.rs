@@ -40,9 +40,10 @@ pub fn dispatch(command: Command) -> anyhow::Result<()> {
             let filter = EventFilter { run, all, dataset, levels: level, types: event_type };
             events(&project.project, &filter, format)
         }
-        Command::Test { project, filter, junit } => {
+        Command::Test { project, backend, filter, junit } => {
             let p = load_valid(&project.project)?;
-            crate::testing::run(&p, filter.as_deref(), junit.as_deref())
+            let backend = backends::pick(&backend, EngineOptions::default())?;
+            crate::testing::run(&p, backend.as_ref(), filter.as_deref(), junit.as_deref())
         }
         Command::Ui { project, port, bind } => {
             let p = load_valid(&project.project)?;

@@ -719,3 +719,30 @@ fn spark_still_loses_a_flows_rows_in_a_parquet_streaming_table_with_two_flows() 
         }
     }
 }
+
+#[test]
+fn thund_test_proves_the_same_logic_on_spark() {
+    let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    let thund =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_thund")).args(args).env("NO_COLOR", "1").output().unwrap();
+    let d = demo.to_str().unwrap();
+    assert!(thund(&["init", d]).status.success());
+    // The tests `thund init` wrote, unchanged, on the server.
+    let o = thund(&["test", "-p", d, "--backend", "spark", "--remote", &url]);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("6 passed, 0 failed"), "{out}");
+    // Broken SQL fails there too, with the same rows missing.
+    let gold = demo.join("transformations/03_gold.sql");
+    let sql = std::fs::read_to_string(&gold).unwrap();
+    std::fs::write(&gold, sql.replace("sum(amount) AS revenue", "min(amount) AS revenue")).unwrap();
+    let o = thund(&["test", "-p", d, "--backend", "spark", "--remote", &url, "--filter", "revenue"]);
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("missing rows:") && out.contains("revenue: 40.0"), "{out}");
+    // Each test's database is dropped after it.
+    let left = SparkBackend::new(&url).query("SHOW DATABASES LIKE 'thund_test_*'").unwrap();
+    assert_eq!(rows(&left), Vec::<String>::new(), "test databases left behind");
+}
