@@ -27,7 +27,7 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use knut_thund::backend::RunOptions;
 use knut_thund::error::ThundError;
 use knut_thund::ir::{Pipeline, ViolationAction};
-use knut_thund::testing::{input_folder, input_is_stream, test_pipeline, Row, TestCase, Value};
+use knut_thund::testing::{input_folder, input_is_stream, test_pipeline, InputTarget, Row, TestCase, Value};
 
 /// A test's outcome.
 struct Outcome {
@@ -151,8 +151,12 @@ fn run_case(
     for (n, batch) in case.batches.iter().enumerate() {
         let at = if many { format!("batch {}: ", n + 1) } else { String::new() };
         for input in &batch.inputs {
+            let stream = input_is_stream(p, &input.target);
+            if !stream && matches!(input.target, InputTarget::Dataset(_)) {
+                continue; // inline in the test pipeline
+            }
             let folder = input_folder(&inputs, &input.target);
-            if !input_is_stream(p, &input.target) {
+            if !stream {
                 // Not a stream: each batch's rows are the whole input.
                 for e in std::fs::read_dir(&folder).map_err(|e| e.to_string())?.flatten() {
                     let _ = std::fs::remove_file(e.path());
@@ -257,9 +261,26 @@ fn cell(array: &dyn Array, formatter: &ArrayFormatter<'_>, row: usize) -> Value 
         | DataType::Decimal128(..)
         | DataType::Decimal256(..) => text.parse().map_or(Value::Text(text), Value::Float),
         DataType::Boolean => Value::Bool(text == "true"),
-        // Spark writes a timestamp with a space.
-        DataType::Timestamp(..) => Value::Text(text.replacen('T', " ", 1)),
+        DataType::Timestamp(..) => Value::Text(timestamp_text(&text)),
         _ => Value::Text(text),
+    }
+}
+
+/// A timestamp as Spark shows it in its session time zone (UTC here): `2026-06-01 10:00:00`,
+/// fractions without trailing zeros, no zone suffix.
+fn timestamp_text(text: &str) -> String {
+    let t = text.replacen('T', " ", 1);
+    let t = t.strip_suffix('Z').or_else(|| t.strip_suffix("+00:00")).unwrap_or(&t);
+    match t.split_once('.') {
+        Some((whole, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            if fraction.is_empty() {
+                whole.to_string()
+            } else {
+                format!("{whole}.{fraction}")
+            }
+        }
+        None => t.to_string(),
     }
 }
 

@@ -629,3 +629,58 @@ fn thund_test_feeds_streams_batch_by_batch_and_checks_expectation_counts_and_aut
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("batch 2: expectation `small`: 1 rows failed, expected 2"), "{}", text(&o));
 }
+
+#[test]
+fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
+    for d in ["sql", "tests/fixtures"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.join("sql/a.sql"),
+        "CREATE MATERIALIZED VIEW prices AS SELECT * FROM read_files('data/prices.csv', format => 'csv', header => true);\n\
+         CREATE MATERIALIZED VIEW priced AS SELECT o.id, o.qty * p.price AS total FROM orders o JOIN prices p ON o.sku = p.sku;\n\
+         CREATE MATERIALIZED VIEW orders AS SELECT * FROM json.`data/orders.json`;\n\
+         CREATE STREAMING TABLE events AS SELECT id, CAST(ts AS TIMESTAMP) AS ts FROM STREAM read_files('ev', format => 'json');\n\
+         CREATE STREAMING TABLE per_window AS SELECT window.start AS ws, count(*) AS n\n  \
+           FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY window(ts, '5 minutes');\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("tests/fixtures/prices.csv"), "sku,price\na,2.5\n\"b,2\",10\n").unwrap();
+    std::fs::write(
+        dir.join("tests/fixtures/orders.jsonl"),
+        "{\"id\": 1, \"sku\": \"a\", \"qty\": 4}\n{\"id\": 2, \"sku\": \"b,2\", \"qty\": 1}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tests/t.yml"),
+        "tests:
+  - name: priced multiplies quantities by prices from the fixtures
+    dataset: priced
+    inputs:
+      prices: {csv: tests/fixtures/prices.csv}
+      orders: {json: tests/fixtures/orders.jsonl}
+    expect:
+      rows: [{id: 1, total: 10.0}, {id: 2, total: 10}]
+  - name: a window is written once the watermark passes its end
+    dataset: per_window
+    batches:
+      - inputs:
+          events:
+            schema: ts TIMESTAMP
+            rows: [{id: 1, ts: '2026-06-01 10:00:00'}, {id: 2, ts: '2026-06-01 10:02:00'}, {id: 3, ts: '2026-06-01 10:06:30'}]
+        expect: {rows: [{ws: '2026-06-01 10:00:00', n: 2}]}
+      - inputs:
+          events:
+            schema: ts TIMESTAMP
+            rows: [{id: 4, ts: '2026-06-01 10:12:00'}, {id: 5, ts: '2026-06-01 10:01:00'}]
+        expect: {rows: [{ws: '2026-06-01 10:00:00', n: 2}, {ws: '2026-06-01 10:05:00', n: 1}]}
+",
+    )
+    .unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 passed, 0 failed"), "{}", text(&o));
+}

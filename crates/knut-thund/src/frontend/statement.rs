@@ -351,17 +351,7 @@ fn statement(
     }
     if c.eat_words(&["APPLY", "CHANGES", "INTO"]) {
         // DLT's older spelling of `CREATE FLOW t AS AUTO CDC INTO t …`, named after its target.
-        let target = c.qualified(names)?;
-        let cdc = auto_cdc(c, names)?;
-        out.flows.push(Flow {
-            name: target.clone(),
-            target,
-            kind: FlowKind::AutoCdc(cdc),
-            implicit: false,
-            sql_conf: conf.clone(),
-            location: start,
-        });
-        return Ok(());
+        return auto_cdc_flow(c, names, None, start, conf, out);
     }
     c.expect_word("CREATE")?;
     let or_refresh = c.eat_words(&["OR", "REFRESH"]);
@@ -602,17 +592,7 @@ fn flow(
     }
     c.expect_word("AS")?;
     if c.eat_words(&["AUTO", "CDC", "INTO"]) {
-        let target = c.qualified(names)?;
-        let cdc = auto_cdc(c, names)?;
-        out.flows.push(Flow {
-            name,
-            target,
-            kind: FlowKind::AutoCdc(cdc),
-            implicit: false,
-            sql_conf: conf.clone(),
-            location: start,
-        });
-        return Ok(());
+        return auto_cdc_flow(c, names, Some(name), start, conf, out);
     }
     c.expect_word("INSERT")?;
     c.expect_word("INTO")?;
@@ -622,6 +602,29 @@ fn flow(
     let query = c.rest_as_query(names)?;
     let kind = if once { FlowKind::Once { query, by_name } } else { FlowKind::Append { query, by_name } };
     out.flows.push(Flow { name, target, kind, implicit: false, sql_conf: conf.clone(), location: start });
+    Ok(())
+}
+
+/// `target FROM … KEYS …` after `AUTO CDC INTO` or `APPLY CHANGES INTO`: an explicit flow named
+/// `name`, or after its target.
+fn auto_cdc_flow(
+    c: &mut Cursor<'_>,
+    names: &NameContext,
+    name: Option<QualifiedName>,
+    start: SourceLocation,
+    conf: &BTreeMap<String, String>,
+    out: &mut FileDefinitions,
+) -> PResult<()> {
+    let target = c.qualified(names)?;
+    let cdc = auto_cdc(c, names)?;
+    out.flows.push(Flow {
+        name: name.unwrap_or_else(|| target.clone()),
+        target,
+        kind: FlowKind::AutoCdc(cdc),
+        implicit: false,
+        sql_conf: conf.clone(),
+        location: start,
+    });
     Ok(())
 }
 
