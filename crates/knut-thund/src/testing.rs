@@ -337,12 +337,11 @@ pub fn parse(text: &str, shown: &str, p: &Pipeline) -> Result<Vec<TestCase>, Vec
                     RawInput::File(f) => f.schema.clone(),
                     RawInput::Rows(_) => None,
                 };
-                if let (Some(ddl), InputTarget::Files(_)) = (&schema, &target) {
+                if schema.is_some() && matches!(target, InputTarget::Files(_)) {
                     fail(
                         &key,
                         format!("test `{}`: input `{key}`: `schema` types a dataset input; a file source's query casts its columns", rc.name),
                     );
-                    let _ = ddl;
                     continue;
                 }
                 match input_rows(input, &p.root) {

@@ -86,7 +86,7 @@ pub fn run(p: &Pipeline, backend: &dyn Backend, filter: Option<&str>, junit: Opt
     }
     .context("creating the tests' scratch folder")?;
     // On a server shared with others, each test writes a database of its own, dropped after.
-    let shared = backend.capabilities().name != thund_native::BACKEND_NAME;
+    let shared = !backend.needs_project();
     if shared {
         backend.connect().map_err(|e| ProjectError { root: p.root.clone(), error: e })?;
     }
@@ -141,8 +141,9 @@ fn run_case(
         }
         _ => case.dataset.clone(),
     };
-    for b in &case.batches {
-        for i in &b.inputs {
+    // Streams read their folder from the first batch on, whichever batch first fills it.
+    for i in case.batches.iter().flat_map(|b| &b.inputs) {
+        if input_is_stream(p, &i.target) || matches!(i.target, InputTarget::Files(_)) {
             let folder = input_folder(&inputs, &i.target);
             std::fs::create_dir_all(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
         }

@@ -262,11 +262,9 @@ fn library(
         ));
         return;
     };
-    let loc = SourceLocation::new(shown, line_of(text, "path").max(line_of(text, kind)), 1);
-    let loc = match text.lines().position(|l| l.contains(written)) {
-        Some(i) => SourceLocation::new(shown, i as u32 + 1, 1),
-        None => loc,
-    };
+    // The line that writes the path (the path came from this text, so one does).
+    let line = text.lines().position(|l| l.contains(written)).map_or(1, |i| i as u32 + 1);
+    let loc = SourceLocation::new(shown, line, 1);
     if kind == "glob" {
         let abs = folder.join(written.trim_start_matches("./"));
         match relative_to(&abs, root) {
