@@ -1,8 +1,11 @@
 """AUTO CDC benchmark: a change feed of customers (one insert per key, 10 Parquet files) applied as
 SCD type 1 and as SCD type 2; then batches of changes touching 1% of the keys (updates and a few
-deletes, some arriving late). A full refresh of each vs an incremental run with one such batch
-(with deletion vectors, as AUTO CDC targets are created, and without, rewriting the files that hold
-a touched key), and, for scale, a plain rewrite of the same table (a materialized view copying it).
+deletes, some arriving after later-sequenced ones of other keys). A full refresh of each vs an
+incremental run with one such batch (with deletion vectors, as AUTO CDC targets are created, and
+without, rewriting the files that hold a touched key), the same with 0.1% of the changes late for
+their own key (older than the key's insert: its history is read and replayed), and, for scale, a
+plain rewrite of the same table (a materialized view copying it). Besides whole-process wall
+times, each flow's own time (from the run's events) is set beside the copy flow's.
 
     python3 bench/cdc.py [--keys 1000000]
 
@@ -12,8 +15,11 @@ bench/results/cdc.json.
 """
 import argparse
 import pathlib
+import re
+import statistics
 import subprocess
 import tempfile
+import time
 
 from common import median_of, save, table, thund_binary, timed
 
@@ -58,9 +64,28 @@ def feed(pa, rng, ids, seqs, ops):
     })
 
 
-def change_batch(path: pathlib.Path, keys: int, batch: int):
+def run_flows(cmd):
+    """Runs a `thund run`; returns (wall seconds, {flow: its own ms}) from its events."""
+    t = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        raise SystemExit(p.stdout[-4000:])
+    flows = {m.group(1).rsplit(".", 1)[-1]: float(m.group(2))
+             for m in re.finditer(r"Flow (\S+) has COMPLETED\. \([0-9]+ rows, ([0-9]+) ms\)", p.stdout)}
+    return wall, flows
+
+
+def median_flows(runs):
+    """Medians of (wall, {flow: ms}) runs."""
+    flows = {f: statistics.median(r[1][f] for r in runs) for f in runs[0][1]}
+    return statistics.median(r[0] for r in runs), flows
+
+
+def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool = False):
     """1% of the keys: updates (city or visits), every 20th a delete, every 10th older than the
-    last batch (late)."""
+    last batch (later than any change of its own key, though). With `late_for_key`, every
+    1000th change is older than its key's insert: late for its key."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -71,6 +96,8 @@ def change_batch(path: pathlib.Path, keys: int, batch: int):
     base = 10 * keys * (batch + 1)
     seqs = base + np.arange(n, dtype=np.int64)
     seqs[::10] -= 5 * keys  # late: between the previous batch and this one
+    if late_for_key:
+        seqs[5::1000] = ids[5::1000]  # the insert's sequence is id + 1
     ops = ["D" if i % 20 == 0 else "U" for i in range(n)]
     pq.write_table(feed(pa, rng, ids, seqs, ops), path)
 
@@ -121,6 +148,27 @@ def main():
         inc = median_of(3, incremental)
         idle = median_of(5, run)
         replay_check(thund, proj)
+        # The same batches again, now each with 10 changes late for their own key; then each
+        # flow's own time for an in-order batch and a batch with late changes.
+        late_batches = iter(range(3, 6))
+
+        def late():
+            b = next(late_batches)
+            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b, late_for_key=True)
+            return run()
+
+        inc_late = median_of(3, late)
+        replay_check(thund, proj)
+        flow_batches = iter(range(6, 12))
+
+        def flows(late_for_key):
+            b = next(flow_batches)
+            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b, late_for_key=late_for_key)
+            return run_flows([thund, "run", "-p", str(proj)])
+
+        in_order_flows = median_flows([flows(False) for _ in range(3)])[1]
+        late_flows = median_flows([flows(True) for _ in range(3)])[1]
+        replay_check(thund, proj)
 
         plain = pathlib.Path(tmp) / "plain"
         (plain / "sql").mkdir(parents=True)
@@ -144,12 +192,16 @@ def main():
         (copy / "sql" / "a.sql").write_text(COPY)
         (copy / "in").symlink_to(proj / "in")
         rewrite = median_of(3, lambda: timed([thund, "run", "-p", str(copy), "--full-refresh-all"]))
+        copy_ms = median_flows([run_flows([thund, "run", "-p", str(copy), "--full-refresh-all"])
+                                for _ in range(3)])[1]["copy"]
 
     rows = [
         ["full refresh (feed → SCD 1 + SCD 2)", f"{full[0]:.3f}s", f"{full[1]:.0f} MiB", "1.000"],
         ["incremental: 1% of keys changed", f"{inc[0]:.3f}s", f"{inc[1]:.0f} MiB", f"{inc[0] / full[0]:.3f}"],
         ["incremental, rewriting touched files instead", f"{inc_rewrite[0]:.3f}s", f"{inc_rewrite[1]:.0f} MiB",
          f"{inc_rewrite[0] / full[0]:.3f}"],
+        ["incremental: 1% of keys, 10 changes late for their key", f"{inc_late[0]:.3f}s", f"{inc_late[1]:.0f} MiB",
+         f"{inc_late[0] / full[0]:.3f}"],
         ["idle (no new changes)", f"{idle[0]:.3f}s", f"{idle[1]:.0f} MiB", f"{idle[0] / full[0]:.3f}"],
         ["rewrite of the feed (materialized view copy)", f"{rewrite[0]:.3f}s", f"{rewrite[1]:.0f} MiB",
          f"{rewrite[0] / full[0]:.3f}"],
@@ -157,10 +209,18 @@ def main():
     print(f"{args.keys} keys; median of 3 (idle: of 5)")
     print(table(rows, ["run", "wall", "peak RSS", "vs full"]))
     print("customers equals a replay of the feed; one open version per live key in customers_history")
+    per_flow = [[f"{flow} ({kind})", f"{in_order_flows[flow]:.0f} ms", f"{late_flows[flow]:.0f} ms",
+                 f"{in_order_flows[flow] / copy_ms:.2f}", f"{late_flows[flow] / copy_ms:.2f}"]
+                for flow, kind in [("customers", "SCD 1"), ("customers_history", "SCD 2")]]
+    per_flow.append(["copy (materialized view of the feed)", f"{copy_ms:.0f} ms", "", "1.00", ""])
+    print("\nEach flow's own time for a 1% batch (median of 3), beside rewriting the table:")
+    print(table(per_flow, ["flow", "in order", "10 late", "vs copy", "late vs copy"]))
     out = {"keys": args.keys, "full_refresh_s": full[0], "incremental_1pct_s": inc[0], "idle_s": idle[0],
            "rewrite_s": rewrite[0], "incremental_ratio": inc[0] / full[0],
            "incremental_rewriting_files_s": inc_rewrite[0],
-           "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1])}
+           "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1]),
+           "incremental_late_for_key_s": inc_late[0], "copy_flow_ms": copy_ms,
+           "flow_ms_in_order": in_order_flows, "flow_ms_late_for_key": late_flows}
     print(f"\nwritten {save('cdc', out)}")
 
 

@@ -10,24 +10,38 @@
 //! ```text
 //!  1. evaluates the sequence and the DELETE / TRUNCATE conditions of its new changes
 //!     (a NULL sequence is an error naming the flow and the row count)
-//!  2. replays, per key it touches, that key's history plus the new changes in sequence order
-//!     (`replay`): the key's rows in the target
+//!  2. replays, per key it touches, where the key stands plus the new changes in sequence
+//!     order (`replay`): the key's rows in the target
 //!  3. appends the new changes to the history (its own application transaction: idempotent)
 //!  4. marks the rows of the touched keys deleted in the target's files (deletion vectors, in
 //!     one new file: `deletion`; a file left mostly dead is dropped and its live rows kept) and
 //!     adds the replayed rows, in one Delta commit that carries the flow's application
 //!     transaction
 //! ```
+//! Where a key stands is its whole history only for a *late* key, one with a new change at or
+//! before a change already applied (or a truncation). Any other key continues from its row in the
+//! target (SCD 2: its open version; SCD 1 without `IGNORE NULL UPDATES` needs not even that, the
+//! latest change wins), which is the state its history's replay ended in (`incremental`). The
+//! checkpoint keeps the highest sequence applied: when every new change is above it, as when a
+//! feed arrives in order, the history is not read at all. Rows are found by key (`keyscan`):
+//! the key columns of every file, then the other columns of the rows found alone.
+//!
 //! A target created by AUTO CDC has deletion vectors enabled unless its `TBLPROPERTIES` set
-//! `delta.enableDeletionVectors` to false; a target without them has the files holding a
-//! touched key rewritten instead (their other rows plus the replayed ones), which costs as much
-//! as rewriting the table when the keys are spread over every file.
-//! inside the streaming checkpoint protocol (`checkpoint`): a crash anywhere is resolved by the
-//! target's transaction version, and a recomputed batch reads the history of earlier batches
-//! only. A truncate touches every key. Replaying a key's whole history makes the result equal
-//! to a replay of the whole change feed sorted by sequence, whatever order it arrived in.
+//! `delta.enableDeletionVectors` to false; a target without them, a first batch and a batch with
+//! a truncation replay the touched keys' whole history (a truncation touches every key), and a
+//! target without deletion vectors has the files holding a touched key rewritten (their other
+//! rows plus the replayed ones), which costs as much as rewriting the table when the keys are
+//! spread over every file.
+//!
+//! All of it runs inside the streaming checkpoint protocol (`checkpoint`): a crash anywhere is
+//! resolved by the target's transaction version, and a recomputed batch reads the history of
+//! earlier batches only, with the highest sequence of the checkpoint it started from. The result
+//! equals a replay of the whole change feed sorted by sequence, whatever order it arrived in
+//! (`tests/cdc.rs` checks random feeds against an independent replay).
 
 use std::collections::{BTreeMap, BTreeSet};
+
+use roaring::RoaringTreemap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
@@ -68,6 +82,7 @@ pub(crate) const DELETE: &str = "D";
 pub(crate) const TRUNCATE: &str = "T";
 
 /// What the flow's clauses mean for a change feed of a given schema.
+#[derive(Clone)]
 pub(crate) struct Shape {
     /// The target's data columns (the `COLUMNS` selection of the feed), in the feed's order.
     pub columns: Vec<String>,
@@ -290,6 +305,15 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
     Ok(RecordBatch::try_new(Arc::clone(target), columns)?)
 }
 
+/// [`replay`] on a thread of its own: a flow shares its thread with the other flows of its
+/// stage, which a replay of many changes would hold up.
+async fn replay_apart(shape: &Shape, history: RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
+    let (shape, target) = (shape.clone(), Arc::clone(target));
+    tokio::task::spawn_blocking(move || replay(&shape, &history, &target))
+        .await
+        .map_err(|e| NativeError::Execution(format!("a replay failed: {e}")))?
+}
+
 fn rows_of(columns: &[ArrayRef]) -> Result<Rows> {
     let converter = RowConverter::new(columns.iter().map(|c| SortField::new(c.data_type().clone())).collect())?;
     Ok(converter.convert_columns(columns)?)
@@ -393,9 +417,19 @@ pub(crate) async fn earlier_history(
     let provider = table.table_provider().await?;
     let df = ctx.read_table(provider)?.filter(col(BATCH).lt(lit(batch)))?;
     let df = match keys {
+        // The touched keys' changes, and every truncation: it removes whatever precedes it, so a
+        // late change of any key falls behind it.
         Some(k) => {
             let touched = ctx.read_table(Arc::new(MemTable::try_new(k.schema(), vec![vec![k.clone()]])?))?;
-            key_join(&df, &touched, key_names, JoinType::LeftSemi)?
+            let changes =
+                key_join(&df.clone().filter(col(OP).not_eq(lit(TRUNCATE)))?, &touched, key_names, JoinType::LeftSemi)?;
+            let columns: Vec<Expr> = df
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| col(datafusion::common::Column::new(Some("__thund_l"), f.name())).alias(f.name()))
+                .collect();
+            changes.select(columns)?.union(df.filter(col(OP).eq(lit(TRUNCATE)))?)?
         }
         None => df,
     };
@@ -547,7 +581,9 @@ pub(crate) async fn batch(
         next.tombstones_collected_at = Some(now);
     }
     let every_key = truncates(&new)?;
-    let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
+    let seq_column = Arc::clone(new.column(new.schema().index_of(SEQ)?));
+    let watermark = state.cdc_sequence_watermark.as_deref().and_then(|w| watermark::decode(w, seq_column.data_type()));
+    next.cdc_sequence_watermark = Some(watermark::encode(&watermark::raised(watermark.as_ref(), &seq_column)?)?);
     let key_names: Vec<String> = shape.keys.iter().map(|k| shape.columns[*k].clone()).collect();
 
     let history_key = storage.cdc_history_key(&d.name, &f.name);
@@ -556,13 +592,38 @@ pub(crate) async fn batch(
         true => Some(DeltaTable::try_from_url(history_url.clone()).await?),
         false => None,
     };
-    let mut events =
-        earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema()).await?;
-    events.push(new.clone());
-    let events = concat_batches(&new.schema(), &events)?;
     let target_schema = shape.target_schema(&new.schema())?;
-    steps.done("read the touched keys' history");
-    let rows = replay(&shape, &events, &target_schema)?;
+    // A target with deletion vectors takes the touched keys' rows by key (`incremental`); one
+    // without them, a first batch and a truncation replay the keys' whole history.
+    let marking = match &existing {
+        Some(t) if !every_key => crate::deletion::enabled(t)?,
+        _ => false,
+    };
+    let (rows, marked) = match (&existing, marking) {
+        (Some(target), true) => {
+            let planned = incremental(
+                &shape,
+                &new,
+                history.as_ref(),
+                target,
+                &key_names,
+                &target_schema,
+                watermark.as_ref(),
+                &mut steps,
+            )
+            .await?;
+            (planned.rows, Some(planned.marked))
+        }
+        _ => {
+            let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
+            let mut events =
+                earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema()).await?;
+            events.push(new.clone());
+            let events = concat_batches(&new.schema(), &events)?;
+            steps.done("read the touched keys' history");
+            (replay_apart(&shape, events, &target_schema).await?, None)
+        }
+    };
     steps.done("replay");
 
     store.write_pending(&next).await?;
@@ -573,7 +634,7 @@ pub(crate) async fn batch(
         false => None,
     };
     let history = match appended.is_none_or(|b| b < next.batch) {
-        true => crate::table::append_batches(&history_url, history, new, history_txn(app, next.batch)).await?,
+        true => crate::table::append_batches(&history_url, history, new.clone(), history_txn(app, next.batch)).await?,
         // Found there: the history exists.
         false => history.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into()))?,
     };
@@ -581,27 +642,23 @@ pub(crate) async fn batch(
     crate::failpoint::hit("cdc-after-history", &f.name)?;
     let written = rows.num_rows() as u64;
     let txn = Transaction::new(app, next.batch);
-    match existing {
-        None => {
+    match (existing, marked) {
+        (None, _) => {
             let plan = ctx.read_batch(rows)?.into_unoptimized_plan();
             let register = true;
             let url = storage.table_url(&d.name);
             crate::table::write_append(ctx, &url, &with_deletion_vectors(d), plan, None, txn, register).await?;
         }
-        Some(target) if touched.is_some() && crate::deletion::enabled(&target)? => {
-            let keys = touched.as_ref().expect("checked above");
-            let (kept, dropped, marked) = mark_keys(ctx, &target, keys, &key_names, &target_schema).await?;
-            steps.done("find the touched rows");
-            let replayed = ctx.read_batch(rows)?;
-            let table = match kept {
-                Some(kept) => kept.union(replayed)?,
-                None => replayed,
-            };
+        (Some(target), Some(marked)) => {
+            let (kept, dropped, vectors) = vectors_for(&target, marked, &target_schema).await?;
+            steps.done("write the deletion vectors");
             crate::failpoint::hit("cdc-after-vectors", &f.name)?;
-            let commit = crate::write::Commit::Replace { dropped, marked, txn: Some(txn) };
+            let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
+            let commit = crate::write::Commit::Replace { dropped, marked: vectors, txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
-        Some(target) => {
+        (Some(target), None) => {
+            let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
             let files = touched_files(ctx, &target, touched.as_ref(), &key_names).await?;
             let replayed = ctx.read_batch(rows)?;
             let table = match untouched_rows(ctx, &target, &files, touched.as_ref(), &key_names, &target_schema).await?
@@ -624,6 +681,230 @@ pub(crate) async fn batch(
     store.commit(&next).await?;
     steps.done("commit the checkpoint");
     Ok(FlowEffect::Rows(written))
+}
+
+/// What a batch does to a target with deletion vectors: the rows it adds and the rows it marks
+/// deleted.
+struct Planned {
+    rows: RecordBatch,
+    marked: Vec<crate::deletion::Marked>,
+}
+
+/// Plans a batch into a target with deletion vectors, reading by key (`keyscan`) only what the
+/// touched keys need. Most changes follow every earlier change of their key: such a key's
+/// result depends only on where the key stands, which is its row in the target (for SCD 2, its
+/// open version), so its history is never read. SCD 1 without `IGNORE NULL UPDATES` does not
+/// even need that row: the latest change wins. A key with a change at or before its latest
+/// earlier one (or before a truncation) is *late*: its whole history is read and replayed, with
+/// every truncation, as on a first batch. The result equals replaying every key's whole history:
+/// the replay is a state machine over a key's changes in sequence order, and its state after
+/// the earlier changes is exactly the key's rows in the target.
+#[allow(clippy::too_many_arguments)]
+async fn incremental(
+    shape: &Shape,
+    new: &RecordBatch,
+    history: Option<&DeltaTable>,
+    target: &DeltaTable,
+    key_names: &[String],
+    target_schema: &SchemaRef,
+    watermark: Option<&ArrayRef>,
+    steps: &mut Steps<'_>,
+) -> Result<Planned> {
+    use crate::keyscan::{read_rows, scan, Also, Wanted};
+    use arrow::row::OwnedRow;
+
+    let key_columns: Vec<ArrayRef> = shape.keys.iter().map(|k| Arc::clone(new.column(*k))).collect();
+    let wanted = Arc::new(Wanted::new(&key_columns)?);
+    let ids: Vec<u32> = wanted.ids_of(&key_columns)?.into_iter().map(|i| i.unwrap_or(u32::MAX)).collect();
+    let (seq_i, batch) = (new.schema().index_of(SEQ)?, new.column(new.schema().index_of(BATCH)?));
+    let this_batch = batch.as_primitive::<arrow::datatypes::Int64Type>().values().first().copied().unwrap_or(0);
+    let seq_type = new.column(seq_i).data_type().clone();
+    let sequences = RowConverter::new(vec![SortField::new(seq_type.clone())])?;
+    let new_seq = sequences.convert_columns(&[Arc::clone(new.column(seq_i))])?;
+    // Each touched key's earliest new change.
+    let mut first: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        first
+            .entry(*id)
+            .and_modify(|j| {
+                if new_seq.row(i) < new_seq.row(*j) {
+                    *j = i
+                }
+            })
+            .or_insert(i);
+    }
+
+    // A change above every sequence applied so far cannot be late: when all are, as when a feed
+    // arrives in order, the history is not read at all.
+    let above = match watermark {
+        Some(w) => {
+            let w = sequences.convert_columns(&[Arc::clone(w)])?;
+            first.values().all(|i| new_seq.row(*i) > w.row(0))
+        }
+        None => false,
+    };
+    // The history's key columns, sequence, operation and batch: each touched key's latest change
+    // and the latest truncation (a truncation's key means nothing; it is found whatever it is).
+    let scanned = match history {
+        Some(h) if !above => {
+            let also: Also = Arc::new(|extra: &[ArrayRef]| {
+                let ops = arrow::compute::cast(&extra[1], &DataType::Utf8)?;
+                Ok(arrow::compute::kernels::cmp::eq(&ops, &arrow::array::StringArray::new_scalar(TRUNCATE))?)
+            });
+            let extra = [SEQ, OP, BATCH].map(String::from);
+            scan(h, &wanted, key_names, &extra, Some(also)).await?
+        }
+        _ => Vec::new(),
+    };
+    let mut latest: std::collections::HashMap<u32, OwnedRow> = std::collections::HashMap::new();
+    let mut truncated: Option<OwnedRow> = None;
+    // Per file: which found rows are earlier batches' truncations (`None`) or changes of a key.
+    let mut found: Vec<Vec<Option<Option<u32>>>> = Vec::with_capacity(scanned.len());
+    for s in &scanned {
+        let seq = sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], &seq_type)?])?;
+        let ops = arrow::compute::cast(&s.extra[1], &DataType::Utf8)?;
+        let ops = ops.as_string::<i32>();
+        let batches = arrow::compute::cast(&s.extra[2], &DataType::Int64)?;
+        let batches = batches.as_primitive::<arrow::datatypes::Int64Type>();
+        let mut rows = Vec::with_capacity(s.positions.len());
+        for j in 0..s.positions.len() {
+            // A crash may have left this batch's own changes in the history.
+            if batches.value(j) >= this_batch {
+                rows.push(None);
+                continue;
+            }
+            let later = |held: &Option<OwnedRow>| held.as_ref().is_none_or(|h| seq.row(j) > h.row());
+            if ops.value(j) == TRUNCATE {
+                if later(&truncated) {
+                    truncated = Some(seq.row(j).owned());
+                }
+                rows.push(Some(None));
+            } else if let Some(k) = s.keys[j] {
+                if later(&latest.get(&k).cloned()) {
+                    latest.insert(k, seq.row(j).owned());
+                }
+                rows.push(Some(Some(k)));
+            } else {
+                rows.push(None);
+            }
+        }
+        found.push(rows);
+    }
+    let late: std::collections::HashSet<u32> = first
+        .iter()
+        .filter(|(k, i)| {
+            let earliest = new_seq.row(**i);
+            latest.get(k).is_some_and(|l| earliest <= l.row())
+                || truncated.as_ref().is_some_and(|t| earliest <= t.row())
+        })
+        .map(|(k, _)| *k)
+        .collect();
+    match above {
+        true => steps.done("every change follows the sequences applied"),
+        false => steps.done(&format!("scan the history ({} of {} keys late)", late.len(), first.len())),
+    }
+
+    let mut events: Vec<RecordBatch> = Vec::new();
+    if let (Some(h), false) = (history, late.is_empty()) {
+        for (s, rows) in scanned.iter().zip(&found) {
+            let picks: RoaringTreemap = s
+                .positions
+                .iter()
+                .zip(rows)
+                .filter(|(_, r)| matches!(r, Some(None)) || matches!(r, Some(Some(k)) if late.contains(k)))
+                .map(|(p, _)| *p)
+                .collect();
+            if !picks.is_empty() {
+                events.push(read_rows(h, &s.file, &picks, &new.schema()).await?);
+            }
+        }
+        steps.done("read the late keys' history");
+    }
+
+    // The target: every row of a late key is replaced; a key whose changes follow replaces its
+    // current row (SCD 2: its open version) and continues from it where the replay needs it.
+    let n = shape.columns.len();
+    let scd2 = shape.scd == ScdType::Type2;
+    let extra: Vec<String> = if scd2 { vec![END_AT.to_string()] } else { Vec::new() };
+    let seeded = scd2 || shape.ignore_nulls;
+    let seed_fields: Vec<Field> =
+        target_schema.fields().iter().take(if scd2 { n + 1 } else { n }).map(|f| f.as_ref().clone()).collect();
+    let seed_schema = Arc::new(Schema::new(seed_fields));
+    let mut marked = Vec::new();
+    let found = scan(target, &wanted, key_names, &extra, None).await?;
+    steps.done("find the touched rows");
+    let mut reads = Vec::new();
+    for s in found {
+        let (mut marks, mut seeds, mut seed_keys) = (RoaringTreemap::new(), RoaringTreemap::new(), Vec::new());
+        for (j, (p, k)) in s.positions.iter().zip(&s.keys).enumerate() {
+            let Some(k) = k else { continue };
+            let current = !scd2 || s.extra[0].is_null(j);
+            if late.contains(k) || current {
+                marks.insert(*p);
+            }
+            if !late.contains(k) && current && seeded {
+                seeds.insert(*p);
+                seed_keys.push(*k);
+            }
+        }
+        if !seeds.is_empty() {
+            let file = s.file.clone();
+            let seed_schema = &seed_schema;
+            reads.push(async move {
+                Ok::<_, NativeError>((read_rows(target, &file, &seeds, seed_schema).await?, seed_keys))
+            });
+        }
+        if !marks.is_empty() {
+            let deleted = &s.deleted | &marks;
+            marked.push(crate::deletion::Marked { file: s.file, deleted, records: s.rows });
+        }
+    }
+    // The files' rows are read at once, each in its own task.
+    for (rows, keys) in futures::future::try_join_all(reads).await? {
+        events.push(seed_events(shape, new, &rows, &keys, &first)?);
+    }
+    if seeded {
+        steps.done("read the rows the changes continue from");
+    }
+    events.push(new.clone());
+    let events = concat_batches(&new.schema(), &events)?;
+    let rows = replay_apart(shape, events, target_schema).await?;
+    Ok(Planned { rows, marked })
+}
+
+/// Target rows (`rows`: the data columns, and for SCD 2 `__START_AT`) as changes the replay
+/// continues from, ordered before every new change of their key: an SCD 2 version at its start,
+/// an SCD 1 row at the key's earliest new change but an earlier batch.
+fn seed_events(
+    shape: &Shape,
+    new: &RecordBatch,
+    rows: &RecordBatch,
+    keys: &[u32],
+    first: &std::collections::HashMap<u32, usize>,
+) -> Result<RecordBatch> {
+    let schema = new.schema();
+    let n = shape.columns.len();
+    let count = rows.num_rows();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for (i, f) in schema.fields().iter().enumerate() {
+        let column: ArrayRef = match f.name().as_str() {
+            SEQ if shape.scd == ScdType::Type2 => Arc::clone(rows.column(n)),
+            SEQ => {
+                let picks = UInt32Array::from(keys.iter().map(|k| first[k] as u32).collect::<Vec<_>>());
+                take(new.column(i).as_ref(), &picks, None)?
+            }
+            OP => Arc::new(arrow::array::StringArray::from(vec![UPSERT; count])),
+            BATCH => Arc::new(Int64Array::from(vec![i64::MIN; count])),
+            AT => Arc::new(Int64Array::from(vec![0; count])),
+            _ if i < n => Arc::clone(rows.column(i)),
+            other => return Err(NativeError::Execution(format!("internal error: unexpected change column `{other}`"))),
+        };
+        columns.push(match column.data_type() == f.data_type() {
+            true => column,
+            false => arrow::compute::cast(&column, f.data_type())?,
+        });
+    }
+    Ok(RecordBatch::try_new(schema, columns)?)
 }
 
 /// The target's dataset with deletion vectors enabled, unless its `TBLPROPERTIES` say otherwise:
@@ -743,12 +1024,18 @@ async fn collect_tombstones(
     let key_fields: Vec<Field> =
         rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
     let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
-    let (kept, dropped, marked) = mark_keys(ctx, history, &gone, key_names, &schema).await?;
-    let empty = ctx.read_batch(RecordBatch::new_empty(Arc::clone(&schema)))?;
-    let kept = match kept {
-        Some(kept) => kept.union(empty)?,
-        None => empty,
-    };
+    let wanted = Arc::new(crate::keyscan::Wanted::new(gone.columns())?);
+    let marked = crate::keyscan::scan(history, &wanted, key_names, &[], None)
+        .await?
+        .into_iter()
+        .map(|s| crate::deletion::Marked {
+            deleted: &s.deleted | s.positions.iter().copied().collect::<RoaringTreemap>(),
+            records: s.rows,
+            file: s.file,
+        })
+        .collect();
+    let (kept, dropped, marked) = vectors_for(history, marked, &schema).await?;
+    let kept = ctx.read_batches(kept.into_iter().chain([RecordBatch::new_empty(Arc::clone(&schema))]))?;
     let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
     match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
         Some(_) => Ok(gone.num_rows()),
@@ -756,23 +1043,26 @@ async fn collect_tombstones(
     }
 }
 
-/// Deletes the rows of `keys` from `table` with deletion vectors (written here); a file left
-/// mostly dead is dropped instead. Returns the rows of the dropped files to write again (those
-/// of other keys, as `schema`), the dropped files, and the marked files with their new vectors:
-/// what a [`crate::write::Commit::Replace`] takes.
-async fn mark_keys(
-    ctx: &SessionContext,
+/// What marking `marked` takes: the live rows of the files better dropped than marked (as
+/// `schema`; they are written again), those files, and the others with their new vectors
+/// (written here). What a [`crate::write::Commit::Replace`] takes.
+async fn vectors_for(
     table: &DeltaTable,
-    keys: &RecordBatch,
-    key_names: &[String],
+    marked: Vec<crate::deletion::Marked>,
     schema: &SchemaRef,
-) -> Result<(Option<DataFrame>, Vec<String>, Vec<crate::deletion::Described>)> {
-    let marked = crate::deletion::mark(table, keys, key_names).await?;
+) -> Result<(Vec<RecordBatch>, Vec<String>, Vec<crate::deletion::Described>)> {
     let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
-    let dropped: Vec<String> = dropped.into_iter().map(|m| m.path).collect();
-    let kept = untouched_rows(ctx, table, &dropped, Some(keys), key_names, schema).await?;
+    let mut kept = Vec::with_capacity(dropped.len());
+    for m in &dropped {
+        let mut live = RoaringTreemap::new();
+        live.insert_range(0..m.records);
+        live -= &m.deleted;
+        if !live.is_empty() {
+            kept.push(crate::keyscan::read_rows(table, &m.file, &live, schema).await?);
+        }
+    }
     let vectors = crate::deletion::write(table, &marked).await?;
-    Ok((kept, dropped, vectors))
+    Ok((kept, dropped.into_iter().map(|m| m.file.path).collect(), vectors))
 }
 
 static FEED_SEQ: AtomicUsize = AtomicUsize::new(0);
@@ -799,4 +1089,54 @@ async fn evaluated_changes(
     let mapped: StreamTables = streams.iter().map(|(i, n)| (i + offset, n.clone())).collect();
     let plan = plan_query_with_streams(ctx, &q, &p.root, &mapped).await?;
     Ok((shape, plan))
+}
+
+/// The highest sequence a flow has applied, kept in its checkpoint. Stored as a one-row Arrow IPC
+/// stream, so a sequence of any type (a struct, a timestamp with its zone) comes back exactly.
+mod watermark {
+    use super::*;
+
+    /// `current` raised to the highest of `sequences` (a one-row array).
+    pub fn raised(current: Option<&ArrayRef>, sequences: &ArrayRef) -> Result<ArrayRef> {
+        let converter = RowConverter::new(vec![SortField::new(sequences.data_type().clone())])?;
+        let rows = converter.convert_columns(&[Arc::clone(sequences)])?;
+        let top = (0..rows.num_rows()).max_by(|a, b| rows.row(*a).cmp(&rows.row(*b)));
+        let top = match top {
+            Some(i) => sequences.slice(i, 1),
+            None => return current.cloned().ok_or_else(|| NativeError::Execution("no sequence".into())),
+        };
+        Ok(match current {
+            Some(c)
+                if converter.convert_columns(&[Arc::clone(c)])?.row(0)
+                    >= converter.convert_columns(&[Arc::clone(&top)])?.row(0) =>
+            {
+                Arc::clone(c)
+            }
+            _ => top,
+        })
+    }
+
+    pub fn encode(value: &ArrayRef) -> Result<String> {
+        let schema = Arc::new(Schema::new(vec![Field::new("s", value.data_type().clone(), true)]));
+        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::clone(value)])?;
+        let mut bytes = Vec::new();
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut bytes, &schema)?;
+        writer.write(&batch)?;
+        writer.finish()?;
+        drop(writer);
+        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The stored value, if it is one value of `kind` (a feed whose sequence changed type reads
+    /// as none: every change is then checked against the history).
+    pub fn decode(hex: &str, kind: &DataType) -> Option<ArrayRef> {
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+            .collect::<Option<_>>()?;
+        let mut reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).ok()?;
+        let batch = reader.next()?.ok()?;
+        let value = batch.columns().first()?;
+        (value.len() == 1 && value.data_type() == kind).then(|| Arc::clone(value))
+    }
 }

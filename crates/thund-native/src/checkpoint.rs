@@ -58,6 +58,10 @@ pub struct Checkpoint {
     /// When an SCD 1 AUTO CDC flow last collected expired tombstones (ms since the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tombstones_collected_at: Option<i64>,
+    /// The highest `SEQUENCE BY` value an AUTO CDC flow has applied (a one-row Arrow IPC stream,
+    /// hex): a change above it cannot be late, so its key's history is not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cdc_sequence_watermark: Option<String>,
 }
 
 /// Progress through one streaming source.

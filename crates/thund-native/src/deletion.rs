@@ -18,19 +18,15 @@
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::row::{RowConverter, SortField};
 use bytes::Bytes;
 use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
-use datafusion::parquet::arrow::async_reader::{AsyncFileReader, ParquetRecordBatchStreamBuilder};
-use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
 use datafusion::parquet::errors::ParquetError;
 use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
 use deltalake::DeltaTable;
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use roaring::RoaringTreemap;
@@ -39,12 +35,6 @@ use crate::error::{NativeError, Result};
 
 /// The magic number of a `RoaringBitmapArray` in Delta's portable format.
 const MAGIC: u32 = 1681511377;
-/// How many files' keys are read at once.
-const READ_AHEAD: usize = 4;
-
-/// Encoded keys, hashed fast: every row of the table is looked up.
-type KeySet = std::collections::HashSet<Vec<u8>, foldhash::fast::RandomState>;
-
 /// Whether `table` takes deletion vectors: the protocol has the feature and the table property
 /// enables it.
 pub(crate) fn enabled(table: &DeltaTable) -> Result<bool> {
@@ -63,8 +53,8 @@ pub(crate) fn enabled(table: &DeltaTable) -> Result<bool> {
 
 /// A file of the table some of whose rows a batch deletes.
 pub(crate) struct Marked {
-    /// Its path, as the table lists it.
-    pub path: String,
+    /// The file, as the table lists it.
+    pub file: crate::keyscan::Listed,
     /// Every deleted row position: its earlier vector and the new positions.
     pub deleted: RoaringTreemap,
     /// Its physical row count.
@@ -78,115 +68,11 @@ impl Marked {
     }
 }
 
-/// The files of `table` holding a row whose key (the columns `key_names`) is one of `keys`'
-/// rows, with those rows' positions added to the file's deletion vector. Reads only the key
-/// columns. Keys compare as `IS NOT DISTINCT FROM`.
-pub(crate) async fn mark(table: &DeltaTable, keys: &RecordBatch, key_names: &[String]) -> Result<Vec<Marked>> {
-    let store = table.log_store().object_store(None);
-    let snapshot = table.snapshot()?;
-    let fields: Vec<SortField> = keys.schema().fields().iter().map(|f| SortField::new(f.data_type().clone())).collect();
-    let converter = RowConverter::new(fields)?;
-    let rows = converter.convert_columns(keys.columns())?;
-    let wanted: KeySet = rows.iter().map(|r| r.as_ref().to_vec()).collect();
-    let files: Vec<Listed> = snapshot
-        .log_data()
-        .into_iter()
-        .map(|f| Listed {
-            path: f.path().to_string(),
-            location: f.object_store_path(),
-            size: f.size() as u64,
-            vector: f.deletion_vector_descriptor(),
-            records: f.num_records(),
-        })
-        .collect();
-    let (store, schema, wanted, converter) = (&store, &keys.schema(), &wanted, &converter);
-    // The futures borrow: `buffered` polls them on this task.
-    futures::stream::iter(files)
-        .map(|f| async move {
-            let hits = positions(store, &f.location, f.size, key_names, schema, converter, wanted).await?;
-            if hits.positions.is_empty() {
-                return Ok(None);
-            }
-            let mut deleted = match &f.vector {
-                Some(v) => read(store.as_ref(), v).await?,
-                None => RoaringTreemap::new(),
-            };
-            deleted.extend(hits.positions);
-            Ok(Some(Marked { path: f.path, deleted, records: f.records.map_or(hits.rows, |r| r as u64) }))
-        })
-        .buffered(READ_AHEAD)
-        .try_filter_map(|m| std::future::ready(Ok(m)))
-        .try_collect()
-        .await
-}
-
-/// A file as the table's log lists it.
-struct Listed {
-    path: String,
-    location: Path,
-    size: u64,
-    vector: Option<DeletionVectorDescriptor>,
-    records: Option<usize>,
-}
-
-/// The positions in one file whose key is wanted, and the file's row count.
-struct Hits {
-    positions: Vec<u64>,
-    rows: u64,
-}
-
-async fn positions(
-    store: &Arc<dyn ObjectStore>,
-    location: &Path,
-    size: u64,
-    key_names: &[String],
-    key_schema: &arrow::datatypes::SchemaRef,
-    converter: &RowConverter,
-    wanted: &KeySet,
-) -> Result<Hits> {
-    let reader = FileReader { store: Arc::clone(store), path: location.clone(), size };
-    let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(failed)?;
-    let file_schema = Arc::clone(builder.schema());
-    let mut indices = Vec::with_capacity(key_names.len());
-    for k in key_names {
-        let i = file_schema
-            .fields()
-            .iter()
-            .position(|f| f.name() == k)
-            .ok_or_else(|| NativeError::Storage(format!("data file `{location}` has no key column `{k}`")))?;
-        indices.push(i);
-    }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
-    let mut stream = builder.with_projection(mask).build().map_err(failed)?;
-    let (mut positions, mut at) = (Vec::new(), 0u64);
-    while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(failed)?;
-        // The projection keeps the file's column order; put the keys in the order asked for.
-        let columns = key_names
-            .iter()
-            .zip(key_schema.fields())
-            .map(|(k, f)| {
-                let c = batch.column_by_name(k).ok_or_else(|| NativeError::Storage(format!("no key `{k}`")))?;
-                Ok(arrow::compute::cast(c, f.data_type())?)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let rows = converter.convert_columns(&columns)?;
-        for (i, r) in rows.iter().enumerate() {
-            if wanted.contains(r.as_ref()) {
-                positions.push(at + i as u64);
-            }
-        }
-        at += batch.num_rows() as u64;
-    }
-    Ok(Hits { positions, rows: at })
-}
-
 /// A data file read through the object store, its size known from the log (no request for it).
-struct FileReader {
-    store: Arc<dyn ObjectStore>,
-    path: Path,
-    size: u64,
+pub(crate) struct FileReader {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub size: u64,
 }
 
 impl AsyncFileReader for FileReader {
@@ -284,7 +170,7 @@ fn encode(id: &uuid::Uuid, marked: &[Marked]) -> Result<(Vec<u8>, Vec<Described>
         file.extend_from_slice(&bitmap);
         file.extend_from_slice(&crc.finalize().to_be_bytes());
         out.push((
-            m.path.clone(),
+            m.file.path.clone(),
             DeletionVectorDescriptor {
                 storage_type: StorageType::UuidRelativePath,
                 path_or_inline_dv: z85::encode(id.as_bytes()),
@@ -302,7 +188,11 @@ mod tests {
     use super::*;
 
     fn marked(path: &str, rows: &[u64]) -> Marked {
-        Marked { path: path.into(), deleted: rows.iter().copied().collect(), records: 10_000_000_000 }
+        Marked {
+            file: crate::keyscan::Listed::named(path),
+            deleted: rows.iter().copied().collect(),
+            records: 10_000_000_000,
+        }
     }
 
     #[tokio::test]
@@ -314,7 +204,7 @@ mod tests {
         store.put(&Path::from(format!("deletion_vector_{id}.bin")), file.into()).await.unwrap();
         assert_eq!(described.len(), 2);
         for (m, (path, v)) in files.iter().zip(&described) {
-            assert_eq!(path, &m.path);
+            assert_eq!(path, &m.file.path);
             assert_eq!(v.cardinality as u64, m.deleted.len());
             assert_eq!(read(store.as_ref(), v).await.unwrap(), m.deleted);
         }

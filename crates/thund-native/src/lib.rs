@@ -57,6 +57,7 @@ mod flow;
 mod freshness;
 mod functions;
 mod incremental;
+mod keyscan;
 mod query;
 mod refresh;
 mod rescue;

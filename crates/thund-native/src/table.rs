@@ -23,7 +23,7 @@ use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 use crate::types::{delta_storable, parse_type, INVALID_COLUMN_CHARS};
-use crate::write::{parallel_write, writer_properties, Commit};
+use crate::write::{parallel_write, writer_properties_for, Commit};
 
 /// The table properties a new table is created with. Creating a table refuses keys Delta does not
 /// know; only `delta.*` ones go in here, the rest follow in `sync_properties` right after.
@@ -37,7 +37,7 @@ fn creation_properties(d: &Dataset) -> Vec<(String, Option<String>)> {
 fn delta_write(ctx: &SessionContext, table: DeltaTable, plan: LogicalPlan, mode: SaveMode, name: &str) -> WriteBuilder {
     table
         .write(Vec::<RecordBatch>::new())
-        .with_writer_properties(writer_properties())
+        .with_writer_properties(writer_properties_for(plan.schema().as_arrow()))
         .with_input_plan(plan)
         .with_session_state(Arc::new(ctx.state()))
         .with_save_mode(mode)
@@ -195,6 +195,7 @@ pub(crate) async fn append_batches(
         Some(t) => (t, false),
         None => (deltalake::DeltaTableBuilder::from_url(url.clone())?.build()?, true),
     };
+    let properties = writer_properties_for(&batch.schema());
     let mut write = table.write(vec![batch]);
     if created {
         // Rows leave such a table by deletion vectors (`deletion`), not by rewriting its files.
@@ -202,7 +203,7 @@ pub(crate) async fn append_batches(
     }
     Ok(write
         .with_save_mode(SaveMode::Append)
-        .with_writer_properties(writer_properties())
+        .with_writer_properties(properties)
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
         .await?)
 }

@@ -1,0 +1,341 @@
+//! Reading a Delta table's data files directly: the live rows holding given keys, and then the
+//! columns of chosen rows.
+//!
+//! An AUTO CDC batch touches a few keys spread over every file of its target and of its
+//! history. Scanning such a table through DataFusion and joining it with the keys decodes every
+//! column of every row. Here a [`scan`] decodes only the key columns (and a few small ones the
+//! caller asks for), finds the positions of the wanted keys' rows, and only then does
+//! [`read_rows`] decode the other columns, for those positions alone (a parquet row selection,
+//! which skips the pages holding none of them). Files are scanned in parallel, each in its own
+//! task. Rows a file's deletion vector already deletes are never found: a scan sees the table
+//! as a reader does.
+//!
+//! Keys compare as `IS NOT DISTINCT FROM`: they are encoded with arrow's row format, where NULL
+//! is a value like any other.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{
+    new_null_array, Array, ArrayRef, AsArray, BooleanArray, BooleanBufferBuilder, RecordBatch, UInt32Array,
+};
+use arrow::compute::{concat, take};
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::row::{RowConverter, SortField};
+use datafusion::parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
+use datafusion::parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::file::metadata::PageIndexPolicy;
+use deltalake::kernel::DeletionVectorDescriptor;
+use deltalake::DeltaTable;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::ObjectStore;
+use roaring::RoaringTreemap;
+
+use crate::deletion::FileReader;
+use crate::error::{NativeError, Result};
+
+/// How many files are scanned at once.
+const READ_AHEAD: usize = 4;
+/// Rows decoded at a time: the per-batch work (encoding keys, looking them up) is then small.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// The keys a scan looks for, each known by its row in the batch they came from.
+pub(crate) struct Wanted {
+    types: Vec<DataType>,
+    ids: Ids,
+}
+
+/// A wanted key's id by its value. One integer column (the usual key) is looked up as a number:
+/// every row of a table is looked up, and encoding each into bytes first doubles the scan.
+enum Ids {
+    Integer(HashMap<i64, u32, foldhash::fast::RandomState>, Option<u32>),
+    Encoded(RowConverter, HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>),
+}
+
+/// Whether a key column of this type is looked up as an `i64`: the cast is exact.
+fn integer(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::Date32
+    )
+}
+
+impl Wanted {
+    /// The distinct rows of `keys` (their columns in key order); a key's id is its first row.
+    pub fn new(keys: &[ArrayRef]) -> Result<Wanted> {
+        let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
+        let ids = match keys {
+            [k] if integer(k.data_type()) => {
+                let values = arrow::compute::cast(k, &DataType::Int64)?;
+                let values = values.as_primitive::<arrow::datatypes::Int64Type>();
+                let mut ids = HashMap::with_capacity_and_hasher(values.len(), Default::default());
+                let mut null = None;
+                for (i, v) in values.iter().enumerate() {
+                    match v {
+                        Some(v) => {
+                            ids.entry(v).or_insert(i as u32);
+                        }
+                        None => {
+                            null.get_or_insert(i as u32);
+                        }
+                    }
+                }
+                Ids::Integer(ids, null)
+            }
+            _ => {
+                let converter = RowConverter::new(types.iter().map(|t| SortField::new(t.clone())).collect())?;
+                let rows = converter.convert_columns(keys)?;
+                let mut ids = HashMap::with_capacity_and_hasher(rows.num_rows(), Default::default());
+                for (i, r) in rows.iter().enumerate() {
+                    ids.entry(r.as_ref().into()).or_insert(i as u32);
+                }
+                Ids::Encoded(converter, ids)
+            }
+        };
+        Ok(Wanted { types, ids })
+    }
+
+    /// The id of each row of `keys` (columns in key order): `None` for a key not wanted.
+    pub fn ids_of(&self, keys: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
+        let cast = keys
+            .iter()
+            .zip(&self.types)
+            .map(|(k, t)| if k.data_type() == t { Ok(Arc::clone(k)) } else { Ok(arrow::compute::cast(k, t)?) })
+            .collect::<Result<Vec<_>>>()?;
+        match &self.ids {
+            Ids::Integer(ids, null) => {
+                let values = arrow::compute::cast(&cast[0], &DataType::Int64)?;
+                let values = values.as_primitive::<arrow::datatypes::Int64Type>();
+                Ok(match values.null_count() {
+                    0 => values.values().iter().map(|v| ids.get(v).copied()).collect(),
+                    _ => values.iter().map(|v| v.map_or(*null, |v| ids.get(&v).copied())).collect(),
+                })
+            }
+            Ids::Encoded(converter, ids) => {
+                let rows = converter.convert_columns(&cast)?;
+                Ok(rows.iter().map(|r| ids.get(r.as_ref()).copied()).collect())
+            }
+        }
+    }
+}
+
+/// A data file as the table's log lists it.
+#[derive(Clone)]
+pub(crate) struct Listed {
+    /// Its path, as the log writes it (relative to the table).
+    pub path: String,
+    location: Path,
+    size: u64,
+    vector: Option<DeletionVectorDescriptor>,
+    records: Option<usize>,
+}
+
+impl Listed {
+    /// A file known by its path alone.
+    #[cfg(test)]
+    pub fn named(path: &str) -> Listed {
+        Listed { path: path.into(), location: Path::from(path), size: 0, vector: None, records: None }
+    }
+}
+
+/// The table's data files.
+pub(crate) fn files(table: &DeltaTable) -> Result<Vec<Listed>> {
+    Ok(table
+        .snapshot()?
+        .log_data()
+        .into_iter()
+        .map(|f| Listed {
+            path: f.path().to_string(),
+            location: f.object_store_path(),
+            size: f.size() as u64,
+            vector: f.deletion_vector_descriptor(),
+            records: f.num_records(),
+        })
+        .collect())
+}
+
+/// Rows a scan keeps besides the wanted keys' (given a batch's `extra` columns, which of its
+/// rows), e.g. every truncation in an AUTO CDC history, whatever its key.
+pub(crate) type Also = Arc<dyn Fn(&[ArrayRef]) -> Result<BooleanArray> + Send + Sync>;
+
+/// What a scan found in one file.
+pub(crate) struct Scanned {
+    pub file: Listed,
+    /// The rows the file's deletion vector already deletes.
+    pub deleted: RoaringTreemap,
+    /// The file's physical row count.
+    pub rows: u64,
+    /// The live rows found, in file order: their positions, and the wanted key each holds
+    /// (`None`: kept by [`Also`] only).
+    pub positions: Vec<u64>,
+    pub keys: Vec<Option<u32>>,
+    /// Those rows' `extra` columns, in the order asked for.
+    pub extra: Vec<ArrayRef>,
+}
+
+/// Every file of `table` with a live row whose key (the columns `key_names`) is wanted, or which
+/// `also` keeps. Decodes only the key columns and `extra`.
+pub(crate) async fn scan(
+    table: &DeltaTable,
+    wanted: &Arc<Wanted>,
+    key_names: &[String],
+    extra: &[String],
+    also: Option<Also>,
+) -> Result<Vec<Scanned>> {
+    let store = table.log_store().object_store(None);
+    let columns: Arc<Vec<String>> = Arc::new(key_names.iter().chain(extra).cloned().collect());
+    let keys = key_names.len();
+    let scans = files(table)?.into_iter().map(|file| {
+        let (store, wanted, columns, also) =
+            (Arc::clone(&store), Arc::clone(wanted), Arc::clone(&columns), also.clone());
+        // Each file in its own task: decoding keys is the work, and it spreads over the cores.
+        tokio::spawn(async move { scan_file(store, file, &wanted, &columns, keys, also).await })
+    });
+    futures::stream::iter(scans)
+        .buffered(READ_AHEAD)
+        .map(|joined| joined.map_err(|e| NativeError::Execution(format!("a scan task failed: {e}")))?)
+        .try_filter(|s| std::future::ready(!s.positions.is_empty()))
+        .try_collect()
+        .await
+}
+
+async fn scan_file(
+    store: Arc<dyn ObjectStore>,
+    file: Listed,
+    wanted: &Wanted,
+    columns: &[String],
+    keys: usize,
+    also: Option<Also>,
+) -> Result<Scanned> {
+    let deleted = match &file.vector {
+        Some(v) => crate::deletion::read(store.as_ref(), v).await?,
+        None => RoaringTreemap::new(),
+    };
+    let location = file.location.clone();
+    let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
+    let reader = FileReader { store, path: file.location.clone(), size: file.size };
+    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(failed)?;
+    let file_schema = Arc::clone(builder.schema());
+    let mut indices = Vec::with_capacity(columns.len());
+    for c in columns {
+        let i = file_schema
+            .index_of(c)
+            .map_err(|_| NativeError::Storage(format!("data file `{}` has no column `{c}`", file.location)))?;
+        indices.push(i);
+    }
+    let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
+    let mut stream = builder.with_projection(mask).with_batch_size(BATCH_ROWS).build().map_err(failed)?;
+    let (mut positions, mut ids, mut picked) = (Vec::new(), Vec::new(), Vec::new());
+    let mut at = 0u64;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(failed)?;
+        // The projection keeps the file's column order; take them in the order asked for.
+        let named = columns
+            .iter()
+            .map(|c| batch.column_by_name(c).cloned().ok_or_else(|| NativeError::Storage(format!("no column `{c}`"))))
+            .collect::<Result<Vec<_>>>()?;
+        let found = wanted.ids_of(&named[..keys])?;
+        let extra = &named[keys..];
+        let kept = also.as_ref().map(|keep| keep(extra)).transpose()?;
+        let mut rows = Vec::new();
+        for (i, id) in found.into_iter().enumerate() {
+            let position = at + i as u64;
+            let wanted = id.is_some() || kept.as_ref().is_some_and(|k| k.is_valid(i) && k.value(i));
+            // Most rows are not wanted: the vector is asked about the few that are.
+            if wanted && !deleted.contains(position) {
+                positions.push(position);
+                ids.push(id);
+                rows.push(i as u32);
+            }
+        }
+        if !rows.is_empty() && !extra.is_empty() {
+            let rows = UInt32Array::from(rows);
+            picked
+                .push(extra.iter().map(|c| take(c.as_ref(), &rows, None)).collect::<std::result::Result<Vec<_>, _>>()?);
+        }
+        at += batch.num_rows() as u64;
+    }
+    let extra = (0..columns.len() - keys)
+        .map(|c| {
+            let parts: Vec<&dyn Array> = picked.iter().map(|p| p[c].as_ref()).collect();
+            match parts.is_empty() {
+                true => Ok(arrow::array::new_empty_array(&DataType::Null)),
+                false => Ok(concat(&parts)?),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let rows = file.records.map_or(at, |r| r as u64);
+    Ok(Scanned { file, deleted, rows, positions, keys: ids, extra })
+}
+
+/// The rows of `file` at `positions`, as `schema` (its columns by name, cast to its types; a
+/// column the file lacks is NULL), in file order. Decodes only the pages holding them, in a task
+/// of its own: the flow calling this shares its thread with the other flows of its stage.
+pub(crate) async fn read_rows(
+    table: &DeltaTable,
+    file: &Listed,
+    positions: &RoaringTreemap,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let store = table.log_store().object_store(None);
+    let (file, positions, schema) = (file.clone(), positions.clone(), Arc::clone(schema));
+    tokio::spawn(async move { read_file_rows(store, &file, &positions, &schema).await })
+        .await
+        .map_err(|e| NativeError::Execution(format!("a read task failed: {e}")))?
+}
+
+async fn read_file_rows(
+    store: Arc<dyn ObjectStore>,
+    file: &Listed,
+    positions: &RoaringTreemap,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let location = &file.location;
+    let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
+    let reader = FileReader { store, path: file.location.clone(), size: file.size };
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await.map_err(failed)?;
+    let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let file_schema = Arc::clone(builder.schema());
+    let present: Vec<usize> = schema.fields().iter().filter_map(|f| file_schema.index_of(f.name()).ok()).collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), present.iter().copied());
+    let mut selected = BooleanBufferBuilder::new(total as usize);
+    selected.append_n(total as usize, false);
+    for p in positions.iter().take_while(|p| *p < total) {
+        selected.set_bit(p as usize, true);
+    }
+    let selection = RowSelection::from_filters(&[BooleanArray::new(selected.finish(), None)]);
+    let stream = builder.with_projection(mask).with_row_selection(selection).build().map_err(failed)?;
+    let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(failed)?;
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let parts: Vec<ArrayRef> = batches.iter().filter_map(|b| b.column_by_name(f.name()).cloned()).collect();
+            let column = match parts.len() {
+                0 => return Ok(new_null_array(f.data_type(), rows)),
+                1 => Arc::clone(&parts[0]),
+                _ => concat(&parts.iter().map(|p| p.as_ref()).collect::<Vec<_>>())?,
+            };
+            match column.data_type() == f.data_type() {
+                true => Ok(column),
+                false => Ok(arrow::compute::cast(&column, f.data_type())?),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(schema),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
+    )?)
+}
