@@ -583,7 +583,9 @@ pub(crate) async fn batch(
     let every_key = truncates(&new)?;
     let seq_column = Arc::clone(new.column(new.schema().index_of(SEQ)?));
     let watermark = state.cdc_sequence_watermark.as_deref().and_then(|w| watermark::decode(w, seq_column.data_type()));
-    next.cdc_sequence_watermark = Some(watermark::encode(&watermark::raised(watermark.as_ref(), &seq_column)?)?);
+    if new.num_rows() > 0 {
+        next.cdc_sequence_watermark = Some(watermark::encode(&watermark::raised(watermark.as_ref(), &seq_column)?)?);
+    }
     let key_names: Vec<String> = shape.keys.iter().map(|k| shape.columns[*k].clone()).collect();
 
     let history_key = storage.cdc_history_key(&d.name, &f.name);
@@ -713,6 +715,9 @@ async fn incremental(
     use crate::keyscan::{read_rows, scan, Also, Wanted};
     use arrow::row::OwnedRow;
 
+    if new.num_rows() == 0 {
+        return Ok(Planned { rows: RecordBatch::new_empty(Arc::clone(target_schema)), marked: Vec::new() });
+    }
     let key_columns: Vec<ArrayRef> = shape.keys.iter().map(|k| Arc::clone(new.column(*k))).collect();
     let wanted = Arc::new(Wanted::new(&key_columns)?);
     let ids: Vec<u32> = wanted.ids_of(&key_columns)?.into_iter().map(|i| i.unwrap_or(u32::MAX)).collect();
@@ -1138,5 +1143,31 @@ mod watermark {
         let batch = reader.next()?.ok()?;
         let value = batch.columns().first()?;
         (value.len() == 1 && value.data_type() == kind).then(|| Arc::clone(value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, StructArray};
+
+    #[test]
+    fn the_highest_sequence_applied_comes_back_exactly_and_only_as_its_own_type() {
+        // A struct sequence orders field by field: (2, 1) is above (1, 10).
+        let day: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 1]));
+        let n: ArrayRef = Arc::new(Int32Array::from(vec![10, 1, 9]));
+        let seq: ArrayRef = Arc::new(StructArray::from(vec![
+            (Arc::new(Field::new("day", DataType::Int32, true)), day),
+            (Arc::new(Field::new("n", DataType::Int32, true)), n),
+        ]));
+        let top = watermark::raised(None, &seq).unwrap();
+        assert_eq!(top.as_ref(), seq.slice(1, 1).as_ref());
+        let stored = watermark::encode(&top).unwrap();
+        let back = watermark::decode(&stored, seq.data_type()).unwrap();
+        assert_eq!(back.as_ref(), top.as_ref());
+        // A lower batch keeps the watermark; a sequence of another type reads as none.
+        assert_eq!(watermark::raised(Some(&back), &seq.slice(0, 1)).unwrap().as_ref(), top.as_ref());
+        assert!(watermark::decode(&stored, &DataType::Int64).is_none());
+        assert!(watermark::decode("not hex", seq.data_type()).is_none());
     }
 }

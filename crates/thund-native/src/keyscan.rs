@@ -65,7 +65,6 @@ fn integer(t: &DataType) -> bool {
             | DataType::UInt8
             | DataType::UInt16
             | DataType::UInt32
-            | DataType::Date32
     )
 }
 
@@ -338,4 +337,34 @@ async fn read_file_rows(
         columns,
         &arrow::array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, StringArray};
+
+    #[test]
+    fn keys_are_found_by_value_whatever_their_width_and_null_is_a_key_like_any_other() {
+        // One integer column: looked up as a number, NULL included.
+        let wanted =
+            Wanted::new(&[Arc::new(Int32Array::from(vec![Some(7), None, Some(7), Some(-3)])) as ArrayRef]).unwrap();
+        let scanned: ArrayRef = Arc::new(Int64Array::from(vec![Some(-3), Some(8), None, Some(7)]));
+        assert_eq!(wanted.ids_of(&[scanned]).unwrap(), [Some(3), None, Some(1), Some(0)]);
+        // No NULL wanted: a NULL row is no key.
+        let wanted = Wanted::new(&[Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef]).unwrap();
+        let scanned: ArrayRef = Arc::new(Int64Array::from(vec![None, Some(2)]));
+        assert_eq!(wanted.ids_of(&[scanned]).unwrap(), [None, Some(1)]);
+        // Several columns: encoded rows, compared as IS NOT DISTINCT FROM.
+        let keys: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![Some("a"), Some("a"), None])),
+            Arc::new(Int32Array::from(vec![Some(1), None, Some(1)])),
+        ];
+        let wanted = Wanted::new(&keys).unwrap();
+        let scanned: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![None, Some("a"), Some("a"), Some("b")])),
+            Arc::new(Int32Array::from(vec![Some(1), Some(1), None, Some(1)])),
+        ];
+        assert_eq!(wanted.ids_of(&scanned).unwrap(), [Some(2), Some(0), Some(1), None]);
+    }
 }
