@@ -40,8 +40,6 @@
 //! (`tests/cdc.rs` checks random feeds against an independent replay).
 
 use std::collections::{BTreeMap, BTreeSet};
-
-use roaring::RoaringTreemap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
@@ -54,6 +52,7 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::kernel::Transaction;
 use deltalake::DeltaTable;
 use knut_thund::ir::{AutoCdc, ColumnSelection, Flow, ScdType};
+use roaring::RoaringTreemap;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -450,67 +449,6 @@ pub(crate) async fn earlier_history(
         .collect()
 }
 
-/// The files of `target` holding a touched key (`None`: every file), as the table lists them.
-pub(crate) async fn touched_files(
-    ctx: &SessionContext,
-    target: &DeltaTable,
-    keys: Option<&RecordBatch>,
-    key_names: &[String],
-) -> Result<Vec<String>> {
-    let active: Vec<String> = target.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect();
-    let Some(keys) = keys else { return Ok(active) };
-    target.update_datafusion_session(&ctx.state())?;
-    let provider = target.table_provider().with_file_column(FILE).await?;
-    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
-    let hits = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftSemi)?
-        .select(vec![col(FILE)])?
-        .distinct()?
-        .collect()
-        .await?;
-    let mut named = BTreeSet::new();
-    for b in &hits {
-        let c = arrow::compute::cast(b.column(0), &DataType::Utf8)?;
-        for v in c.as_string::<i32>().iter().flatten() {
-            named.insert(v.to_string());
-        }
-    }
-    // The scan names files by URL or path; the log by path relative to the table.
-    Ok(active.into_iter().filter(|p| named.iter().any(|n| n == p || n.ends_with(&format!("/{p}")))).collect())
-}
-
-/// Name of the file column of a scan that finds touched files.
-pub(crate) const FILE: &str = "__thund_file";
-
-/// The rows of `files` in `target` whose key is not touched (`None`: none are kept).
-pub(crate) async fn untouched_rows(
-    ctx: &SessionContext,
-    target: &DeltaTable,
-    files: &[String],
-    keys: Option<&RecordBatch>,
-    key_names: &[String],
-    schema: &SchemaRef,
-) -> Result<Option<DataFrame>> {
-    let Some(keys) = keys else { return Ok(None) };
-    if files.is_empty() {
-        return Ok(None);
-    }
-    let provider = target.table_provider().with_file_paths(files.to_vec()).await?;
-    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
-    let kept = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftAnti)?;
-    let columns: Vec<Expr> = schema
-        .fields()
-        .iter()
-        .map(|f| {
-            Expr::Cast(datafusion::logical_expr::Cast::new(
-                Box::new(col(datafusion::common::Column::new(Some("__thund_l"), f.name()))),
-                f.data_type().clone(),
-            ))
-            .alias(f.name())
-        })
-        .collect();
-    Ok(Some(kept.select(columns)?))
-}
-
 /// The application transaction the history's commit of a batch carries.
 pub(crate) fn history_txn(app: &str, batch: i64) -> Transaction {
     Transaction::new(history_app(app), batch)
@@ -601,6 +539,11 @@ pub(crate) async fn batch(
         Some(t) if !every_key => crate::deletion::enabled(t)?,
         _ => false,
     };
+    // Found once: the replay reads their history, and a target without vectors their files.
+    let touched = match marking || every_key {
+        true => None,
+        false => Some(touched_keys(&shape, &new)?),
+    };
     let (rows, marked) = match (&existing, marking) {
         (Some(target), true) => {
             let planned = incremental(
@@ -617,7 +560,6 @@ pub(crate) async fn batch(
             (planned.rows, Some(planned.marked))
         }
         _ => {
-            let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
             let mut events =
                 earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema()).await?;
             events.push(new.clone());
@@ -652,7 +594,7 @@ pub(crate) async fn batch(
             crate::table::write_append(ctx, &url, &with_deletion_vectors(d), plan, None, txn, register).await?;
         }
         (Some(target), Some(marked)) => {
-            let (kept, dropped, vectors) = vectors_for(&target, marked, &target_schema).await?;
+            let (kept, dropped, vectors) = vectors_for(&target, marked, &target_schema, false).await?;
             steps.done("write the deletion vectors");
             crate::failpoint::hit("cdc-after-vectors", &f.name)?;
             let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
@@ -660,15 +602,18 @@ pub(crate) async fn batch(
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
         (Some(target), None) => {
-            let touched = if every_key { None } else { Some(touched_keys(&shape, &new)?) };
-            let files = touched_files(ctx, &target, touched.as_ref(), &key_names).await?;
-            let replayed = ctx.read_batch(rows)?;
-            let table = match untouched_rows(ctx, &target, &files, touched.as_ref(), &key_names, &target_schema).await?
-            {
-                Some(kept) => kept.union(replayed)?,
-                None => replayed,
+            // Without deletion vectors, the files holding a touched key are rewritten with their
+            // other rows; after a truncation, which touches every key, all of them.
+            let (kept, dropped) = match &touched {
+                Some(keys) => {
+                    let marked = rows_of_keys(&target, keys, &key_names).await?;
+                    let (kept, dropped, _) = vectors_for(&target, marked, &target_schema, true).await?;
+                    (kept, dropped)
+                }
+                None => (Vec::new(), crate::keyscan::files(&target)?.into_iter().map(|f| f.path).collect()),
             };
-            let commit = crate::write::Commit::Replace { dropped: files, marked: Vec::new(), txn: Some(txn) };
+            let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
+            let commit = crate::write::Commit::Replace { dropped, marked: Vec::new(), txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
@@ -785,7 +730,7 @@ async fn incremental(
                 }
                 rows.push(Some(None));
             } else if let Some(k) = s.keys[j] {
-                if later(&latest.get(&k).cloned()) {
+                if latest.get(&k).is_none_or(|h| seq.row(j) > h.row()) {
                     latest.insert(k, seq.row(j).owned());
                 }
                 rows.push(Some(Some(k)));
@@ -1029,17 +974,8 @@ async fn collect_tombstones(
     let key_fields: Vec<Field> =
         rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
     let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
-    let wanted = Arc::new(crate::keyscan::Wanted::new(gone.columns())?);
-    let marked = crate::keyscan::scan(history, &wanted, key_names, &[], None)
-        .await?
-        .into_iter()
-        .map(|s| crate::deletion::Marked {
-            deleted: &s.deleted | s.positions.iter().copied().collect::<RoaringTreemap>(),
-            records: s.rows,
-            file: s.file,
-        })
-        .collect();
-    let (kept, dropped, marked) = vectors_for(history, marked, &schema).await?;
+    let marked = rows_of_keys(history, &gone, key_names).await?;
+    let (kept, dropped, marked) = vectors_for(history, marked, &schema, false).await?;
     let kept = ctx.read_batches(kept.into_iter().chain([RecordBatch::new_empty(Arc::clone(&schema))]))?;
     let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
     match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
@@ -1048,15 +984,36 @@ async fn collect_tombstones(
     }
 }
 
-/// What marking `marked` takes: the live rows of the files better dropped than marked (as
-/// `schema`; they are written again), those files, and the others with their new vectors
-/// (written here). What a [`crate::write::Commit::Replace`] takes.
+/// Every live row of `keys` (a batch of the key columns) in `table`, per file, added to the
+/// rows its vector already deletes.
+async fn rows_of_keys(
+    table: &DeltaTable,
+    keys: &RecordBatch,
+    key_names: &[String],
+) -> Result<Vec<crate::deletion::Marked>> {
+    let wanted = Arc::new(crate::keyscan::Wanted::new(keys.columns())?);
+    Ok(crate::keyscan::scan(table, &wanted, key_names, &[], None)
+        .await?
+        .into_iter()
+        .map(|s| crate::deletion::Marked {
+            deleted: &s.deleted | s.positions.iter().copied().collect::<RoaringTreemap>(),
+            records: s.rows,
+            file: s.file,
+        })
+        .collect())
+}
+
+/// What marking `marked` takes: the live rows of the files better dropped than marked (every
+/// one when `rewrite`: a table without deletion vectors) as `schema`, to be written again; those
+/// files; and the others with their new vectors (written here). What a
+/// [`crate::write::Commit::Replace`] takes.
 async fn vectors_for(
     table: &DeltaTable,
     marked: Vec<crate::deletion::Marked>,
     schema: &SchemaRef,
+    rewrite: bool,
 ) -> Result<(Vec<RecordBatch>, Vec<String>, Vec<crate::deletion::Described>)> {
-    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
+    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| rewrite || m.mostly_deleted());
     let mut kept = Vec::with_capacity(dropped.len());
     for m in &dropped {
         let mut live = RoaringTreemap::new();

@@ -54,10 +54,11 @@ fn builder() -> deltalake::parquet::file::properties::WriterPropertiesBuilder {
 
 /// [`writer_properties`] for a table of `schema`: an integer or time column whose values outgrow
 /// its dictionary (keys, sequence numbers, ids) falls back to `DELTA_BINARY_PACKED` instead of
-/// plain values. Such columns are mostly ascending or near one another, so the deltas pack into
-/// a few bits: on an AUTO CDC history of 1M keys the key column is 2× smaller and decodes 5×
-/// faster, which is what finding a batch's keys costs (`keyscan`). Every Parquet reader
-/// (Spark, DuckDB, pyarrow) reads the encoding.
+/// plain values. Such columns are often ascending or near one another, so the deltas pack into
+/// a few bits: in `bench/cdc.py`'s AUTO CDC history of 1M sequential keys the key column went
+/// from 4.0 MB to 0.1 MB and pyarrow reads it in 4.4 ms instead of 17.5 ms, which is what finding
+/// a batch's keys costs (`keyscan`). Every Parquet reader (Spark, DuckDB, pyarrow) reads the
+/// encoding.
 pub(crate) fn writer_properties_for(schema: &arrow::datatypes::Schema) -> WriterProperties {
     use arrow::datatypes::DataType as T;
     let mut b = builder();
