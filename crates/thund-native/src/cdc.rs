@@ -449,6 +449,67 @@ pub(crate) async fn earlier_history(
         .collect()
 }
 
+/// The files of `target` holding a touched key (`None`: every file), as the table lists them.
+pub(crate) async fn touched_files(
+    ctx: &SessionContext,
+    target: &DeltaTable,
+    keys: Option<&RecordBatch>,
+    key_names: &[String],
+) -> Result<Vec<String>> {
+    let active: Vec<String> = target.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect();
+    let Some(keys) = keys else { return Ok(active) };
+    target.update_datafusion_session(&ctx.state())?;
+    let provider = target.table_provider().with_file_column(FILE).await?;
+    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
+    let hits = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftSemi)?
+        .select(vec![col(FILE)])?
+        .distinct()?
+        .collect()
+        .await?;
+    let mut named = BTreeSet::new();
+    for b in &hits {
+        let c = arrow::compute::cast(b.column(0), &DataType::Utf8)?;
+        for v in c.as_string::<i32>().iter().flatten() {
+            named.insert(v.to_string());
+        }
+    }
+    // The scan names files by URL or path; the log by path relative to the table.
+    Ok(active.into_iter().filter(|p| named.iter().any(|n| n == p || n.ends_with(&format!("/{p}")))).collect())
+}
+
+/// Name of the file column of a scan that finds touched files.
+pub(crate) const FILE: &str = "__thund_file";
+
+/// The rows of `files` in `target` whose key is not touched (`None`: none are kept).
+pub(crate) async fn untouched_rows(
+    ctx: &SessionContext,
+    target: &DeltaTable,
+    files: &[String],
+    keys: Option<&RecordBatch>,
+    key_names: &[String],
+    schema: &SchemaRef,
+) -> Result<Option<DataFrame>> {
+    let Some(keys) = keys else { return Ok(None) };
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let provider = target.table_provider().with_file_paths(files.to_vec()).await?;
+    let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
+    let kept = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftAnti)?;
+    let columns: Vec<Expr> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            Expr::Cast(datafusion::logical_expr::Cast::new(
+                Box::new(col(datafusion::common::Column::new(Some("__thund_l"), f.name()))),
+                f.data_type().clone(),
+            ))
+            .alias(f.name())
+        })
+        .collect();
+    Ok(Some(kept.select(columns)?))
+}
+
 /// The application transaction the history's commit of a batch carries.
 pub(crate) fn history_txn(app: &str, batch: i64) -> Transaction {
     Transaction::new(history_app(app), batch)
@@ -594,7 +655,7 @@ pub(crate) async fn batch(
             crate::table::write_append(ctx, &url, &with_deletion_vectors(d), plan, None, txn, register).await?;
         }
         (Some(target), Some(marked)) => {
-            let (kept, dropped, vectors) = vectors_for(&target, marked, &target_schema, false).await?;
+            let (kept, dropped, vectors) = vectors_for(&target, marked, &target_schema).await?;
             steps.done("write the deletion vectors");
             crate::failpoint::hit("cdc-after-vectors", &f.name)?;
             let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
@@ -603,17 +664,15 @@ pub(crate) async fn batch(
         }
         (Some(target), None) => {
             // Without deletion vectors, the files holding a touched key are rewritten with their
-            // other rows; after a truncation, which touches every key, all of them.
-            let (kept, dropped) = match &touched {
-                Some(keys) => {
-                    let marked = rows_of_keys(&target, keys, &key_names).await?;
-                    let (kept, dropped, _) = vectors_for(&target, marked, &target_schema, true).await?;
-                    (kept, dropped)
-                }
-                None => (Vec::new(), crate::keyscan::files(&target)?.into_iter().map(|f| f.path).collect()),
+            // other rows, streamed through the engine; after a truncation, all of them.
+            let files = touched_files(ctx, &target, touched.as_ref(), &key_names).await?;
+            let replayed = ctx.read_batch(rows)?;
+            let table = match untouched_rows(ctx, &target, &files, touched.as_ref(), &key_names, &target_schema).await?
+            {
+                Some(kept) => kept.union(replayed)?,
+                None => replayed,
             };
-            let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
-            let commit = crate::write::Commit::Replace { dropped, marked: Vec::new(), txn: Some(txn) };
+            let commit = crate::write::Commit::Replace { dropped: files, marked: Vec::new(), txn: Some(txn) };
             crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
@@ -975,7 +1034,7 @@ async fn collect_tombstones(
         rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
     let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
     let marked = rows_of_keys(history, &gone, key_names).await?;
-    let (kept, dropped, marked) = vectors_for(history, marked, &schema, false).await?;
+    let (kept, dropped, marked) = vectors_for(history, marked, &schema).await?;
     let kept = ctx.read_batches(kept.into_iter().chain([RecordBatch::new_empty(Arc::clone(&schema))]))?;
     let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
     match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
@@ -1003,17 +1062,15 @@ async fn rows_of_keys(
         .collect())
 }
 
-/// What marking `marked` takes: the live rows of the files better dropped than marked (every
-/// one when `rewrite`: a table without deletion vectors) as `schema`, to be written again; those
-/// files; and the others with their new vectors (written here). What a
-/// [`crate::write::Commit::Replace`] takes.
+/// What marking `marked` takes: the live rows of the files better dropped than marked (as
+/// `schema`; they are written again), those files, and the others with their new vectors
+/// (written here). What a [`crate::write::Commit::Replace`] takes.
 async fn vectors_for(
     table: &DeltaTable,
     marked: Vec<crate::deletion::Marked>,
     schema: &SchemaRef,
-    rewrite: bool,
 ) -> Result<(Vec<RecordBatch>, Vec<String>, Vec<crate::deletion::Described>)> {
-    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| rewrite || m.mostly_deleted());
+    let (dropped, marked): (Vec<_>, Vec<_>) = marked.into_iter().partition(|m| m.mostly_deleted());
     let mut kept = Vec::with_capacity(dropped.len());
     for m in &dropped {
         let mut live = RoaringTreemap::new();
