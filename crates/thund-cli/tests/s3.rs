@@ -178,21 +178,23 @@ fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_
     std::fs::create_dir_all(dir.join("sql")).unwrap();
     std::fs::write(
         dir.join("sql/p.sql"),
-        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 2000000000) AS r(id);\n\
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n\
          CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
     )
     .unwrap();
     let spawn = |extra: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
-        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "2");
+        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "6");
         for (k, v) in aws_env(&endpoint) {
             c.env(k, v);
         }
         c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
     };
-    // A run whose lease is 2 s, still working after 3.5 s: its heartbeat kept the lock.
+    // A run whose lease is 6 s, still working after 9 s: its heartbeat (every 2 s) kept the lock.
+    // The lease leaves room for a loaded machine: with 2 s, renewals to a busy S3 server were
+    // sometimes late while other tests ran beside this one. The view runs until it is killed.
     let mut first = spawn(&[]);
-    std::thread::sleep(std::time::Duration::from_millis(3500));
+    std::thread::sleep(std::time::Duration::from_millis(9000));
     let second = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
     assert!(first.try_wait().unwrap().is_none(), "the first run must still be running for this test to mean anything");
     assert!(!second.status.success(), "two runs held the lock: {}", text(&second));
