@@ -39,11 +39,11 @@
 //! equals a replay of the whole change feed sorted by sequence, whatever order it arrived in
 //! (`tests/cdc.rs` checks random feeds against an independent replay).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
-use arrow::compute::{concat_batches, interleave, take};
+use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::datasource::MemTable;
@@ -197,21 +197,40 @@ pub(crate) fn evaluating_sql(cdc: &AutoCdc, shape_columns: &[String], relation: 
 /// Rows of one key's replay: for each output row and data column, the history row its value
 /// comes from; for SCD 2 also the rows whose sequence opens and closes the version.
 struct Out {
-    values: Vec<usize>,
+    values: Values,
     start: usize,
     end: Option<usize>,
 }
 
+/// Where an output row's values come from: one history row, or (with `IGNORE NULL UPDATES`, a
+/// NULL keeping the value before it) a row per column.
+enum Values {
+    Row(usize),
+    Each(Box<[usize]>),
+}
+
+impl Values {
+    fn of(&self, column: usize) -> usize {
+        match self {
+            Values::Row(i) => *i,
+            Values::Each(v) => v[column],
+        }
+    }
+}
+
 /// Replays `history` (data columns, then [`SEQ`], [`OP`], [`BATCH`]) into the target rows of
-/// every key in it. `truncates` are the sequence rows (indices into `history`) of truncations,
-/// which remove every key's rows older than them.
+/// every key in it, in key order. Truncations (rows whose operation is [`TRUNCATE`]) remove
+/// every key's rows older than them.
 pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -> Result<RecordBatch> {
     let n = shape.columns.len();
     let seq_i = history.schema().index_of(SEQ)?;
     let op_i = history.schema().index_of(OP)?;
     let batch_i = history.schema().index_of(BATCH)?;
     let seq = rows_of(&[Arc::clone(history.column(seq_i))])?;
-    let keys = rows_of(&shape.keys.iter().map(|k| Arc::clone(history.column(*k))).collect::<Vec<_>>())?;
+    let key_columns: Vec<ArrayRef> = shape.keys.iter().map(|k| Arc::clone(history.column(*k))).collect();
+    let keys = rows_of(&key_columns)?;
+    // Key and sequence in one encoding: sorting compares each pair of rows once.
+    let key_seq = rows_of(&key_columns.iter().cloned().chain([Arc::clone(history.column(seq_i))]).collect::<Vec<_>>())?;
     let ops = history.column(op_i).as_string::<i32>().clone();
     let batches = history.column(batch_i).as_primitive::<arrow::datatypes::Int64Type>().clone();
     // Each tracked column on its own, so SCD 2 can compare versions column by column.
@@ -225,18 +244,18 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
     };
 
     // Sequence order; ties keep arrival order (earlier batch, then position).
-    let mut order: Vec<usize> = (0..history.num_rows()).collect();
-    order.sort_by(|a, b| seq.row(*a).cmp(&seq.row(*b)).then(batches.value(*a).cmp(&batches.value(*b))).then(a.cmp(b)));
-    let truncates: Vec<usize> = order.iter().copied().filter(|i| ops.value(*i) == TRUNCATE).collect();
-    let mut by_key: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
-    for i in order.iter().copied().filter(|i| ops.value(*i) != TRUNCATE) {
-        by_key.entry(keys.row(i).as_ref().to_vec()).or_default().push(i);
-    }
+    let arrival = |a: &usize, b: &usize| batches.value(*a).cmp(&batches.value(*b)).then(a.cmp(b));
+    let (mut truncates, mut events): (Vec<usize>, Vec<usize>) =
+        (0..history.num_rows()).partition(|i| ops.value(*i) == TRUNCATE);
+    truncates.sort_unstable_by(|a, b| seq.row(*a).cmp(&seq.row(*b)).then_with(|| arrival(a, b)));
+    // Keys in order, each key's changes in sequence order.
+    events.sort_unstable_by(|a, b| key_seq.row(*a).cmp(&key_seq.row(*b)).then_with(|| arrival(a, b)));
 
-    let mut out: Vec<Out> = Vec::new();
-    for events in by_key.values() {
+    let mut out: Vec<Out> = Vec::with_capacity(events.len());
+    let mut merged: Vec<(usize, bool)> = Vec::new();
+    for events in events.chunk_by(|a, b| keys.row(*a) == keys.row(*b)) {
         // A key's events, with every truncation as a delete at its place.
-        let mut merged: Vec<(usize, bool)> = Vec::with_capacity(events.len() + truncates.len());
+        merged.clear();
         let (mut e, mut t) = (0, 0);
         while e < events.len() || t < truncates.len() {
             let take_truncate =
@@ -250,7 +269,7 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
             }
         }
         let mut current: Option<Out> = None;
-        for (i, truncate) in merged {
+        for &(i, truncate) in &merged {
             if truncate || ops.value(i) == DELETE {
                 if let Some(mut v) = current.take() {
                     if shape.scd == ScdType::Type2 {
@@ -260,16 +279,17 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
                 }
                 continue;
             }
-            let next: Vec<usize> = match &current {
-                Some(cur) if shape.ignore_nulls => {
-                    (0..n).map(|c| if history.column(c).is_null(i) { cur.values[c] } else { i }).collect()
-                }
-                _ => vec![i; n],
+            let next = match &current {
+                Some(cur) if shape.ignore_nulls => Values::Each(
+                    (0..n).map(|c| if history.column(c).is_null(i) { cur.values.of(c) } else { i }).collect(),
+                ),
+                _ => Values::Row(i),
             };
             current = Some(match current.take() {
                 None => Out { values: next, start: i, end: None },
                 Some(cur) if shape.scd == ScdType::Type2 => {
-                    let changed = tracked.iter().any(|(c, rows)| rows.row(cur.values[*c]) != rows.row(next[*c]));
+                    let changed =
+                        tracked.iter().any(|(c, rows)| rows.row(cur.values.of(*c)) != rows.row(next.of(*c)));
                     if changed {
                         out.push(Out { end: Some(i), ..cur });
                         Out { values: next, start: i, end: None }
@@ -284,10 +304,16 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
         out.extend(current);
     }
 
+    let picks = |c: usize| UInt32Array::from(out.iter().map(|o| o.values.of(c) as u32).collect::<Vec<_>>());
+    // Without IGNORE NULL UPDATES every column of a row comes from the same change.
+    let shared = (!shape.ignore_nulls).then(|| picks(0));
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(target.fields().len());
     for c in 0..n {
-        let picks: Vec<(usize, usize)> = out.iter().map(|o| (0, o.values[c])).collect();
-        columns.push(interleave(&[history.column(c).as_ref()], &picks)?);
+        let column = history.column(c).as_ref();
+        columns.push(match &shared {
+            Some(rows) => take(column, rows, None)?,
+            None => take(column, &picks(c), None)?,
+        });
     }
     if shape.scd == ScdType::Type2 {
         let seq_column = history.column(seq_i);
@@ -605,44 +631,61 @@ pub(crate) async fn batch(
         true => None,
         false => Some(touched_keys(&shape, &new)?),
     };
-    let (rows, marked) = match (&existing, marking) {
-        (Some(target), true) => {
-            let planned = incremental(
-                &shape,
-                &new,
-                history.as_ref(),
-                target,
-                &key_names,
-                &target_schema,
-                watermark.as_ref(),
-                &mut steps,
-            )
-            .await?;
-            (planned.rows, Some(planned.marked))
-        }
-        _ => {
-            let mut events =
-                earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema()).await?;
-            events.push(new.clone());
-            let events = concat_batches(&new.schema(), &events)?;
-            steps.done("read the touched keys' history");
-            (replay_apart(&shape, events, &target_schema).await?, None)
-        }
-    };
-    steps.done("replay");
-
+    // The history's append runs beside the planning, which reads only earlier batches' changes
+    // (from the snapshot loaded above) and so never sees it; the target commits after both. The
+    // pending checkpoint goes first: a crash once the append began is then known as one.
     store.write_pending(&next).await?;
-    // The history first: a batch recomputed after a crash reads only earlier batches' changes,
-    // and may find its own already appended (finding out replays the history's log, so only then).
-    let appended = match after_crash {
-        true => crate::checkpoint::committed_batch(history.as_ref(), &history_app(app)).await?,
-        false => None,
+    let append = {
+        let (url, table, changes) = (history_url.clone(), history.clone(), new.clone());
+        let (txn, app, batch) = (history_txn(app, next.batch), history_app(app), next.batch);
+        tokio::spawn(async move {
+            // A batch recomputed after a crash may find its own changes already appended
+            // (finding out replays the history's log, so only then).
+            let appended = match after_crash {
+                true => crate::checkpoint::committed_batch(table.as_ref(), &app).await?,
+                false => None,
+            };
+            match appended.is_none_or(|b| b < batch) {
+                true => crate::table::append_batches(&url, table, changes, txn).await,
+                // Found there: the history exists.
+                false => table.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into())),
+            }
+        })
     };
-    let history = match appended.is_none_or(|b| b < next.batch) {
-        true => crate::table::append_batches(&history_url, history, new.clone(), history_txn(app, next.batch)).await?,
-        // Found there: the history exists.
-        false => history.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into()))?,
+    let planning = async {
+        let planned = match (&existing, marking) {
+            (Some(target), true) => {
+                let planned = incremental(
+                    &shape,
+                    &new,
+                    history.as_ref(),
+                    target,
+                    &key_names,
+                    &target_schema,
+                    watermark.as_ref(),
+                    &mut steps,
+                )
+                .await?;
+                (planned.rows, Some(planned.marked))
+            }
+            _ => {
+                let mut events =
+                    earlier_history(ctx, history.as_ref(), touched.as_ref(), &key_names, next.batch, &new.schema())
+                        .await?;
+                events.push(new.clone());
+                let events = concat_batches(&new.schema(), &events)?;
+                steps.done("read the touched keys' history");
+                (replay_apart(&shape, events, &target_schema).await?, None)
+            }
+        };
+        steps.done("replay");
+        Ok::<_, NativeError>(planned)
     };
+    let planned = planning.await;
+    // Awaited whatever the planning did, so no append outlives its batch.
+    let appended = append.await.map_err(|e| NativeError::Execution(format!("the AUTO CDC history append failed: {e}")));
+    let (rows, marked) = planned?;
+    let history = appended??;
     steps.done("append to the history");
     crate::failpoint::hit("cdc-after-history", &f.name)?;
     let written = rows.num_rows() as u64;

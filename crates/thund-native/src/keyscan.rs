@@ -50,8 +50,56 @@ pub(crate) struct Wanted {
 /// A wanted key's id by its value. One integer column (the usual key) is looked up as a number:
 /// every row of a table is looked up, and encoding each into bytes first doubles the scan.
 enum Ids {
-    Integer(HashMap<i64, u32, foldhash::fast::RandomState>, Option<u32>),
+    Integer(IntegerIds),
     Encoded(RowConverter, HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>),
+}
+
+/// Integer keys: a bit per hash bucket in front of the map. Almost every row of a table is not
+/// wanted, and the filter (16 bits per wanted key, small enough to stay in the core's cache)
+/// turns most of them away before the map, whose lookups miss the cache.
+struct IntegerIds {
+    ids: HashMap<i64, u32, foldhash::fast::RandomState>,
+    null: Option<u32>,
+    filter: Vec<u64>,
+    shift: u32,
+}
+
+impl IntegerIds {
+    fn new(values: &arrow::array::Int64Array) -> IntegerIds {
+        let mut ids = HashMap::with_capacity_and_hasher(values.len(), Default::default());
+        let mut null = None;
+        for (i, v) in values.iter().enumerate() {
+            match v {
+                Some(v) => {
+                    ids.entry(v).or_insert(i as u32);
+                }
+                None => {
+                    null.get_or_insert(i as u32);
+                }
+            }
+        }
+        let bits = (ids.len() * 16).next_power_of_two().max(64);
+        let shift = 64 - bits.trailing_zeros();
+        let mut filter = vec![0u64; bits / 64];
+        for v in ids.keys() {
+            let b = Self::bucket(*v, shift);
+            filter[b / 64] |= 1 << (b % 64);
+        }
+        IntegerIds { ids, null, filter, shift }
+    }
+
+    /// Fibonacci hashing: the top bits of the product spread consecutive keys apart.
+    fn bucket(v: i64, shift: u32) -> usize {
+        ((v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+    }
+
+    fn get(&self, v: i64) -> Option<u32> {
+        let b = Self::bucket(v, self.shift);
+        match self.filter[b / 64] & (1 << (b % 64)) {
+            0 => None,
+            _ => self.ids.get(&v).copied(),
+        }
+    }
 }
 
 /// Whether a key column of this type is looked up as an `i64`: the cast is exact.
@@ -75,20 +123,7 @@ impl Wanted {
         let ids = match keys {
             [k] if integer(k.data_type()) => {
                 let values = arrow::compute::cast(k, &DataType::Int64)?;
-                let values = values.as_primitive::<arrow::datatypes::Int64Type>();
-                let mut ids = HashMap::with_capacity_and_hasher(values.len(), Default::default());
-                let mut null = None;
-                for (i, v) in values.iter().enumerate() {
-                    match v {
-                        Some(v) => {
-                            ids.entry(v).or_insert(i as u32);
-                        }
-                        None => {
-                            null.get_or_insert(i as u32);
-                        }
-                    }
-                }
-                Ids::Integer(ids, null)
+                Ids::Integer(IntegerIds::new(values.as_primitive::<arrow::datatypes::Int64Type>()))
             }
             _ => {
                 let converter = RowConverter::new(types.iter().map(|t| SortField::new(t.clone())).collect())?;
@@ -105,25 +140,54 @@ impl Wanted {
 
     /// The id of each row of `keys` (columns in key order): `None` for a key not wanted.
     pub fn ids_of(&self, keys: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
+        let mut ids = vec![None; keys.first().map_or(0, |k| k.len())];
+        self.find(keys, |row, id| ids[row] = Some(id))?;
+        Ok(ids)
+    }
+
+    /// Calls `found(row, id)` for each row of `keys` (columns in key order) holding a wanted
+    /// key, in row order.
+    pub fn find(&self, keys: &[ArrayRef], mut found: impl FnMut(usize, u32)) -> Result<()> {
         let cast = keys
             .iter()
             .zip(&self.types)
             .map(|(k, t)| if k.data_type() == t { Ok(Arc::clone(k)) } else { Ok(arrow::compute::cast(k, t)?) })
             .collect::<Result<Vec<_>>>()?;
         match &self.ids {
-            Ids::Integer(ids, null) => {
+            Ids::Integer(ids) => {
                 let values = arrow::compute::cast(&cast[0], &DataType::Int64)?;
                 let values = values.as_primitive::<arrow::datatypes::Int64Type>();
-                Ok(match values.null_count() {
-                    0 => values.values().iter().map(|v| ids.get(v).copied()).collect(),
-                    _ => values.iter().map(|v| v.map_or(*null, |v| ids.get(&v).copied())).collect(),
-                })
+                match (ids.null, values.null_count()) {
+                    (Some(null), 1..) => {
+                        for row in 0..values.len() {
+                            match values.is_null(row) {
+                                true => found(row, null),
+                                false => ids.get(values.value(row)).into_iter().for_each(|id| found(row, id)),
+                            }
+                        }
+                    }
+                    // A NULL row's value is whatever the buffer holds: it is checked when it hits.
+                    _ => {
+                        for (row, v) in values.values().iter().enumerate() {
+                            if let Some(id) = ids.get(*v) {
+                                if values.is_valid(row) {
+                                    found(row, id);
+                                }
+                            }
+                        }
+                    }
+                }
             }
             Ids::Encoded(converter, ids) => {
                 let rows = converter.convert_columns(&cast)?;
-                Ok(rows.iter().map(|r| ids.get(r.as_ref()).copied()).collect())
+                for (row, r) in rows.iter().enumerate() {
+                    if let Some(id) = ids.get(r.as_ref()) {
+                        found(row, *id);
+                    }
+                }
             }
         }
+        Ok(())
     }
 }
 
@@ -242,18 +306,27 @@ async fn scan_file(
             .iter()
             .map(|c| batch.column_by_name(c).cloned().ok_or_else(|| NativeError::Storage(format!("no column `{c}`"))))
             .collect::<Result<Vec<_>>>()?;
-        let found = wanted.ids_of(&named[..keys])?;
         let extra = &named[keys..];
-        let kept = also.as_ref().map(|keep| keep(extra)).transpose()?;
+        // The rows holding a wanted key, and then those `also` keeps, merged in row order.
+        let mut found: Vec<(u32, Option<u32>)> = Vec::new();
+        wanted.find(&named[..keys], |row, id| found.push((row as u32, Some(id))))?;
+        if let Some(keep) = &also {
+            let kept = keep(extra)?;
+            let before = found.len();
+            found.extend(kept.iter().enumerate().filter(|(_, k)| *k == Some(true)).map(|(row, _)| (row as u32, None)));
+            if found.len() > before {
+                found.sort_unstable_by_key(|(row, id)| (*row, id.is_none()));
+                found.dedup_by_key(|(row, _)| *row);
+            }
+        }
         let mut rows = Vec::new();
-        for (i, id) in found.into_iter().enumerate() {
-            let position = at + i as u64;
-            let wanted = id.is_some() || kept.as_ref().is_some_and(|k| k.is_valid(i) && k.value(i));
+        for (row, id) in found {
+            let position = at + row as u64;
             // Most rows are not wanted: the vector is asked about the few that are.
-            if wanted && !deleted.contains(position) {
+            if !deleted.contains(position) {
                 positions.push(position);
                 ids.push(id);
-                rows.push(i as u32);
+                rows.push(row);
             }
         }
         if !rows.is_empty() && !extra.is_empty() {
