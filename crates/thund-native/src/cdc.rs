@@ -288,8 +288,7 @@ pub(crate) fn replay(shape: &Shape, history: &RecordBatch, target: &SchemaRef) -
             current = Some(match current.take() {
                 None => Out { values: next, start: i, end: None },
                 Some(cur) if shape.scd == ScdType::Type2 => {
-                    let changed =
-                        tracked.iter().any(|(c, rows)| rows.row(cur.values.of(*c)) != rows.row(next.of(*c)));
+                    let changed = tracked.iter().any(|(c, rows)| rows.row(cur.values.of(*c)) != rows.row(next.of(*c)));
                     if changed {
                         out.push(Out { end: Some(i), ..cur });
                         Out { values: next, start: i, end: None }
@@ -858,6 +857,8 @@ async fn incremental(
 
     let mut events: Vec<RecordBatch> = Vec::new();
     if let (Some(h), false) = (history, late.is_empty()) {
+        let schema = new.schema();
+        let mut reads = Vec::new();
         for (s, rows) in scanned.iter().zip(&found) {
             let picks: RoaringTreemap = s
                 .positions
@@ -867,9 +868,11 @@ async fn incremental(
                 .map(|(p, _)| *p)
                 .collect();
             if !picks.is_empty() {
-                events.push(read_rows(h, &s.file, &picks, &new.schema()).await?);
+                let schema = &schema;
+                reads.push(async move { read_rows(h, &s.file, s.opened.as_ref(), &picks, schema).await });
             }
         }
+        events.extend(futures::future::try_join_all(reads).await?);
         steps.done("read the late keys' history");
     }
 
@@ -900,10 +903,11 @@ async fn incremental(
             }
         }
         if !seeds.is_empty() {
-            let file = s.file.clone();
+            let (file, opened) = (s.file.clone(), s.opened.clone());
             let seed_schema = &seed_schema;
             reads.push(async move {
-                Ok::<_, NativeError>((read_rows(target, &file, &seeds, seed_schema).await?, seed_keys))
+                let rows = read_rows(target, &file, opened.as_ref(), &seeds, seed_schema).await?;
+                Ok::<_, NativeError>((rows, seed_keys))
             });
         }
         if !marks.is_empty() {
@@ -1026,83 +1030,95 @@ fn now_ms() -> i64 {
 /// Forgets every key whose latest change is a delete applied at or before `cutoff`: its rows
 /// leave the history, so an older change arriving later applies as if the key were new (DLT's
 /// behaviour once a tombstone is collected). Returns how many keys were forgotten.
+///
+/// Only a key with such a delete can be forgotten, and deletes are few: those keys are found
+/// first (a filtered scan of the operation and time columns), and only their changes are read
+/// to see which delete is still each key's latest.
 async fn collect_tombstones(
     ctx: &SessionContext,
     history: &DeltaTable,
     key_names: &[String],
     cutoff: i64,
 ) -> Result<usize> {
+    use crate::keyscan::{scan, Wanted};
     if !crate::deletion::enabled(history)? {
         return Ok(0);
     }
     history.update_datafusion_session(&ctx.state())?;
     let schema = history.snapshot()?.snapshot().arrow_schema();
-    let wanted: Vec<String> = key_names.iter().cloned().chain([SEQ, OP, BATCH, AT].map(String::from)).collect();
-    let columns: Vec<Expr> = wanted.iter().map(|c| col(datafusion::common::Column::from_name(c))).collect();
-    let batches = ctx.read_table(history.table_provider().await?)?.select(columns)?.collect().await?;
-    let Some(first) = batches.first() else { return Ok(0) };
-    let rows = concat_batches(&first.schema(), &batches)?;
-    let n = key_names.len();
-    let keys = rows_of(&rows.columns()[..n])?;
-    let seq = rows_of(&[Arc::clone(rows.column(n))])?;
-    let ops = arrow::compute::cast(rows.column(n + 1), &DataType::Utf8)?.as_string::<i32>().clone();
-    let batch_of = rows.column(n + 2).as_primitive::<arrow::datatypes::Int64Type>().clone();
-    let at = rows.column(n + 3).as_primitive::<arrow::datatypes::Int64Type>().clone();
-    // Each key's latest change, in the order `replay` applies them.
-    let mut latest: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
-    for i in (0..rows.num_rows()).filter(|i| ops.value(*i) != TRUNCATE) {
-        latest
-            .entry(keys.row(i).as_ref().to_vec())
-            .and_modify(|j| {
-                let later = seq.row(i).cmp(&seq.row(*j)).then(batch_of.value(i).cmp(&batch_of.value(*j)));
-                if later.is_ge() {
-                    *j = i;
-                }
-            })
-            .or_insert(i);
-    }
-    let expired: Vec<u32> = latest
-        .values()
-        .copied()
-        .filter(|i| ops.value(*i) == DELETE && at.value(*i) <= cutoff)
-        .map(|i| i as u32)
-        .collect();
-    if expired.is_empty() {
+    let keys: Vec<Expr> = key_names.iter().map(|c| col(datafusion::common::Column::from_name(c))).collect();
+    let candidates = ctx
+        .read_table(history.table_provider().await?)?
+        .filter(col(OP).eq(lit(DELETE)).and(col(AT).lt_eq(lit(cutoff))))?
+        .select(keys)?
+        .distinct()?
+        .collect()
+        .await?;
+    let Some(first) = candidates.first() else { return Ok(0) };
+    let candidates = concat_batches(&first.schema(), &candidates)?;
+    if candidates.num_rows() == 0 {
         return Ok(0);
     }
-    let picks = UInt32Array::from(expired);
-    let key_columns: Vec<ArrayRef> =
-        rows.columns()[..n].iter().map(|c| take(c.as_ref(), &picks, None)).collect::<std::result::Result<_, _>>()?;
-    let key_fields: Vec<Field> =
-        rows.schema().fields()[..n].iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
-    let gone = RecordBatch::try_new(Arc::new(Schema::new(key_fields)), key_columns)?;
-    let marked = rows_of_keys(history, &gone, key_names).await?;
+    let wanted = Arc::new(Wanted::new(candidates.columns())?);
+    let extra = [SEQ, OP, BATCH, AT].map(String::from);
+    let scanned = scan(history, &wanted, key_names, &extra, None).await?;
+    let seq_type = schema.field_with_name(SEQ)?.data_type().clone();
+    let sequences = RowConverter::new(vec![SortField::new(seq_type.clone())])?;
+    // Each candidate's latest change (sequence, then batch), in the order `replay` applies them:
+    // whether it is a delete, and applied by the cutoff.
+    let mut latest: std::collections::HashMap<u32, (arrow::row::OwnedRow, i64, bool)> =
+        std::collections::HashMap::new();
+    for s in &scanned {
+        let seq = sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], &seq_type)?])?;
+        let ops = arrow::compute::cast(&s.extra[1], &DataType::Utf8)?;
+        let ops = ops.as_string::<i32>();
+        let batches = arrow::compute::cast(&s.extra[2], &DataType::Int64)?;
+        let batches = batches.as_primitive::<arrow::datatypes::Int64Type>();
+        let at = arrow::compute::cast(&s.extra[3], &DataType::Int64)?;
+        let at = at.as_primitive::<arrow::datatypes::Int64Type>();
+        for (j, k) in s.keys.iter().enumerate() {
+            let Some(k) = k else { continue };
+            if ops.value(j) == TRUNCATE {
+                continue;
+            }
+            let later = latest.get(k).is_none_or(|(seq_l, batch_l, _)| {
+                seq.row(j).cmp(&seq_l.row()).then(batches.value(j).cmp(batch_l)).is_ge()
+            });
+            if later {
+                let expired = ops.value(j) == DELETE && at.value(j) <= cutoff;
+                latest.insert(*k, (seq.row(j).owned(), batches.value(j), expired));
+            }
+        }
+    }
+    let gone: std::collections::HashSet<u32> =
+        latest.into_iter().filter(|(_, (_, _, expired))| *expired).map(|(k, _)| k).collect();
+    if gone.is_empty() {
+        return Ok(0);
+    }
+    let marked: Vec<crate::deletion::Marked> = scanned
+        .into_iter()
+        .filter_map(|s| {
+            let rows: RoaringTreemap = s
+                .positions
+                .iter()
+                .zip(&s.keys)
+                .filter(|(_, k)| k.is_some_and(|k| gone.contains(&k)))
+                .map(|(p, _)| *p)
+                .collect();
+            (!rows.is_empty()).then(|| crate::deletion::Marked {
+                deleted: &s.deleted | &rows,
+                records: s.rows,
+                file: s.file,
+            })
+        })
+        .collect();
     let (kept, dropped, marked) = vectors_for(history, marked, &schema).await?;
     let kept = ctx.read_batches(kept.into_iter().chain([RecordBatch::new_empty(Arc::clone(&schema))]))?;
     let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
     match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
-        Some(_) => Ok(gone.num_rows()),
+        Some(_) => Ok(gone.len()),
         None => Err(NativeError::Execution("the AUTO CDC history cannot be written".into())),
     }
-}
-
-/// Every live row of `keys` (a batch of the key columns) in `table`, per file, added to the
-/// rows its vector already deletes.
-async fn rows_of_keys(
-    table: &DeltaTable,
-    keys: &RecordBatch,
-    key_names: &[String],
-) -> Result<Vec<crate::deletion::Marked>> {
-    let wanted = Arc::new(crate::keyscan::Wanted::new(keys.columns())?);
-    Ok(crate::keyscan::scan(table, &wanted, key_names, &[], None)
-        .await?
-        .into_iter()
-        .map(|s| crate::deletion::Marked {
-            deleted: &s.deleted | s.positions.iter().copied().collect::<RoaringTreemap>(),
-            records: s.rows,
-            file: s.file,
-        })
-        .collect())
 }
 
 /// What marking `marked` takes: the live rows of the files better dropped than marked (as
@@ -1120,7 +1136,7 @@ async fn vectors_for(
         live.insert_range(0..m.records);
         live -= &m.deleted;
         if !live.is_empty() {
-            kept.push(crate::keyscan::read_rows(table, &m.file, &live, schema).await?);
+            kept.push(crate::keyscan::read_rows(table, &m.file, None, &live, schema).await?);
         }
     }
     let vectors = crate::deletion::write(table, &marked).await?;

@@ -69,6 +69,7 @@ impl Marked {
 }
 
 /// A data file read through the object store, its size known from the log (no request for it).
+#[derive(Clone)]
 pub(crate) struct FileReader {
     pub store: Arc<dyn ObjectStore>,
     pub path: Path,

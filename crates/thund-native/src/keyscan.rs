@@ -14,6 +14,7 @@
 //! is a value like any other.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -22,8 +23,8 @@ use arrow::array::{
 use arrow::compute::{concat, take};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::row::{RowConverter, SortField};
-use datafusion::parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
-use datafusion::parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector};
+use datafusion::parquet::arrow::async_reader::{ParquetRecordBatchStream, ParquetRecordBatchStreamBuilder};
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::file::metadata::PageIndexPolicy;
 use deltalake::kernel::DeletionVectorDescriptor;
@@ -40,6 +41,8 @@ use crate::error::{NativeError, Result};
 const READ_AHEAD: usize = 4;
 /// Rows decoded at a time: the per-batch work (encoding keys, looking them up) is then small.
 const BATCH_ROWS: usize = 64 * 1024;
+/// The fewest rows of a file read in a task of their own: fewer cost more to start than to read.
+const MIN_PART: u64 = 128 * 1024;
 
 /// The keys a scan looks for, each known by its row in the batch they came from.
 pub(crate) struct Wanted {
@@ -243,6 +246,8 @@ pub(crate) struct Scanned {
     pub keys: Vec<Option<u32>>,
     /// Those rows' `extra` columns, in the order asked for.
     pub extra: Vec<ArrayRef>,
+    /// The file as the scan opened it, for reading its rows.
+    pub opened: Option<Opened>,
 }
 
 /// Every file of `table` with a live row whose key (the columns `key_names`) is wanted, or which
@@ -260,8 +265,7 @@ pub(crate) async fn scan(
     let scans = files(table)?.into_iter().map(|file| {
         let (store, wanted, columns, also) =
             (Arc::clone(&store), Arc::clone(wanted), Arc::clone(&columns), also.clone());
-        // Each file in its own task: decoding keys is the work, and it spreads over the cores.
-        tokio::spawn(async move { scan_file(store, file, &wanted, &columns, keys, also).await })
+        tokio::spawn(async move { scan_file(store, file, wanted, columns, keys, also).await })
     });
     futures::stream::iter(scans)
         .buffered(READ_AHEAD)
@@ -271,11 +275,101 @@ pub(crate) async fn scan(
         .await
 }
 
+/// A file opened for reading: its footer and page index, read once for its scan and again for
+/// the rows read after it.
+#[derive(Clone)]
+pub(crate) struct Opened {
+    reader: FileReader,
+    metadata: ArrowReaderMetadata,
+}
+
+impl Opened {
+    async fn of(store: Arc<dyn ObjectStore>, file: &Listed) -> Result<Opened> {
+        let mut reader = FileReader { store, path: file.location.clone(), size: file.size };
+        // The page index lets a part of a file skip the pages before and after it.
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await.map_err(failed(&file.location))?;
+        Ok(Opened { reader, metadata })
+    }
+
+    fn rows(&self) -> u64 {
+        self.metadata.metadata().file_metadata().num_rows().max(0) as u64
+    }
+
+    /// The file's positions `part`, of which `select` picks some (all when `None`), as a stream
+    /// of the columns `mask` keeps: only the row groups the part overlaps are opened, and in them
+    /// only the pages holding a picked row are decoded.
+    fn stream(
+        &self,
+        part: &Range<u64>,
+        select: Option<&RoaringTreemap>,
+        columns: &[usize],
+    ) -> Result<ParquetRecordBatchStream<FileReader>> {
+        let groups = self.metadata.metadata().row_groups();
+        let (mut picked, mut first, mut at) = (Vec::new(), None, 0u64);
+        for (i, g) in groups.iter().enumerate() {
+            let end = at + g.num_rows().max(0) as u64;
+            if at < part.end && end > part.start {
+                picked.push(i);
+                first.get_or_insert(at);
+            }
+            at = end;
+        }
+        let first = first.unwrap_or(part.start);
+        let last = first + picked.iter().map(|g| groups[*g].num_rows().max(0) as u64).sum::<u64>();
+        let selection = match select {
+            None => RowSelection::from(vec![
+                RowSelector::skip((part.start - first) as usize),
+                RowSelector::select((part.end.min(last) - part.start) as usize),
+                RowSelector::skip((last - part.end.min(last)) as usize),
+            ]),
+            Some(positions) => {
+                let mut selected = BooleanBufferBuilder::new((last - first) as usize);
+                selected.append_n((last - first) as usize, false);
+                for p in within(positions, part.start..part.end.min(last)) {
+                    selected.set_bit((p - first) as usize, true);
+                }
+                RowSelection::from_filters(&[BooleanArray::new(selected.finish(), None)])
+            }
+        };
+        let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(self.reader.clone(), self.metadata.clone());
+        let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+        builder
+            .with_projection(mask)
+            .with_row_groups(picked)
+            .with_row_selection(selection)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(failed(&self.reader.path))
+    }
+}
+
+/// The positions in `range`, in order.
+fn within(positions: &RoaringTreemap, range: Range<u64>) -> impl Iterator<Item = u64> + '_ {
+    positions.iter().skip_while(move |p| *p < range.start).take_while(move |p| *p < range.end)
+}
+
+fn failed(location: &Path) -> impl Fn(datafusion::parquet::errors::ParquetError) -> NativeError + '_ {
+    move |e| NativeError::Storage(format!("{location}: {e}"))
+}
+
+/// Position ranges of a file of `rows` rows, read each in its own task: one per core, none
+/// smaller than `MIN_PART` rows (a small file is read whole).
+fn parts(rows: u64) -> Vec<Range<u64>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    split(rows, rows.div_ceil(cores).max(MIN_PART))
+}
+
+/// `0..rows` in ranges of `size` rows (the last may be shorter); one empty range for no rows.
+fn split(rows: u64, size: u64) -> Vec<Range<u64>> {
+    (0..rows.div_ceil(size).max(1)).map(|i| i * size..((i + 1) * size).min(rows)).collect()
+}
+
 async fn scan_file(
     store: Arc<dyn ObjectStore>,
     file: Listed,
-    wanted: &Wanted,
-    columns: &[String],
+    wanted: Arc<Wanted>,
+    columns: Arc<Vec<String>>,
     keys: usize,
     also: Option<Also>,
 ) -> Result<Scanned> {
@@ -283,24 +377,70 @@ async fn scan_file(
         Some(v) => crate::deletion::read(store.as_ref(), v).await?,
         None => RoaringTreemap::new(),
     };
-    let location = file.location.clone();
-    let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
-    let reader = FileReader { store, path: file.location.clone(), size: file.size };
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.map_err(failed)?;
-    let file_schema = Arc::clone(builder.schema());
+    let opened = Opened::of(store, &file).await?;
+    let file_schema = Arc::clone(opened.metadata.schema());
     let mut indices = Vec::with_capacity(columns.len());
-    for c in columns {
+    for c in columns.iter() {
         let i = file_schema
             .index_of(c)
             .map_err(|_| NativeError::Storage(format!("data file `{}` has no column `{c}`", file.location)))?;
         indices.push(i);
     }
-    let mask = ProjectionMask::roots(builder.parquet_schema(), indices.iter().copied());
-    let mut stream = builder.with_projection(mask).with_batch_size(BATCH_ROWS).build().map_err(failed)?;
+    let deleted = Arc::new(deleted);
+    let mut tasks = Vec::new();
+    for part in parts(opened.rows()) {
+        let stream = opened.stream(&part, None, &indices)?;
+        let (wanted, columns, also, deleted) =
+            (Arc::clone(&wanted), Arc::clone(&columns), also.clone(), Arc::clone(&deleted));
+        let location = file.location.clone();
+        // Decoding keys is the work: the parts of a file spread over the cores.
+        tasks.push(tokio::spawn(async move {
+            scan_part(stream, part.start, &wanted, &columns, keys, also.as_ref(), &deleted, &location).await
+        }));
+    }
     let (mut positions, mut ids, mut picked) = (Vec::new(), Vec::new(), Vec::new());
-    let mut at = 0u64;
+    for task in tasks {
+        let found = task.await.map_err(|e| NativeError::Execution(format!("a scan task failed: {e}")))??;
+        positions.extend(found.positions);
+        ids.extend(found.keys);
+        picked.extend(found.extra);
+    }
+    let extra = (0..columns.len() - keys)
+        .map(|c| {
+            let parts: Vec<&dyn Array> = picked.iter().map(|p| p[c].as_ref()).collect();
+            match parts.is_empty() {
+                true => Ok(arrow::array::new_empty_array(&DataType::Null)),
+                false => Ok(concat(&parts)?),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let rows = file.records.map_or(opened.rows(), |r| r as u64);
+    let deleted = Arc::unwrap_or_clone(deleted);
+    Ok(Scanned { file, deleted, rows, positions, keys: ids, extra, opened: Some(opened) })
+}
+
+/// What one part of a file holds: positions, key ids and `extra` columns per decoded batch.
+struct Found {
+    positions: Vec<u64>,
+    keys: Vec<Option<u32>>,
+    extra: Vec<Vec<ArrayRef>>,
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn scan_part(
+    mut stream: ParquetRecordBatchStream<FileReader>,
+    start: u64,
+    wanted: &Wanted,
+    columns: &[String],
+    keys: usize,
+    also: Option<&Also>,
+    deleted: &RoaringTreemap,
+    location: &Path,
+) -> Result<Found> {
+    let mut out = Found { positions: Vec::new(), keys: Vec::new(), extra: Vec::new() };
+    let mut at = start;
     while let Some(batch) = stream.next().await {
-        let batch = batch.map_err(failed)?;
+        let batch = batch.map_err(failed(location))?;
         // The projection keeps the file's column order; take them in the order asked for.
         let named = columns
             .iter()
@@ -310,7 +450,7 @@ async fn scan_file(
         // The rows holding a wanted key, and then those `also` keeps, merged in row order.
         let mut found: Vec<(u32, Option<u32>)> = Vec::new();
         wanted.find(&named[..keys], |row, id| found.push((row as u32, Some(id))))?;
-        if let Some(keep) = &also {
+        if let Some(keep) = also {
             let kept = keep(extra)?;
             let before = found.len();
             found.extend(kept.iter().enumerate().filter(|(_, k)| *k == Some(true)).map(|(row, _)| (row as u32, None)));
@@ -324,70 +464,54 @@ async fn scan_file(
             let position = at + row as u64;
             // Most rows are not wanted: the vector is asked about the few that are.
             if !deleted.contains(position) {
-                positions.push(position);
-                ids.push(id);
+                out.positions.push(position);
+                out.keys.push(id);
                 rows.push(row);
             }
         }
         if !rows.is_empty() && !extra.is_empty() {
             let rows = UInt32Array::from(rows);
-            picked
+            out.extra
                 .push(extra.iter().map(|c| take(c.as_ref(), &rows, None)).collect::<std::result::Result<Vec<_>, _>>()?);
         }
         at += batch.num_rows() as u64;
     }
-    let extra = (0..columns.len() - keys)
-        .map(|c| {
-            let parts: Vec<&dyn Array> = picked.iter().map(|p| p[c].as_ref()).collect();
-            match parts.is_empty() {
-                true => Ok(arrow::array::new_empty_array(&DataType::Null)),
-                false => Ok(concat(&parts)?),
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let rows = file.records.map_or(at, |r| r as u64);
-    Ok(Scanned { file, deleted, rows, positions, keys: ids, extra })
+    Ok(out)
 }
 
 /// The rows of `file` at `positions`, as `schema` (its columns by name, cast to its types; a
-/// column the file lacks is NULL), in file order. Decodes only the pages holding them, in a task
-/// of its own: the flow calling this shares its thread with the other flows of its stage.
+/// column the file lacks is NULL), in file order. Decodes only the pages holding them, the parts
+/// of the file each in a task of its own (the flow calling this shares its thread with the
+/// other flows of its stage). `opened` is the file as its scan opened it, if it was.
 pub(crate) async fn read_rows(
     table: &DeltaTable,
     file: &Listed,
+    opened: Option<&Opened>,
     positions: &RoaringTreemap,
     schema: &SchemaRef,
 ) -> Result<RecordBatch> {
-    let store = table.log_store().object_store(None);
-    let (file, positions, schema) = (file.clone(), positions.clone(), Arc::clone(schema));
-    tokio::spawn(async move { read_file_rows(store, &file, &positions, &schema).await })
-        .await
-        .map_err(|e| NativeError::Execution(format!("a read task failed: {e}")))?
-}
-
-async fn read_file_rows(
-    store: Arc<dyn ObjectStore>,
-    file: &Listed,
-    positions: &RoaringTreemap,
-    schema: &SchemaRef,
-) -> Result<RecordBatch> {
-    let location = &file.location;
-    let failed = |e: datafusion::parquet::errors::ParquetError| NativeError::Storage(format!("{location}: {e}"));
-    let reader = FileReader { store, path: file.location.clone(), size: file.size };
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options).await.map_err(failed)?;
-    let total = builder.metadata().file_metadata().num_rows().max(0) as u64;
-    let file_schema = Arc::clone(builder.schema());
+    let opened = match opened {
+        Some(o) => o.clone(),
+        None => Opened::of(table.log_store().object_store(None), file).await?,
+    };
+    let file_schema = Arc::clone(opened.metadata.schema());
     let present: Vec<usize> = schema.fields().iter().filter_map(|f| file_schema.index_of(f.name()).ok()).collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), present.iter().copied());
-    let mut selected = BooleanBufferBuilder::new(total as usize);
-    selected.append_n(total as usize, false);
-    for p in positions.iter().take_while(|p| *p < total) {
-        selected.set_bit(p as usize, true);
+    let positions = Arc::new(positions.clone());
+    let mut tasks = Vec::new();
+    for part in parts(opened.rows()) {
+        if within(&positions, part.clone()).next().is_none() {
+            continue;
+        }
+        let stream = opened.stream(&part, Some(&positions), &present)?;
+        let location = file.location.clone();
+        tasks.push(tokio::spawn(
+            async move { stream.try_collect::<Vec<RecordBatch>>().await.map_err(failed(&location)) },
+        ));
     }
-    let selection = RowSelection::from_filters(&[BooleanArray::new(selected.finish(), None)]);
-    let stream = builder.with_projection(mask).with_row_selection(selection).build().map_err(failed)?;
-    let batches: Vec<RecordBatch> = stream.try_collect().await.map_err(failed)?;
+    let mut batches = Vec::new();
+    for task in tasks {
+        batches.extend(task.await.map_err(|e| NativeError::Execution(format!("a read task failed: {e}")))??);
+    }
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     let columns = schema
         .fields()
@@ -439,5 +563,63 @@ mod tests {
             Arc::new(Int32Array::from(vec![Some(1), Some(1), None, Some(1)])),
         ];
         assert_eq!(wanted.ids_of(&scanned).unwrap(), [Some(2), Some(0), Some(1), None]);
+    }
+
+    /// A file of `rows` rows (`id` = position, `name` = "n{id}") in row groups of `group` rows
+    /// and pages of 100 rows.
+    async fn file_of(dir: &std::path::Path, rows: i64, group: usize) -> (Arc<dyn ObjectStore>, Listed) {
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::properties::WriterProperties;
+        let ids = Int64Array::from_iter_values(0..rows);
+        let names = StringArray::from_iter_values((0..rows).map(|i| format!("n{i}")));
+        let batch =
+            RecordBatch::try_from_iter([("id", Arc::new(ids) as ArrayRef), ("name", Arc::new(names) as _)]).unwrap();
+        let properties = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(group))
+            .set_data_page_row_count_limit(100)
+            .set_write_batch_size(100)
+            .build();
+        let path = dir.join("f.parquet");
+        let mut writer =
+            ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
+        let location = Path::from_filesystem_path(&path).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        (store, Listed { path: "f.parquet".into(), location, size, vector: None, records: None })
+    }
+
+    #[tokio::test]
+    async fn a_file_read_in_parts_gives_each_position_once_whatever_its_row_groups() {
+        assert_eq!(split(10, 4), [0..4, 4..8, 8..10]);
+        assert_eq!(split(0, 4), vec![Range { start: 0, end: 0 }]);
+        let dir = tempfile::tempdir().unwrap();
+        // One row group, and row groups that parts begin and end inside of.
+        for group in [10_000, 3_000, 777] {
+            let (store, file) = file_of(dir.path(), 10_000, group).await;
+            let opened = Opened::of(store, &file).await.unwrap();
+            assert_eq!(opened.rows(), 10_000);
+            let picked: RoaringTreemap = (0..10_000u64).filter(|p| p % 7 == 3 || *p == 9_999).collect();
+            for size in [10_000, 5_000, 1_234, 100] {
+                let (mut every, mut chosen) = (Vec::new(), Vec::new());
+                for part in split(opened.rows(), size) {
+                    for (select, out) in [(None, &mut every), (Some(&picked), &mut chosen)] {
+                        let batches: Vec<RecordBatch> =
+                            opened.stream(&part, select, &[0, 1]).unwrap().try_collect().await.unwrap();
+                        for b in batches {
+                            let ids = b.column(0).as_primitive::<arrow::datatypes::Int64Type>();
+                            let names = b.column(1).as_string::<i32>();
+                            for (id, name) in ids.values().iter().zip(names.iter()) {
+                                assert_eq!(name, Some(format!("n{id}").as_str()));
+                                out.push(*id as u64);
+                            }
+                        }
+                    }
+                }
+                assert_eq!(every, (0..10_000).collect::<Vec<u64>>(), "row groups of {group}, parts of {size}");
+                assert_eq!(chosen, picked.iter().collect::<Vec<u64>>(), "row groups of {group}, parts of {size}");
+            }
+        }
     }
 }
