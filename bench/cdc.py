@@ -5,7 +5,8 @@ incremental run with one such batch (with deletion vectors, as AUTO CDC targets 
 without, rewriting the files that hold a touched key), the same with 0.1% of the changes late for
 their own key (older than the key's insert: its history is read and replayed), and, for scale, a
 plain rewrite of the same table (a materialized view copying it). Besides whole-process wall
-times, each flow's own time (from the run's events) is set beside the copy flow's.
+times, each flow's own time (from the run's events) is set beside the copy flow's. Last, each
+target alone in a pipeline of its own: a batch into it beside a rewrite of that very table.
 
     python3 bench/cdc.py [--keys 1000000]
 
@@ -36,6 +37,11 @@ CREATE STREAMING TABLE customers_history FLOW AUTO CDC FROM STREAM(changes) KEYS
 # deletion vectors: what a batch cost before them.
 NO_DV = SQL.replace("FLOW AUTO CDC", "TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') FLOW AUTO CDC")
 COPY = "CREATE MATERIALIZED VIEW copy AS SELECT * FROM parquet.`in`;\n"
+FEED, SCD1, SCD2 = (s.strip() for s in SQL.strip().split(";")[:3])
+# Each target alone in its pipeline, and a plain rewrite of that very table (a materialized view
+# copying its Delta table): what a batch into it costs against rewriting it, with no other flow
+# sharing the cores.
+ALONE = {"customers": ("SCD 1", f"{FEED};\n{SCD1};\n"), "customers_history": ("SCD 2", f"{FEED};\n{SCD2};\n")}
 
 
 def write_feed(folder: pathlib.Path, keys: int):
@@ -195,6 +201,34 @@ def main():
         copy_ms = median_flows([run_flows([thund, "run", "-p", str(copy), "--full-refresh-all"])
                                 for _ in range(3)])[1]["copy"]
 
+        alone = {}
+        for name, (kind, sql) in ALONE.items():
+            one = pathlib.Path(tmp) / name
+            (one / "sql").mkdir(parents=True)
+            (one / "spark-pipeline.yml").write_text(SPEC)
+            (one / "sql" / "a.sql").write_text(sql)
+            (one / "in").mkdir()
+            for part in sorted((proj / "in").glob("part-*.parquet")):
+                (one / "in" / part.name).symlink_to(part)
+            timed([thund, "run", "-p", str(one)])
+            one_batches = iter(range(3))
+
+            def one_batch():
+                b = next(one_batches)
+                change_batch(one / "in" / f"changes-{b}.parquet", args.keys, b)
+                return run_flows([thund, "run", "-p", str(one)])
+
+            batch_ms = median_flows([one_batch() for _ in range(3)])[1][name]
+            rewrite_of = pathlib.Path(tmp) / f"rewrite-{name}"
+            (rewrite_of / "sql").mkdir(parents=True)
+            (rewrite_of / "spark-pipeline.yml").write_text(SPEC.replace("cdc", "rewrite"))
+            table_path = one / ".thund" / "tables" / "spark_catalog" / "default" / name
+            (rewrite_of / "sql" / "a.sql").write_text(
+                f"CREATE MATERIALIZED VIEW copy AS SELECT * FROM read_files('{table_path}', format => 'delta');\n")
+            rewrite_ms = median_flows([run_flows([thund, "run", "-p", str(rewrite_of), "--full-refresh-all"])
+                                       for _ in range(3)])[1]["copy"]
+            alone[name] = (kind, batch_ms, rewrite_ms)
+
     rows = [
         ["full refresh (feed → SCD 1 + SCD 2)", f"{full[0]:.3f}s", f"{full[1]:.0f} MiB", "1.000"],
         ["incremental: 1% of keys changed", f"{inc[0]:.3f}s", f"{inc[1]:.0f} MiB", f"{inc[0] / full[0]:.3f}"],
@@ -215,12 +249,16 @@ def main():
     per_flow.append(["copy (materialized view of the feed)", f"{copy_ms:.0f} ms", "", "1.00", ""])
     print("\nEach flow's own time for a 1% batch (median of 3), beside rewriting the table:")
     print(table(per_flow, ["flow", "in order", "10 late", "vs copy", "late vs copy"]))
+    print("\nEach target alone in its pipeline: a 1% batch (in order) beside rewriting that table (median of 3):")
+    print(table([[f"{name} ({kind})", f"{b:.0f} ms", f"{r:.0f} ms", f"{b / r:.2f}"]
+                 for name, (kind, b, r) in alone.items()], ["flow", "1% batch", "rewrite of the table", "ratio"]))
     out = {"keys": args.keys, "full_refresh_s": full[0], "incremental_1pct_s": inc[0], "idle_s": idle[0],
            "rewrite_s": rewrite[0], "incremental_ratio": inc[0] / full[0],
            "incremental_rewriting_files_s": inc_rewrite[0],
            "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1]),
            "incremental_late_for_key_s": inc_late[0], "copy_flow_ms": copy_ms,
-           "flow_ms_in_order": in_order_flows, "flow_ms_late_for_key": late_flows}
+           "flow_ms_in_order": in_order_flows, "flow_ms_late_for_key": late_flows,
+           "alone": {name: {"batch_ms": b, "rewrite_ms": r, "ratio": b / r} for name, (_, b, r) in alone.items()}}
     print(f"\nwritten {save('cdc', out)}")
 
 

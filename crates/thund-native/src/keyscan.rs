@@ -7,11 +7,14 @@
 //! caller asks for), finds the positions of the wanted keys' rows, and only then does
 //! [`read_rows`] decode the other columns, for those positions alone (a parquet row selection,
 //! which skips the pages holding none of them). Files are scanned in parallel, each in its own
-//! task. Rows a file's deletion vector already deletes are never found: a scan sees the table
-//! as a reader does.
+//! task, and a large file in parts (position ranges, one per core, each decoding only its own
+//! pages through the page index); a file's footer and page index are read once ([`Opened`]) and
+//! handed from its scan to the read of its rows. Rows a file's deletion vector already deletes
+//! are never found: a scan sees the table as a reader does.
 //!
 //! Keys compare as `IS NOT DISTINCT FROM`: they are encoded with arrow's row format, where NULL
-//! is a value like any other.
+//! is a value like any other; a single integer key is looked up as a number, behind a small bit
+//! filter that turns away most rows before the hash map.
 
 use std::collections::HashMap;
 use std::ops::Range;
