@@ -108,6 +108,19 @@ def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool =
     pq.write_table(feed(pa, rng, ids, seqs, ops), path)
 
 
+def batches_of(proj: pathlib.Path, keys: int, numbers, run, late_for_key: bool = False):
+    """A function that, at each call, adds the next of the change batches `numbers` to the
+    project's feed and returns what `run()` returns."""
+    numbers = iter(numbers)
+
+    def next_batch():
+        b = next(numbers)
+        change_batch(proj / "in" / f"changes-{b}.parquet", keys, b, late_for_key=late_for_key)
+        return run()
+
+    return next_batch
+
+
 def replay_check(thund, proj: pathlib.Path):
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -144,36 +157,18 @@ def main():
         run = lambda *extra: timed([thund, "run", "-p", str(proj), *extra])
         run()
         full = median_of(3, lambda: run("--full-refresh-all"))
-        batches = iter(range(3))
-
-        def incremental():
-            b = next(batches)
-            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b)
-            return run()
-
-        inc = median_of(3, incremental)
+        inc = median_of(3, batches_of(proj, args.keys, range(3), run))
         idle = median_of(5, run)
         replay_check(thund, proj)
         # The same batches again, now each with 10 changes late for their own key; then each
         # flow's own time for an in-order batch and a batch with late changes.
-        late_batches = iter(range(3, 6))
-
-        def late():
-            b = next(late_batches)
-            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b, late_for_key=True)
-            return run()
-
-        inc_late = median_of(3, late)
+        inc_late = median_of(3, batches_of(proj, args.keys, range(3, 6), run, late_for_key=True))
         replay_check(thund, proj)
-        flow_batches = iter(range(6, 12))
-
-        def flows(late_for_key):
-            b = next(flow_batches)
-            change_batch(proj / "in" / f"changes-{b}.parquet", args.keys, b, late_for_key=late_for_key)
-            return run_flows([thund, "run", "-p", str(proj)])
-
-        in_order_flows = median_flows([flows(False) for _ in range(3)])[1]
-        late_flows = median_flows([flows(True) for _ in range(3)])[1]
+        flows = lambda: run_flows([thund, "run", "-p", str(proj)])
+        in_order = batches_of(proj, args.keys, range(6, 9), flows)
+        in_order_flows = median_flows([in_order() for _ in range(3)])[1]
+        late_runs = batches_of(proj, args.keys, range(9, 12), flows, late_for_key=True)
+        late_flows = median_flows([late_runs() for _ in range(3)])[1]
         replay_check(thund, proj)
 
         plain = pathlib.Path(tmp) / "plain"
@@ -182,14 +177,8 @@ def main():
         (plain / "sql" / "a.sql").write_text(NO_DV)
         write_feed(plain / "in", args.keys)
         timed([thund, "run", "-p", str(plain)])
-        plain_batches = iter(range(3))
-
-        def rewriting():
-            b = next(plain_batches)
-            change_batch(plain / "in" / f"changes-{b}.parquet", args.keys, b)
-            return timed([thund, "run", "-p", str(plain)])
-
-        inc_rewrite = median_of(3, rewriting)
+        plain_run = lambda: timed([thund, "run", "-p", str(plain)])
+        inc_rewrite = median_of(3, batches_of(plain, args.keys, range(3), plain_run))
         replay_check(thund, plain)
 
         copy = pathlib.Path(tmp) / "copy"
@@ -211,13 +200,7 @@ def main():
             for part in sorted((proj / "in").glob("part-*.parquet")):
                 (one / "in" / part.name).symlink_to(part)
             timed([thund, "run", "-p", str(one)])
-            one_batches = iter(range(3))
-
-            def one_batch():
-                b = next(one_batches)
-                change_batch(one / "in" / f"changes-{b}.parquet", args.keys, b)
-                return run_flows([thund, "run", "-p", str(one)])
-
+            one_batch = batches_of(one, args.keys, range(3), lambda: run_flows([thund, "run", "-p", str(one)]))
             batch_ms = median_flows([one_batch() for _ in range(3)])[1][name]
             rewrite_of = pathlib.Path(tmp) / f"rewrite-{name}"
             (rewrite_of / "sql").mkdir(parents=True)

@@ -812,11 +812,7 @@ async fn incremental(
     // Per file: which found rows are earlier batches' truncations (`None`) or changes of a key.
     let mut found: Vec<Vec<Option<Option<u32>>>> = Vec::with_capacity(scanned.len());
     for s in &scanned {
-        let seq = sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], &seq_type)?])?;
-        let ops = arrow::compute::cast(&s.extra[1], &DataType::Utf8)?;
-        let ops = ops.as_string::<i32>();
-        let batches = arrow::compute::cast(&s.extra[2], &DataType::Int64)?;
-        let batches = batches.as_primitive::<arrow::datatypes::Int64Type>();
+        let Changes { seq, ops, batches } = Changes::of(s, &sequences, &seq_type)?;
         let mut rows = Vec::with_capacity(s.positions.len());
         for j in 0..s.positions.len() {
             // A crash may have left this batch's own changes in the history.
@@ -926,6 +922,26 @@ async fn incremental(
     let events = concat_batches(&new.schema(), &events)?;
     let rows = replay_apart(shape, events, target_schema).await?;
     Ok(Planned { rows, marked })
+}
+
+/// The changes a history scan found, from its first `extra` columns ([`SEQ`], [`OP`], [`BATCH`]):
+/// sequences encoded to compare, operations and batch numbers.
+struct Changes {
+    seq: Rows,
+    ops: arrow::array::StringArray,
+    batches: Int64Array,
+}
+
+impl Changes {
+    fn of(s: &crate::keyscan::Scanned, sequences: &RowConverter, seq_type: &DataType) -> Result<Changes> {
+        Ok(Changes {
+            seq: sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], seq_type)?])?,
+            ops: arrow::compute::cast(&s.extra[1], &DataType::Utf8)?.as_string::<i32>().clone(),
+            batches: arrow::compute::cast(&s.extra[2], &DataType::Int64)?
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .clone(),
+        })
+    }
 }
 
 /// Target rows (`rows`: the data columns, and for SCD 2 `__START_AT`) as changes the replay
@@ -1069,11 +1085,7 @@ async fn collect_tombstones(
     let mut latest: std::collections::HashMap<u32, (arrow::row::OwnedRow, i64, bool)> =
         std::collections::HashMap::new();
     for s in &scanned {
-        let seq = sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], &seq_type)?])?;
-        let ops = arrow::compute::cast(&s.extra[1], &DataType::Utf8)?;
-        let ops = ops.as_string::<i32>();
-        let batches = arrow::compute::cast(&s.extra[2], &DataType::Int64)?;
-        let batches = batches.as_primitive::<arrow::datatypes::Int64Type>();
+        let Changes { seq, ops, batches } = Changes::of(s, &sequences, &seq_type)?;
         let at = arrow::compute::cast(&s.extra[3], &DataType::Int64)?;
         let at = at.as_primitive::<arrow::datatypes::Int64Type>();
         for (j, k) in s.keys.iter().enumerate() {
