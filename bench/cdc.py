@@ -6,7 +6,8 @@ without, rewriting the files that hold a touched key), the same with 0.1% of the
 their own key (older than the key's insert: its history is read and replayed), and, for scale, a
 plain rewrite of the same table (a materialized view copying it). Besides whole-process wall
 times, each flow's own time (from the run's events) is set beside the copy flow's. Last, each
-target alone in a pipeline of its own: a batch into it beside a rewrite of that very table.
+target alone in a pipeline of its own: a batch into it beside a rewrite of that very table, with
+its keys drawn at random or from a narrow range (pages of the key-sorted table are skipped).
 
     python3 bench/cdc.py [--keys 1000000]
 
@@ -88,10 +89,11 @@ def median_flows(runs):
     return statistics.median(r[0] for r in runs), flows
 
 
-def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool = False):
+def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool = False, near: bool = False):
     """1% of the keys: updates (city or visits), every 20th a delete, every 10th older than the
     last batch (later than any change of its own key, though). With `late_for_key`, every
-    1000th change is older than its key's insert: late for its key."""
+    1000th change is older than its key's insert: late for its key. The keys are drawn at
+    random from all of them, or with `near` from a range of 2% of them (say, recent customers)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -99,6 +101,9 @@ def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool =
     rng = np.random.default_rng(100 + batch)
     n = keys // 100
     ids = rng.choice(keys, n, replace=False).astype(np.int64)
+    if near:
+        start = int(rng.integers(0, keys - 2 * n))
+        ids = start + rng.choice(2 * n, n, replace=False).astype(np.int64)
     base = 10 * keys * (batch + 1)
     seqs = base + np.arange(n, dtype=np.int64)
     seqs[::10] -= 5 * keys  # late: between the previous batch and this one
@@ -108,14 +113,14 @@ def change_batch(path: pathlib.Path, keys: int, batch: int, late_for_key: bool =
     pq.write_table(feed(pa, rng, ids, seqs, ops), path)
 
 
-def batches_of(proj: pathlib.Path, keys: int, numbers, run, late_for_key: bool = False):
+def batches_of(proj: pathlib.Path, keys: int, numbers, run, late_for_key: bool = False, near: bool = False):
     """A function that, at each call, adds the next of the change batches `numbers` to the
     project's feed and returns what `run()` returns."""
     numbers = iter(numbers)
 
     def next_batch():
         b = next(numbers)
-        change_batch(proj / "in" / f"changes-{b}.parquet", keys, b, late_for_key=late_for_key)
+        change_batch(proj / "in" / f"changes-{b}.parquet", keys, b, late_for_key=late_for_key, near=near)
         return run()
 
     return next_batch
@@ -200,8 +205,11 @@ def main():
             for part in sorted((proj / "in").glob("part-*.parquet")):
                 (one / "in" / part.name).symlink_to(part)
             timed([thund, "run", "-p", str(one)])
-            one_batch = batches_of(one, args.keys, range(3), lambda: run_flows([thund, "run", "-p", str(one)]))
+            one_run = lambda: run_flows([thund, "run", "-p", str(one)])
+            one_batch = batches_of(one, args.keys, range(3), one_run)
             batch_ms = median_flows([one_batch() for _ in range(3)])[1][name]
+            near_batch = batches_of(one, args.keys, range(3, 6), one_run, near=True)
+            near_ms = median_flows([near_batch() for _ in range(3)])[1][name]
             rewrite_of = pathlib.Path(tmp) / f"rewrite-{name}"
             (rewrite_of / "sql").mkdir(parents=True)
             (rewrite_of / "spark-pipeline.yml").write_text(SPEC.replace("cdc", "rewrite"))
@@ -210,7 +218,7 @@ def main():
                 f"CREATE MATERIALIZED VIEW copy AS SELECT * FROM read_files('{table_path}', format => 'delta');\n")
             rewrite_ms = median_flows([run_flows([thund, "run", "-p", str(rewrite_of), "--full-refresh-all"])
                                        for _ in range(3)])[1]["copy"]
-            alone[name] = (kind, batch_ms, rewrite_ms)
+            alone[name] = (kind, batch_ms, near_ms, rewrite_ms)
 
     rows = [
         ["full refresh (feed → SCD 1 + SCD 2)", f"{full[0]:.3f}s", f"{full[1]:.0f} MiB", "1.000"],
@@ -232,16 +240,19 @@ def main():
     per_flow.append(["copy (materialized view of the feed)", f"{copy_ms:.0f} ms", "", "1.00", ""])
     print("\nEach flow's own time for a 1% batch (median of 3), beside rewriting the table:")
     print(table(per_flow, ["flow", "in order", "10 late", "vs copy", "late vs copy"]))
-    print("\nEach target alone in its pipeline: a 1% batch (in order) beside rewriting that table (median of 3):")
-    print(table([[f"{name} ({kind})", f"{b:.0f} ms", f"{r:.0f} ms", f"{b / r:.2f}"]
-                 for name, (kind, b, r) in alone.items()], ["flow", "1% batch", "rewrite of the table", "ratio"]))
+    print("\nEach target alone in its pipeline: a 1% batch (in order; keys at random or near each other)")
+    print("beside rewriting that table (median of 3):")
+    print(table([[f"{name} ({kind})", f"{b:.0f} ms", f"{n:.0f} ms", f"{r:.0f} ms", f"{b / r:.2f}", f"{n / r:.2f}"]
+                 for name, (kind, b, n, r) in alone.items()],
+                ["flow", "1% batch", "keys near", "rewrite of the table", "ratio", "near: ratio"]))
     out = {"keys": args.keys, "full_refresh_s": full[0], "incremental_1pct_s": inc[0], "idle_s": idle[0],
            "rewrite_s": rewrite[0], "incremental_ratio": inc[0] / full[0],
            "incremental_rewriting_files_s": inc_rewrite[0],
            "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1]),
            "incremental_late_for_key_s": inc_late[0], "copy_flow_ms": copy_ms,
            "flow_ms_in_order": in_order_flows, "flow_ms_late_for_key": late_flows,
-           "alone": {name: {"batch_ms": b, "rewrite_ms": r, "ratio": b / r} for name, (_, b, r) in alone.items()}}
+           "alone": {name: {"batch_ms": b, "near_batch_ms": n, "rewrite_ms": r, "ratio": b / r}
+                     for name, (_, b, n, r) in alone.items()}}
     print(f"\nwritten {save('cdc', out)}")
 
 

@@ -9,7 +9,9 @@
 //! which skips the pages holding none of them). Files are scanned in parallel, each in its own
 //! task, and a large file in parts (position ranges, one per core, each decoding only its own
 //! pages through the page index); a file's footer and page index are read once ([`Opened`]) and
-//! handed from its scan to the read of its rows. Rows a file's deletion vector already deletes
+//! handed from its scan to the read of its rows. For a single integer key, the pages whose
+//! bounds hold no wanted key are not decoded at all: the replay writes its rows in key order,
+//! so keys near each other live in few pages. Rows a file's deletion vector already deletes
 //! are never found: a scan sees the table as a reader does.
 //!
 //! Keys compare as `IS NOT DISTINCT FROM`: they are encoded with arrow's row format, where NULL
@@ -68,6 +70,8 @@ struct IntegerIds {
     null: Option<u32>,
     filter: Vec<u64>,
     shift: u32,
+    /// The wanted values in order: which pages' `[min, max]` may hold one.
+    sorted: Vec<i64>,
 }
 
 impl IntegerIds {
@@ -91,7 +95,9 @@ impl IntegerIds {
             let b = Self::bucket(*v, shift);
             filter[b / 64] |= 1 << (b % 64);
         }
-        IntegerIds { ids, null, filter, shift }
+        let mut sorted: Vec<i64> = ids.keys().copied().collect();
+        sorted.sort_unstable();
+        IntegerIds { ids, null, filter, shift, sorted }
     }
 
     /// Fibonacci hashing: the top bits of the product spread consecutive keys apart.
@@ -142,6 +148,19 @@ impl Wanted {
             }
         };
         Ok(Wanted { types, ids })
+    }
+
+    /// Whether a page whose key column's values lie in `[min, max]` may hold a wanted key;
+    /// `None` when pages cannot be told apart by their bounds (keys of several columns or not
+    /// integers, or NULL wanted, which bounds do not cover).
+    fn may_hold(&self) -> Option<impl Fn(i64, i64) -> bool + '_> {
+        match &self.ids {
+            Ids::Integer(ids) if ids.null.is_none() => Some(move |min: i64, max: i64| {
+                let from = ids.sorted.partition_point(|v| *v < min);
+                ids.sorted.get(from).is_some_and(|v| *v <= max)
+            }),
+            _ => None,
+        }
     }
 
     /// The id of each row of `keys` (columns in key order): `None` for a key not wanted.
@@ -299,13 +318,51 @@ impl Opened {
         self.metadata.metadata().file_metadata().num_rows().max(0) as u64
     }
 
-    /// The file's positions `part`, of which `select` picks some (all when `None`), as a stream
-    /// of the columns `mask` keeps: only the row groups the part overlaps are opened, and in them
-    /// only the pages holding a picked row are decoded.
+    /// The position ranges of the pages whose bounds in the key column `key` may hold a wanted
+    /// key (`None`: every page may, or the file has no page index to tell). A file the table's
+    /// writer sorted by key, as a replay writes it, has narrow pages: a batch whose keys are
+    /// near each other (recent customers, say) reads few of them.
+    fn pages_holding(&self, key: &str, wanted: &Wanted) -> Option<Vec<Range<u64>>> {
+        use datafusion::parquet::file::page_index::column_index::ColumnIndexMetaData as Bounds;
+        let may_hold = wanted.may_hold()?;
+        let metadata = self.metadata.metadata();
+        let (bounds, locations) = (metadata.column_index()?, metadata.offset_index()?);
+        let leaf = metadata.file_metadata().schema_descr().columns().iter().position(|c| c.path().parts() == [key])?;
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        let mut start = 0u64;
+        for (g, group) in metadata.row_groups().iter().enumerate() {
+            let rows = group.num_rows().max(0) as u64;
+            let pages = locations.get(g)?.get(leaf)?.page_locations();
+            let page_bounds = |p: usize| -> Option<(i64, i64)> {
+                match bounds.get(g)?.get(leaf)? {
+                    Bounds::INT32(i) => Some((i64::from(*i.min_value(p)?), i64::from(*i.max_value(p)?))),
+                    Bounds::INT64(i) => Some((*i.min_value(p)?, *i.max_value(p)?)),
+                    _ => None,
+                }
+            };
+            for (p, page) in pages.iter().enumerate() {
+                let from = start + page.first_row_index.max(0) as u64;
+                let to = pages.get(p + 1).map_or(start + rows, |next| start + next.first_row_index.max(0) as u64);
+                // A page without bounds (or of another type) is read.
+                if page_bounds(p).is_none_or(|(min, max)| may_hold(min, max)) {
+                    match ranges.last_mut() {
+                        Some(last) if last.end == from => last.end = to,
+                        _ => ranges.push(from..to),
+                    }
+                }
+            }
+            start += rows;
+        }
+        Some(ranges)
+    }
+
+    /// The file's positions `part`, of which `pick` picks some, as a stream of the columns
+    /// `columns`: only the row groups the part overlaps are opened, and in them only the pages
+    /// holding a picked row are decoded.
     fn stream(
         &self,
         part: &Range<u64>,
-        select: Option<&RoaringTreemap>,
+        pick: Pick<'_>,
         columns: &[usize],
     ) -> Result<ParquetRecordBatchStream<FileReader>> {
         let groups = self.metadata.metadata().row_groups();
@@ -320,13 +377,22 @@ impl Opened {
         }
         let first = first.unwrap_or(part.start);
         let last = first + picked.iter().map(|g| groups[*g].num_rows().max(0) as u64).sum::<u64>();
-        let selection = match select {
-            None => RowSelection::from(vec![
-                RowSelector::skip((part.start - first) as usize),
-                RowSelector::select((part.end.min(last) - part.start) as usize),
-                RowSelector::skip((last - part.end.min(last)) as usize),
-            ]),
-            Some(positions) => {
+        let selection = match pick {
+            Pick::Ranges(ranges) => {
+                let mut selectors = Vec::with_capacity(ranges.len() * 2 + 1);
+                let mut at = first;
+                for r in ranges {
+                    let r = r.start.max(part.start).max(at)..r.end.min(part.end).min(last);
+                    if r.start < r.end {
+                        selectors.push(RowSelector::skip((r.start - at) as usize));
+                        selectors.push(RowSelector::select((r.end - r.start) as usize));
+                        at = r.end;
+                    }
+                }
+                selectors.push(RowSelector::skip((last - at) as usize));
+                RowSelection::from(selectors)
+            }
+            Pick::Positions(positions) => {
                 let mut selected = BooleanBufferBuilder::new((last - first) as usize);
                 selected.append_n((last - first) as usize, false);
                 for p in within(positions, part.start..part.end.min(last)) {
@@ -345,6 +411,20 @@ impl Opened {
             .build()
             .map_err(failed(&self.reader.path))
     }
+}
+
+/// Which rows of a file a read decodes.
+#[derive(Clone, Copy)]
+pub(crate) enum Pick<'a> {
+    /// The rows of these position ranges (in order, not overlapping).
+    Ranges(&'a [Range<u64>]),
+    /// The rows at these positions.
+    Positions(&'a RoaringTreemap),
+}
+
+/// `ranges` (in order, not overlapping) cut to `part`, empty ones left out.
+fn clip(ranges: &[Range<u64>], part: &Range<u64>) -> Vec<Range<u64>> {
+    ranges.iter().map(|r| r.start.max(part.start)..r.end.min(part.end)).filter(|r| r.start < r.end).collect()
 }
 
 /// The positions in `range`, in order.
@@ -390,15 +470,27 @@ async fn scan_file(
         indices.push(i);
     }
     let deleted = Arc::new(deleted);
+    // Pages that cannot hold a wanted key are skipped, unless rows are kept for more than their
+    // key (`also`). One key column only: its bounds say all there is to say.
+    let pages = match (&also, &columns[..keys]) {
+        (None, [key]) => opened.pages_holding(key, &wanted),
+        _ => None,
+    };
+    let every = [0..opened.rows()];
+    let pages = pages.as_deref().unwrap_or(&every);
     let mut tasks = Vec::new();
     for part in parts(opened.rows()) {
-        let stream = opened.stream(&part, None, &indices)?;
+        let ranges = clip(pages, &part);
+        if ranges.is_empty() {
+            continue;
+        }
+        let stream = opened.stream(&part, Pick::Ranges(&ranges), &indices)?;
         let (wanted, columns, also, deleted) =
             (Arc::clone(&wanted), Arc::clone(&columns), also.clone(), Arc::clone(&deleted));
         let location = file.location.clone();
         // Decoding keys is the work: the parts of a file spread over the cores.
         tasks.push(tokio::spawn(async move {
-            scan_part(stream, part.start, &wanted, &columns, keys, also.as_ref(), &deleted, &location).await
+            scan_part(stream, ranges, &wanted, &columns, keys, also.as_ref(), &deleted, &location).await
         }));
     }
     let (mut positions, mut ids, mut picked) = (Vec::new(), Vec::new(), Vec::new());
@@ -432,7 +524,7 @@ struct Found {
 #[allow(clippy::too_many_arguments)]
 async fn scan_part(
     mut stream: ParquetRecordBatchStream<FileReader>,
-    start: u64,
+    ranges: Vec<Range<u64>>,
     wanted: &Wanted,
     columns: &[String],
     keys: usize,
@@ -441,7 +533,15 @@ async fn scan_part(
     location: &Path,
 ) -> Result<Found> {
     let mut out = Found { positions: Vec::new(), keys: Vec::new(), extra: Vec::new() };
-    let mut at = start;
+    // The stream's rows, one after another, are the positions of `ranges`.
+    let (mut range, mut range_start, mut seen) = (0usize, 0u64, 0u64);
+    let mut position_of = |row: u64| {
+        while row - range_start >= ranges[range].end - ranges[range].start {
+            range_start += ranges[range].end - ranges[range].start;
+            range += 1;
+        }
+        ranges[range].start + (row - range_start)
+    };
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(failed(location))?;
         // The projection keeps the file's column order; take them in the order asked for.
@@ -464,7 +564,7 @@ async fn scan_part(
         }
         let mut rows = Vec::new();
         for (row, id) in found {
-            let position = at + row as u64;
+            let position = position_of(seen + row as u64);
             // Most rows are not wanted: the vector is asked about the few that are.
             if !deleted.contains(position) {
                 out.positions.push(position);
@@ -477,7 +577,7 @@ async fn scan_part(
             out.extra
                 .push(extra.iter().map(|c| take(c.as_ref(), &rows, None)).collect::<std::result::Result<Vec<_>, _>>()?);
         }
-        at += batch.num_rows() as u64;
+        seen += batch.num_rows() as u64;
     }
     Ok(out)
 }
@@ -505,7 +605,7 @@ pub(crate) async fn read_rows(
         if within(&positions, part.clone()).next().is_none() {
             continue;
         }
-        let stream = opened.stream(&part, Some(&positions), &present)?;
+        let stream = opened.stream(&part, Pick::Positions(&positions), &present)?;
         let location = file.location.clone();
         tasks.push(tokio::spawn(
             async move { stream.try_collect::<Vec<RecordBatch>>().await.map_err(failed(&location)) },
@@ -607,9 +707,10 @@ mod tests {
             for size in [10_000, 5_000, 1_234, 100] {
                 let (mut every, mut chosen) = (Vec::new(), Vec::new());
                 for part in split(opened.rows(), size) {
-                    for (select, out) in [(None, &mut every), (Some(&picked), &mut chosen)] {
+                    let whole = [part.clone()];
+                    for (pick, out) in [(Pick::Ranges(&whole), &mut every), (Pick::Positions(&picked), &mut chosen)] {
                         let batches: Vec<RecordBatch> =
-                            opened.stream(&part, select, &[0, 1]).unwrap().try_collect().await.unwrap();
+                            opened.stream(&part, pick, &[0, 1]).unwrap().try_collect().await.unwrap();
                         for b in batches {
                             let ids = b.column(0).as_primitive::<arrow::datatypes::Int64Type>();
                             let names = b.column(1).as_string::<i32>();
@@ -624,5 +725,32 @@ mod tests {
                 assert_eq!(chosen, picked.iter().collect::<Vec<u64>>(), "row groups of {group}, parts of {size}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_scan_reads_only_the_pages_whose_bounds_may_hold_a_wanted_key_and_finds_every_one() {
+        let dir = tempfile::tempdir().unwrap();
+        for group in [10_000, 777] {
+            let (store, file) = file_of(dir.path(), 10_000, group).await;
+            let opened = Opened::of(Arc::clone(&store), &file).await.unwrap();
+            let keys: ArrayRef = Arc::new(Int64Array::from(vec![4_321, 150, 9_999, 151, 20_000]));
+            let wanted = Arc::new(Wanted::new(&[keys]).unwrap());
+            // Pages of 100 rows (fewer where a row group ends): three hold a wanted key.
+            let pages = opened.pages_holding("id", &wanted).unwrap();
+            let rows: u64 = pages.iter().map(|r| r.end - r.start).sum();
+            assert!(pages.iter().all(|r| r.start <= 150 && 151 < r.end || r.contains(&4_321) || r.contains(&9_999)));
+            assert!((3..=300).contains(&rows), "row groups of {group}: {pages:?}");
+            let columns = Arc::new(vec!["id".to_string(), "name".to_string()]);
+            let found = scan_file(store, file, wanted, columns, 1, None).await.unwrap();
+            assert_eq!(found.positions, [150, 151, 4_321, 9_999], "row groups of {group}");
+            assert_eq!(found.keys, [Some(1), Some(3), Some(0), Some(2)]);
+            let names = found.extra[0].as_string::<i32>();
+            assert_eq!(names.iter().flatten().collect::<Vec<_>>(), ["n150", "n151", "n4321", "n9999"]);
+        }
+        // NULL wanted: bounds do not cover it, so every page is read.
+        let (store, file) = file_of(dir.path(), 1_000, 1_000).await;
+        let opened = Opened::of(store, &file).await.unwrap();
+        let keys: ArrayRef = Arc::new(Int64Array::from(vec![Some(5), None]));
+        assert!(opened.pages_holding("id", &Wanted::new(&[keys]).unwrap()).is_none());
     }
 }
