@@ -476,7 +476,7 @@ async fn scan_file(
         (None, [key]) => opened.pages_holding(key, &wanted),
         _ => None,
     };
-    let every = [0..opened.rows()];
+    let every = [Range { start: 0, end: opened.rows() }];
     let pages = pages.as_deref().unwrap_or(&every);
     let mut tasks = Vec::new();
     for part in parts(opened.rows()) {
