@@ -328,6 +328,11 @@ impl Opened {
         let metadata = self.metadata.metadata();
         let (bounds, locations) = (metadata.column_index()?, metadata.offset_index()?);
         let leaf = metadata.file_metadata().schema_descr().columns().iter().position(|c| c.path().parts() == [key])?;
+        // An unsigned column's bounds are its values' bits as signed numbers, ordered unsigned.
+        let unsigned = matches!(
+            self.metadata.schema().field_with_name(key).ok()?.data_type(),
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32
+        );
         let mut ranges: Vec<Range<u64>> = Vec::new();
         let mut start = 0u64;
         for (g, group) in metadata.row_groups().iter().enumerate() {
@@ -335,6 +340,9 @@ impl Opened {
             let pages = locations.get(g)?.get(leaf)?.page_locations();
             let page_bounds = |p: usize| -> Option<(i64, i64)> {
                 match bounds.get(g)?.get(leaf)? {
+                    Bounds::INT32(i) if unsigned => {
+                        Some((i64::from(*i.min_value(p)? as u32), i64::from(*i.max_value(p)? as u32)))
+                    }
                     Bounds::INT32(i) => Some((i64::from(*i.min_value(p)?), i64::from(*i.max_value(p)?))),
                     Bounds::INT64(i) => Some((*i.min_value(p)?, *i.max_value(p)?)),
                     _ => None,
@@ -752,5 +760,32 @@ mod tests {
         let opened = Opened::of(store, &file).await.unwrap();
         let keys: ArrayRef = Arc::new(Int64Array::from(vec![Some(5), None]));
         assert!(opened.pages_holding("id", &Wanted::new(&[keys]).unwrap()).is_none());
+    }
+
+    #[tokio::test]
+    async fn unsigned_keys_above_the_signed_range_are_found_through_their_pages_bounds() {
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::properties::WriterProperties;
+        let dir = tempfile::tempdir().unwrap();
+        let ids = arrow::array::UInt32Array::from_iter_values((0..1_000u32).map(|i| 3_000_000_000 + i));
+        let batch = RecordBatch::try_from_iter([("id", Arc::new(ids) as ArrayRef)]).unwrap();
+        let properties =
+            WriterProperties::builder().set_data_page_row_count_limit(100).set_write_batch_size(100).build();
+        let path = dir.path().join("u.parquet");
+        let mut writer =
+            ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(properties)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
+        let location = Path::from_filesystem_path(&path).unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let file = Listed { path: "u.parquet".into(), location, size, vector: None, records: None };
+        let keys: ArrayRef = Arc::new(arrow::array::UInt32Array::from(vec![3_000_000_250u32, 3_000_000_999]));
+        let wanted = Arc::new(Wanted::new(&[keys]).unwrap());
+        let opened = Opened::of(Arc::clone(&store), &file).await.unwrap();
+        let pages = opened.pages_holding("id", &wanted).unwrap();
+        assert!(pages.iter().map(|r| r.end - r.start).sum::<u64>() <= 200, "{pages:?}");
+        let found = scan_file(store, file, wanted, Arc::new(vec!["id".to_string()]), 1, None).await.unwrap();
+        assert_eq!(found.positions, [250, 999]);
     }
 }
