@@ -679,12 +679,17 @@ mod tests {
     /// A file of `rows` rows (`id` = position, `name` = "n{id}") in row groups of `group` rows
     /// and pages of 100 rows.
     async fn file_of(dir: &std::path::Path, rows: i64, group: usize) -> (Arc<dyn ObjectStore>, Listed) {
-        use datafusion::parquet::arrow::ArrowWriter;
-        use datafusion::parquet::file::properties::WriterProperties;
         let ids = Int64Array::from_iter_values(0..rows);
         let names = StringArray::from_iter_values((0..rows).map(|i| format!("n{i}")));
         let batch =
             RecordBatch::try_from_iter([("id", Arc::new(ids) as ArrayRef), ("name", Arc::new(names) as _)]).unwrap();
+        written(dir, &batch, group)
+    }
+
+    /// `batch` as a file in `dir`, in row groups of `group` rows and pages of 100 rows.
+    fn written(dir: &std::path::Path, batch: &RecordBatch, group: usize) -> (Arc<dyn ObjectStore>, Listed) {
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::properties::WriterProperties;
         let properties = WriterProperties::builder()
             .set_max_row_group_row_count(Some(group))
             .set_data_page_row_count_limit(100)
@@ -693,7 +698,7 @@ mod tests {
         let path = dir.join("f.parquet");
         let mut writer =
             ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
+        writer.write(batch).unwrap();
         writer.close().unwrap();
         let store: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
         let location = Path::from_filesystem_path(&path).unwrap();
@@ -764,22 +769,10 @@ mod tests {
 
     #[tokio::test]
     async fn unsigned_keys_above_the_signed_range_are_found_through_their_pages_bounds() {
-        use datafusion::parquet::arrow::ArrowWriter;
-        use datafusion::parquet::file::properties::WriterProperties;
         let dir = tempfile::tempdir().unwrap();
         let ids = arrow::array::UInt32Array::from_iter_values((0..1_000u32).map(|i| 3_000_000_000 + i));
         let batch = RecordBatch::try_from_iter([("id", Arc::new(ids) as ArrayRef)]).unwrap();
-        let properties =
-            WriterProperties::builder().set_data_page_row_count_limit(100).set_write_batch_size(100).build();
-        let path = dir.path().join("u.parquet");
-        let mut writer =
-            ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), batch.schema(), Some(properties)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let store: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
-        let location = Path::from_filesystem_path(&path).unwrap();
-        let size = std::fs::metadata(&path).unwrap().len();
-        let file = Listed { path: "u.parquet".into(), location, size, vector: None, records: None };
+        let (store, file) = written(dir.path(), &batch, 1_000);
         let keys: ArrayRef = Arc::new(arrow::array::UInt32Array::from(vec![3_000_000_250u32, 3_000_000_999]));
         let wanted = Arc::new(Wanted::new(&[keys]).unwrap());
         let opened = Opened::of(Arc::clone(&store), &file).await.unwrap();
