@@ -685,7 +685,8 @@ pub(crate) async fn batch(
     let appended = append.await.map_err(|e| NativeError::Execution(format!("the AUTO CDC history append failed: {e}")));
     let (rows, marked) = planned?;
     let history = appended??;
-    steps.done("append to the history");
+    // The append ran beside the planning: this is only what was left of it.
+    steps.done("finish the history's append");
     crate::failpoint::hit("cdc-after-history", &f.name)?;
     let written = rows.num_rows() as u64;
     let txn = Transaction::new(app, next.batch);
@@ -865,7 +866,7 @@ async fn incremental(
                 .collect();
             if !picks.is_empty() {
                 let schema = &schema;
-                reads.push(async move { read_rows(h, &s.file, s.opened.as_ref(), &picks, schema).await });
+                reads.push(async move { read_rows(h, &s.file, Some(&s.opened), &picks, schema).await });
             }
         }
         events.extend(futures::future::try_join_all(reads).await?);
@@ -902,7 +903,7 @@ async fn incremental(
             let (file, opened) = (s.file.clone(), s.opened.clone());
             let seed_schema = &seed_schema;
             reads.push(async move {
-                let rows = read_rows(target, &file, opened.as_ref(), &seeds, seed_schema).await?;
+                let rows = read_rows(target, &file, Some(&opened), &seeds, seed_schema).await?;
                 Ok::<_, NativeError>((rows, seed_keys))
             });
         }

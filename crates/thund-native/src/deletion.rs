@@ -16,17 +16,9 @@
 //! big-endian CRC-32 of magic and bitmap. An `add` names its vector by the file's UUID (Z85, 20
 //! characters), the offset of the size field, the size and the number of rows deleted.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
-use datafusion::parquet::arrow::arrow_reader::ArrowReaderOptions;
-use datafusion::parquet::arrow::async_reader::AsyncFileReader;
-use datafusion::parquet::errors::ParquetError;
-use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
 use deltalake::DeltaTable;
-use futures::future::BoxFuture;
-use futures::FutureExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use roaring::RoaringTreemap;
@@ -65,42 +57,6 @@ impl Marked {
     /// Whether the file is better rewritten than marked: at least half of its rows are dead.
     pub fn mostly_deleted(&self) -> bool {
         self.deleted.len() * 2 >= self.records
-    }
-}
-
-/// A data file read through the object store, its size known from the log (no request for it).
-#[derive(Clone)]
-pub(crate) struct FileReader {
-    pub store: Arc<dyn ObjectStore>,
-    pub path: Path,
-    pub size: u64,
-}
-
-impl AsyncFileReader for FileReader {
-    fn get_bytes(&mut self, range: std::ops::Range<u64>) -> BoxFuture<'_, datafusion::parquet::errors::Result<Bytes>> {
-        async move { self.store.get_range(&self.path, range).await.map_err(|e| ParquetError::External(Box::new(e))) }
-            .boxed()
-    }
-
-    fn get_byte_ranges(
-        &mut self,
-        ranges: Vec<std::ops::Range<u64>>,
-    ) -> BoxFuture<'_, datafusion::parquet::errors::Result<Vec<Bytes>>> {
-        async move { self.store.get_ranges(&self.path, &ranges).await.map_err(|e| ParquetError::External(Box::new(e))) }
-            .boxed()
-    }
-
-    fn get_metadata<'a>(
-        &'a mut self,
-        options: Option<&'a ArrowReaderOptions>,
-    ) -> BoxFuture<'a, datafusion::parquet::errors::Result<Arc<ParquetMetaData>>> {
-        async move {
-            let size = self.size;
-            let metadata =
-                ParquetMetaDataReader::new().with_arrow_reader_options(options).load_and_finish(self, size).await?;
-            Ok(Arc::new(metadata))
-        }
-        .boxed()
     }
 }
 
@@ -187,6 +143,7 @@ fn encode(id: &uuid::Uuid, marked: &[Marked]) -> Result<(Vec<u8>, Vec<Described>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn marked(path: &str, rows: &[u64]) -> Marked {
         Marked {

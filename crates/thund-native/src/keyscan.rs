@@ -28,18 +28,22 @@ use arrow::array::{
 use arrow::compute::{concat, take};
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::row::{RowConverter, SortField};
+use bytes::Bytes;
 use datafusion::parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector};
-use datafusion::parquet::arrow::async_reader::{ParquetRecordBatchStream, ParquetRecordBatchStreamBuilder};
+use datafusion::parquet::arrow::async_reader::{
+    AsyncFileReader, ParquetRecordBatchStream, ParquetRecordBatchStreamBuilder,
+};
 use datafusion::parquet::arrow::ProjectionMask;
-use datafusion::parquet::file::metadata::PageIndexPolicy;
+use datafusion::parquet::errors::Result as ParquetResult;
+use datafusion::parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use deltalake::kernel::DeletionVectorDescriptor;
 use deltalake::DeltaTable;
-use futures::{StreamExt, TryStreamExt};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use roaring::RoaringTreemap;
 
-use crate::deletion::FileReader;
 use crate::error::{NativeError, Result};
 
 /// How many files are scanned at once.
@@ -114,18 +118,10 @@ impl IntegerIds {
     }
 }
 
-/// Whether a key column of this type is looked up as an `i64`: the cast is exact.
+/// Whether a key column of this type is looked up as an `i64`: the cast is exact (all but
+/// `UInt64`).
 fn integer(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-    )
+    t.is_integer() && *t != DataType::UInt64
 }
 
 impl Wanted {
@@ -251,6 +247,49 @@ pub(crate) fn files(table: &DeltaTable) -> Result<Vec<Listed>> {
         .collect())
 }
 
+/// A data file read through the object store, its size known from the log (no request for it).
+#[derive(Clone)]
+struct FileReader {
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    size: u64,
+}
+
+impl AsyncFileReader for FileReader {
+    fn get_bytes(&mut self, range: std::ops::Range<u64>) -> BoxFuture<'_, ParquetResult<Bytes>> {
+        async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(|e| datafusion::parquet::errors::ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_byte_ranges(&mut self, ranges: Vec<std::ops::Range<u64>>) -> BoxFuture<'_, ParquetResult<Vec<Bytes>>> {
+        async move {
+            self.store
+                .get_ranges(&self.path, &ranges)
+                .await
+                .map_err(|e| datafusion::parquet::errors::ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, ParquetResult<Arc<ParquetMetaData>>> {
+        async move {
+            let size = self.size;
+            let metadata =
+                ParquetMetaDataReader::new().with_arrow_reader_options(options).load_and_finish(self, size).await?;
+            Ok(Arc::new(metadata))
+        }
+        .boxed()
+    }
+}
+
 /// Rows a scan keeps besides the wanted keys' (given a batch's `extra` columns, which of its
 /// rows), e.g. every truncation in an AUTO CDC history, whatever its key.
 pub(crate) type Also = Arc<dyn Fn(&[ArrayRef]) -> Result<BooleanArray> + Send + Sync>;
@@ -269,7 +308,7 @@ pub(crate) struct Scanned {
     /// Those rows' `extra` columns, in the order asked for.
     pub extra: Vec<ArrayRef>,
     /// The file as the scan opened it, for reading its rows.
-    pub opened: Option<Opened>,
+    pub opened: Opened,
 }
 
 /// Every file of `table` with a live row whose key (the columns `key_names`) is wanted, or which
@@ -519,7 +558,7 @@ async fn scan_file(
         .collect::<Result<Vec<_>>>()?;
     let rows = file.records.map_or(opened.rows(), |r| r as u64);
     let deleted = Arc::unwrap_or_clone(deleted);
-    Ok(Scanned { file, deleted, rows, positions, keys: ids, extra, opened: Some(opened) })
+    Ok(Scanned { file, deleted, rows, positions, keys: ids, extra, opened })
 }
 
 /// What one part of a file holds: positions, key ids and `extra` columns per decoded batch.
