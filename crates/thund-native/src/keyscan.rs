@@ -245,6 +245,24 @@ pub(crate) struct Listed {
 }
 
 impl Listed {
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Its physical row count, if the log records it.
+    pub fn records(&self) -> Option<u64> {
+        self.records.map(|r| r as u64)
+    }
+
+    /// The positions its deletion vector deletes.
+    pub async fn deleted(&self, store: &dyn ObjectStore) -> Result<RoaringTreemap> {
+        match &self.vector {
+            Some(v) => crate::deletion::read(store, v).await,
+            None => Ok(RoaringTreemap::new()),
+        }
+    }
+
     /// A file known by its path alone.
     #[cfg(test)]
     pub fn named(path: &str) -> Listed {
@@ -524,10 +542,7 @@ async fn scan_file(
     keys: usize,
     also: Option<Also>,
 ) -> Result<Scanned> {
-    let deleted = match &file.vector {
-        Some(v) => crate::deletion::read(store.as_ref(), v).await?,
-        None => RoaringTreemap::new(),
-    };
+    let deleted = file.deleted(store.as_ref()).await?;
     let opened = Opened::of(store, &file).await?;
     let file_schema = Arc::clone(opened.metadata.schema());
     let mut indices = Vec::with_capacity(columns.len());

@@ -174,6 +174,7 @@ pub(crate) async fn write_append(
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn));
     let builder = with_table_details(builder, d);
     let table = builder.await?;
+    crate::write::checkpointed(&table).await;
     let rows = last_commit_rows(&table).await;
     let table = if created { sync_properties(table, d).await? } else { table };
     if register {
@@ -201,11 +202,13 @@ pub(crate) async fn append_batches(
         // Rows leave such a table by deletion vectors (`deletion`), not by rewriting its files.
         write = write.with_configuration([("delta.enableDeletionVectors", Some("true"))]);
     }
-    Ok(write
+    let table = write
         .with_save_mode(SaveMode::Append)
         .with_writer_properties(properties)
         .with_commit_properties(CommitProperties::default().with_application_transaction(txn))
-        .await?)
+        .await?;
+    crate::write::checkpointed(&table).await;
+    Ok(table)
 }
 
 /// Commits `plan`'s rows into `target` with `commit` (which files it replaces or marks, and the

@@ -148,6 +148,18 @@ fn a_retention_that_is_no_number_of_seconds_is_an_error_at_the_tables_line() {
 }
 
 #[test]
+fn auto_optimize_that_is_neither_true_nor_false_is_an_error_at_the_tables_line() {
+    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE t TBLPROPERTIES ('pipelines.autoOptimize.managed' = 'sometimes')\n\
+           FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    changes(dir.path(), "{\"id\": 1, \"seq\": 1}\n");
+    let (s, _) = run(dir.path());
+    let e = error_of(&s, "t");
+    assert!(e.contains("a.sql:2:1") && e.contains("autoOptimize.managed") && e.contains("sometimes"), "{e}");
+}
+
+#[test]
 fn a_batch_marks_its_keys_rows_deleted_and_an_independent_reader_agrees() {
     // `tests/delta_reader.py` reads the table from the protocol alone (pyarrow and pyroaring).
     let Ok(python) = std::env::var("THUND_PYTHON") else {
@@ -232,6 +244,124 @@ fn a_batch_marks_its_keys_rows_deleted_and_an_independent_reader_agrees() {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap().get("add").cloned())
         .collect();
     assert!(!adds.is_empty() && adds.iter().all(|a| a.get("deletionVector").is_none()), "{adds:?}");
+}
+
+/// The data files a Delta table at `table` holds now, from its commits.
+fn live_files(table: &Path) -> std::collections::BTreeSet<String> {
+    let mut commits: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    commits.sort();
+    let mut files = std::collections::BTreeSet::new();
+    for commit in commits {
+        for line in std::fs::read_to_string(commit).unwrap().lines() {
+            let action: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(path) = action.pointer("/remove/path").and_then(|p| p.as_str()) {
+                files.remove(path);
+            }
+            if let Some(path) = action.pointer("/add/path").and_then(|p| p.as_str()) {
+                files.insert(path.to_string());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn small_batches_fold_the_small_files_they_leave_and_the_tables_stay_what_they_were() {
+    // Twenty batches of a few keys each into SCD 1 and SCD 2 targets, each beside the same target
+    // with folding turned off: both must hold the same rows after every batch (and the SCD 1
+    // target a replay of the feed, as a reader of the protocol alone sees it), while only the
+    // folding targets keep their file count down.
+    let Ok(python) = std::env::var("THUND_PYTHON") else {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers");
+    };
+    let target = |name: &str, optimize: &str, scd: &str| {
+        format!(
+            "CREATE STREAMING TABLE {name} TBLPROPERTIES ('pipelines.autoOptimize.managed' = '{optimize}')\n\
+               FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+               APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE {scd};\n"
+        )
+    };
+    let sql = format!(
+        "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n{}{}{}{}",
+        target("t", "true", "1"),
+        target("t_unfolded", "false", "1"),
+        target("h", "true", "2"),
+        target("h_unfolded", "FALSE", "2"),
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    let tables = dir.path().join(".thund/tables/spark_catalog/default");
+    let sorted = |table: &str| {
+        let mut r = common::rows(&query(dir.path(), &format!("SELECT * FROM {table}")).unwrap()).1;
+        r.sort();
+        r
+    };
+    let mut expected: std::collections::BTreeMap<i64, String> = std::collections::BTreeMap::new();
+    let mut state = 11u64;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    // The reader runs every fourth batch: the last one (20) comes after the second fold.
+    for batch in 0..21i64 {
+        let mut lines = String::new();
+        let keys: Vec<i64> = match batch {
+            0 => (0..2000).collect(),
+            _ => (0..6).map(|_| next(2000) as i64).collect(),
+        };
+        for id in keys {
+            let delete = batch > 0 && next(4) == 0;
+            let v = format!("v{batch}-{}", next(3));
+            let op = if delete { "D" } else { "U" };
+            lines.push_str(&format!("{{\"id\": {id}, \"v\": \"{v}\", \"op\": \"{op}\", \"seq\": {batch}}}\n"));
+            match delete {
+                true => expected.remove(&id),
+                false => expected.insert(id, v),
+            };
+        }
+        std::fs::write(dir.path().join(format!("in/b{batch:02}.json")), lines).unwrap();
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "batch {batch}: {:?}", s.flows);
+        let want: Vec<Vec<String>> = expected.iter().map(|(id, v)| vec![id.to_string(), v.clone()]).collect();
+        let mut ours = common::rows(&query(dir.path(), "SELECT id, v FROM t").unwrap()).1;
+        ours.sort_by_key(|r| r[0].parse::<i64>().unwrap());
+        assert_eq!(ours, want, "batch {batch}: t");
+        assert_eq!(sorted("t"), sorted("t_unfolded"), "batch {batch}");
+        assert_eq!(sorted("h"), sorted("h_unfolded"), "batch {batch}");
+        if batch % 4 != 0 {
+            continue;
+        }
+        let reader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/delta_reader.py");
+        let out = std::process::Command::new(&python).arg(&reader).arg(tables.join("t")).output().unwrap();
+        assert!(out.status.success(), "batch {batch}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut theirs: Vec<(i64, String)> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: serde_json::Value = serde_json::from_str(l).unwrap();
+                (r["id"].as_i64().unwrap(), r["v"].as_str().unwrap().to_string())
+            })
+            .collect();
+        theirs.sort();
+        assert_eq!(theirs, expected.clone().into_iter().collect::<Vec<_>>(), "batch {batch}: a reader of the protocol");
+    }
+    // Read after batch 10 from a checkpoint, as Spark would have written one.
+    for table in ["feed", "t", "h"] {
+        let log = tables.join(table).join("_delta_log");
+        assert!(log.join("00000000000000000010.checkpoint.parquet").exists(), "{table}: no checkpoint at version 10");
+        assert!(log.join("_last_checkpoint").exists(), "{table}");
+    }
+    for (folded, unfolded) in [("t", "t_unfolded"), ("h", "h_unfolded")] {
+        let (folded, unfolded) = (live_files(&tables.join(folded)).len(), live_files(&tables.join(unfolded)).len());
+        assert!(unfolded > 20, "without folding each batch leaves a file: {unfolded}");
+        assert!(folded <= 9, "{folded} files, {unfolded} without folding");
+    }
 }
 
 #[test]
