@@ -136,27 +136,21 @@ fn a_deleted_key_comes_back_from_an_older_change_only_once_its_tombstone_expired
 }
 
 #[test]
-fn a_retention_that_is_no_number_of_seconds_is_an_error_at_the_tables_line() {
-    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
-         CREATE STREAMING TABLE t TBLPROPERTIES ('pipelines.cdc.tombstoneGCThresholdInSeconds' = 'two days')\n\
-           FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n";
-    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
-    changes(dir.path(), "{\"id\": 1, \"seq\": 1}\n");
-    let (s, _) = run(dir.path());
-    let e = error_of(&s, "t");
-    assert!(e.contains("a.sql:2:1") && e.contains("tombstoneGCThresholdInSeconds") && e.contains("two days"), "{e}");
-}
-
-#[test]
-fn auto_optimize_that_is_neither_true_nor_false_is_an_error_at_the_tables_line() {
-    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
-         CREATE STREAMING TABLE t TBLPROPERTIES ('pipelines.autoOptimize.managed' = 'sometimes')\n\
-           FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n";
-    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
-    changes(dir.path(), "{\"id\": 1, \"seq\": 1}\n");
-    let (s, _) = run(dir.path());
-    let e = error_of(&s, "t");
-    assert!(e.contains("a.sql:2:1") && e.contains("autoOptimize.managed") && e.contains("sometimes"), "{e}");
+fn a_table_property_of_the_wrong_kind_is_an_error_at_the_tables_line() {
+    for (property, value) in
+        [("pipelines.cdc.tombstoneGCThresholdInSeconds", "two days"), ("pipelines.autoOptimize.managed", "sometimes")]
+    {
+        let sql = format!(
+            "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE STREAMING TABLE t TBLPROPERTIES ('{property}' = '{value}')\n\
+               FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n"
+        );
+        let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+        changes(dir.path(), "{\"id\": 1, \"seq\": 1}\n");
+        let (s, _) = run(dir.path());
+        let e = error_of(&s, "t");
+        assert!(e.contains("a.sql:2:1") && e.contains(property) && e.contains(value), "{e}");
+    }
 }
 
 #[test]
