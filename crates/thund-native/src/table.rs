@@ -394,6 +394,7 @@ async fn overwrite(
         None => builder,
     };
     let table = builder.await?;
+    crate::write::checkpointed(&table).await;
     // Counted before the vacuum, whose own commit may come next.
     let rows = last_commit_rows(&table).await;
     Ok((vacuum(table).await, rows))
