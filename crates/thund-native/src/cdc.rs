@@ -1185,9 +1185,9 @@ const FOLD_AT: usize = 8;
 /// The files of `table` a batch rewrites with its own rows, besides those mostly deleted, and
 /// `marked` with the untouched ones among them added (their deleted rows as their vectors say).
 ///
-/// Each batch adds a small file, and every later batch opens every file: fed small batches, a
-/// target would slow down batch after batch (50 batches of 1% of 1M keys took a third longer
-/// each). As in size-tiered compaction, files are grouped by size in buckets a factor of 4
+/// Each batch adds a small file, and every later batch opens every file: fed small batches
+/// without end, a target's file count would grow without bound (21 batches leave 21 files, 5
+/// with folding, in `tests/cdc.rs`). As in size-tiered compaction, files are grouped by size in buckets a factor of 4
 /// apart (under 64 KiB, under 256 KiB, …); once a bucket holds [`FOLD_AT`] files, the batch
 /// rewrites them (their live rows join its new file, a bucket or two up) in its own commit, so
 /// a crash or failure leaves them as they were. A row is rewritten about once per bucket it
@@ -1242,7 +1242,7 @@ fn auto_optimized(d: &knut_thund::ir::Dataset) -> Result<bool> {
 }
 
 /// DLT's table property for whether a table is optimized as it is written.
-pub(crate) const AUTO_OPTIMIZE: &str = "pipelines.autoOptimize.managed";
+const AUTO_OPTIMIZE: &str = "pipelines.autoOptimize.managed";
 
 static FEED_SEQ: AtomicUsize = AtomicUsize::new(0);
 
