@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CapabilityGap, Result, ThundError};
-use crate::ir::{DatasetKind, FlowFeature, FlowKind, OutputMode, Pipeline, Read, SourceLocation};
+use crate::ir::{Feature, OutputMode, Pipeline, TableUse};
 use crate::plan::Selection;
 use crate::prepare::{prepare_for, PreparedRun};
 
@@ -118,170 +118,46 @@ impl Capabilities {
 
     /// Every feature `p` needs that these capabilities lack.
     pub fn gaps(&self, p: &Pipeline) -> Vec<CapabilityGap> {
-        let mut gaps = Vec::new();
-        let mut gap = |feature: &str, element: &dyn fmt::Display, location: &SourceLocation, detail: String| {
-            gaps.push(CapabilityGap {
-                feature: feature.into(),
-                element: element.to_string(),
-                location: location.clone(),
-                detail,
-            });
+        let formats = match &self.transactional_tables {
+            TableFormats::Only(f) if !f.is_empty() => f.join(" or "),
+            TableFormats::Only(_) | TableFormats::Every => "a transactional format".into(),
         };
-        for d in &p.datasets {
-            let needs_kind = match d.kind {
-                DatasetKind::MaterializedView | DatasetKind::TemporaryView => (!self.batch).then_some("batch"),
-                DatasetKind::StreamingTable => (!self.streaming).then_some("streaming"),
-                DatasetKind::PersistentView => (!self.persistent_views).then_some("persistent views"),
-                DatasetKind::Sink => (!self.sinks).then_some("sinks"),
-            };
-            if let Some(f) = needs_kind {
-                gap(f, &d.name, &d.location, d.kind.to_string());
-            }
-            if !self.expectations {
-                for e in &d.expectations {
-                    gap(
-                        "expectations",
-                        &d.name,
-                        &e.location,
-                        format!("CONSTRAINT {} EXPECT ({})", e.name, e.predicate),
-                    );
-                }
-            }
-            if let Some(mode) = d.output_mode {
-                if !self.output_modes.contains(&mode) {
-                    gap("output modes", &d.name, &d.location, format!("output mode {mode}"));
-                }
-            }
-            if d.kind != DatasetKind::StreamingTable || self.transactional_tables.covers(d.details.format.as_deref()) {
-                continue;
-            }
-            let format = d.details.format.as_deref().unwrap_or("parquet (the default)");
-            let formats = match &self.transactional_tables {
-                TableFormats::Only(f) if !f.is_empty() => f.join(" or "),
-                _ => "a transactional format".into(),
-            };
-            let flows: Vec<_> = p.flows_into(&d.name).collect();
-            if flows.len() > 1 {
-                // Measured on Spark 4.1.4: both flows write files, but a parquet table's
-                // `_spark_metadata` log keeps one flow's commits, so readers lose the other's rows.
-                for f in &flows {
-                    gap(
-                        "several flows into one parquet streaming table",
-                        &d.name,
-                        &f.location,
-                        format!(
-                            "flow {} is one of {} into it; a {format} table keeps only one flow's commits on {} \
-                             (write one flow with UNION ALL, or declare the table USING {formats})",
-                            f.name,
-                            flows.len(),
-                            self.name
-                        ),
-                    );
-                }
-            }
-            for f in flows.iter().filter(|f| matches!(f.kind, FlowKind::AutoCdc(_))) {
-                gap(
-                    "AUTO CDC into a table format with MERGE",
-                    &d.name,
-                    &f.location,
-                    format!("{} is {format}, which has no MERGE on {}; declare it USING {formats}", d.name, self.name),
-                );
+        p.needs()
+            .into_iter()
+            .filter(|n| !self.supports(&n.feature))
+            .map(|n| CapabilityGap {
+                feature: n.feature.name().into(),
+                element: n.element,
+                location: n.location,
+                detail: n.detail.replace("{backend}", &self.name).replace("{formats}", &formats),
+            })
+            .collect()
+    }
+
+    /// Whether a backend with these capabilities runs what needs `feature`.
+    pub fn supports(&self, feature: &Feature) -> bool {
+        match feature {
+            Feature::Batch => self.batch,
+            Feature::Streaming => self.streaming,
+            Feature::PersistentViews => self.persistent_views,
+            Feature::Sinks => self.sinks,
+            Feature::Expectations => self.expectations,
+            Feature::OutputMode(mode) => self.output_modes.contains(mode),
+            Feature::OnceFlows => self.once_flows,
+            Feature::Cdc => self.cdc,
+            // Without AUTO CDC the flow itself is the gap; its clauses are not named again.
+            Feature::CdcIgnoreNullUpdates => !self.cdc || self.cdc_ignore_null_updates,
+            Feature::CdcTruncates => !self.cdc || self.cdc_truncates,
+            Feature::EventTime => self.event_time,
+            Feature::StreamJoins => self.stream_joins,
+            Feature::FileSources => self.file_sources,
+            Feature::SchemaHints => self.schema_hints,
+            Feature::RescuedData => self.rescued_data,
+            Feature::SqlConf => self.sql_conf,
+            Feature::TransactionalTable { format, by: TableUse::SeveralFlows | TableUse::Merge } => {
+                self.transactional_tables.covers(format.as_deref())
             }
         }
-        for f in &p.flows {
-            let missing = match f.kind.needs() {
-                Some(FlowFeature::Cdc) if !self.cdc => Some(("CDC", "AUTO CDC flow")),
-                Some(FlowFeature::Once) if !self.once_flows => Some(("once flows", "INSERT INTO ONCE flow")),
-                _ => None,
-            };
-            if let Some((feature, detail)) = missing {
-                gap(feature, &f.name, &f.location, detail.into());
-            }
-            if let FlowKind::AutoCdc(c) = &f.kind {
-                // Clauses a server would drop rather than refuse: its results would differ.
-                if c.ignore_null_updates && self.cdc && !self.cdc_ignore_null_updates {
-                    gap(
-                        "IGNORE NULL UPDATES",
-                        &f.name,
-                        &f.location,
-                        format!(
-                            "{} does not apply a null-update rule to AUTO CDC; the clause would be dropped",
-                            self.name
-                        ),
-                    );
-                }
-                if c.apply_as_truncate.is_some() && self.cdc && !self.cdc_truncates {
-                    gap(
-                        "APPLY AS TRUNCATE WHEN",
-                        &f.name,
-                        &f.location,
-                        format!("{} does not apply truncates in AUTO CDC; the clause would be dropped", self.name),
-                    );
-                }
-            }
-            let q = f.query();
-            if !self.stream_joins {
-                if let Some(at) = crate::event_time::stream_stream_join(q) {
-                    gap("stream-stream joins", &f.name, &at, "a join of two STREAM sources; join the stream with a table read in batch, or run it on a backend that keeps join state".into());
-                }
-            }
-            if let Some(et) = &q.event_time {
-                if !self.event_time {
-                    gap("event time", &f.name, &et.location, et.clause());
-                }
-            }
-            for r in &q.reads {
-                match r {
-                    Read::Dataset { streaming: true, location, name, .. } if !self.streaming => {
-                        gap("streaming", &f.name, location, format!("STREAM({name})"));
-                    }
-                    Read::Files(fs) if !self.file_sources => {
-                        gap("file sources", &f.name, &fs.location, format!("{} files at {}", fs.format, fs.path));
-                    }
-                    Read::Files(fs) if fs.streaming && !self.streaming => {
-                        gap("streaming", &f.name, &fs.location, format!("STREAM read_files('{}')", fs.path));
-                    }
-                    Read::Files(fs) if fs.options.contains_key("schemahints") && !self.schema_hints => {
-                        gap(
-                            "cloudFiles.schemaHints",
-                            &f.name,
-                            &fs.location,
-                            format!("{}'s file readers take no schema hints (reading `{}`)", self.name, fs.path),
-                        );
-                    }
-                    // cloud_files' default `_rescued_data` is lowered as a column that stays NULL
-                    // because the reader fails on any record that would need rescuing.
-                    Read::Files(fs)
-                        if fs.options.contains_key("rescueddatacolumn")
-                            && fs.syntax != crate::ir::FileSyntax::CloudFiles
-                            && !self.rescued_data =>
-                    {
-                        gap(
-                            "rescuedDataColumn",
-                            &f.name,
-                            &f.location,
-                            format!("{}'s readers have no rescued-data column (reading `{}`)", self.name, fs.path),
-                        );
-                    }
-                    _ => {}
-                }
-            }
-        }
-        if !self.sql_conf {
-            for (key, value) in &p.configuration {
-                if let Some(why) = crate::sql_conf::refusal(key, value) {
-                    gap("the setting applied", &key, &crate::sql_conf::spec_location(p, key), why);
-                }
-            }
-            for f in &p.flows {
-                for (key, value) in &f.sql_conf {
-                    if let Some(why) = crate::sql_conf::refusal(key, value) {
-                        gap("the setting applied", &format!("{} (SET {key})", f.name), &f.location, why);
-                    }
-                }
-            }
-        }
-        gaps
     }
 }
 

@@ -21,8 +21,7 @@ use sqlparser::ast::{
 };
 
 use crate::error::Diagnostic;
-use crate::frontend::query::{ident_offset, name_parts};
-use crate::frontend::text::LineIndex;
+use crate::ir::query::{ident_offset, name_parts, LineIndex};
 use crate::ir::{EventTime, Query, SourceLocation};
 
 /// Microseconds per millisecond: Spark keeps the watermark in milliseconds.

@@ -53,7 +53,7 @@ pub mod spark;
 pub mod spec;
 pub mod sql_conf;
 pub mod status;
-pub mod testing;
+pub mod unit_test;
 pub mod validate;
 
 pub use status::functional_status;

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use knut_thund::frontend::query::{normalize, parse};
+use knut_thund::frontend::roundtrip::{normalize, parse};
 use knut_thund::ir::Pipeline;
 use knut_thund::render::{render, GraphFormat};
 use serde_json::json;

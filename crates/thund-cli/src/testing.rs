@@ -1,5 +1,5 @@
 //! `thund test`: the project's pipeline unit tests (`tests/**/*.yml`, read by
-//! `knut_thund::testing`), each run on the embedded engine against a scratch storage (in memory
+//! `knut_thund::unit_test`), each run on the embedded engine against a scratch storage (in memory
 //! where the system has a RAM file system), never the project's own — or with `--backend spark`
 //! on a Spark Connect server, each test in a database of its own, dropped after it. Inputs that
 //! are not streams travel inline in the plan (`VALUES`); streams and file sources are files in the
@@ -27,7 +27,7 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use knut_thund::backend::RunOptions;
 use knut_thund::error::ThundError;
 use knut_thund::ir::{Pipeline, ViolationAction};
-use knut_thund::testing::{input_folder, input_is_stream, test_pipeline, InputTarget, Row, TestCase, Value};
+use knut_thund::unit_test::{input_folder, input_is_stream, test_pipeline, InputTarget, Row, TestCase, Value};
 
 /// A test's outcome.
 struct Outcome {
@@ -65,7 +65,7 @@ pub fn run(p: &Pipeline, backend: &dyn Backend, filter: Option<&str>, junit: Opt
     for f in &files {
         let shown = f.strip_prefix(&p.root).unwrap_or(f).to_string_lossy().replace('\\', "/");
         let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        match knut_thund::testing::parse(&text, &shown, p) {
+        match knut_thund::unit_test::parse(&text, &shown, p) {
             Ok(cs) => cases.extend(cs.into_iter().map(|c| (shown.clone(), c))),
             Err(ds) => problems.extend(ds),
         }
@@ -169,7 +169,7 @@ fn run_case(
         // Each batch's pipeline holds that batch's rows of the inputs that are not streams.
         let tp = test_pipeline(p, case, n, &inputs, &storage).map_err(|d| d.to_string())?;
         let tp = match database {
-            Some(db) => knut_thund::testing::in_database(&tp, db),
+            Some(db) => knut_thund::unit_test::in_database(&tp, db),
             None => tp,
         };
         let mut run = backend.run_with(&tp, &RunOptions::default()).map_err(|e| format!("{at}{e}"))?;

@@ -25,14 +25,11 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion_spark::SessionStateBuilderSpark;
-use knut_thund::frontend::query::{ident_offset, name_parts};
-use knut_thund::frontend::text::LineIndex;
-use knut_thund::ir::{FileSource, Query, Read, SourceLocation};
+use knut_thund::ir::{Expression, FileSource, Query, Read, ReadFinder, SourceLocation};
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, Statement, TableAlias, TableFactor,
-    VisitMut, VisitorMut,
+    BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    ObjectName, Statement, TableAlias, TableFactor, Value, VisitMut, VisitorMut,
 };
-use sqlparser::parser::Parser;
 
 use crate::error::{NativeError, Result};
 use crate::storage::resolve_project_path;
@@ -152,7 +149,7 @@ pub(crate) async fn plan_query_with_streams(
             }
         }
     }
-    let mut rewriter = Rewriter { query: q, lines: LineIndex::new(&q.normalized), tables, error: None };
+    let mut rewriter = Rewriter { query: q, reads: ReadFinder::new(q), tables, error: None };
     let _ = ast.visit(&mut rewriter);
     if let Some(e) = rewriter.error {
         return Err(plan_err(e));
@@ -187,7 +184,7 @@ fn stream_source_alias(args: Option<&sqlparser::ast::TableFunctionArgs>) -> Opti
 /// Replaces the table factors of file sources and `STREAM` reads with registered tables.
 struct Rewriter<'a> {
     query: &'a Query,
-    lines: LineIndex<'a>,
+    reads: ReadFinder<'a>,
     /// Read index → the registered table that replaces it.
     tables: BTreeMap<usize, String>,
     error: Option<String>,
@@ -207,19 +204,44 @@ const DATE_PART_FUNCTIONS: [(&str, &str, i32); 9] = [
     ("yearofweek", "isoyear", 0),
 ];
 
-/// `year(x)` → `CAST(date_part('year', x) AS INT)` (and the other date parts above).
+/// `year(x)` → `CAST(date_part('year', x) AS INT)` (and the other date parts above), built from
+/// the call's own node.
 fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
     let Expr::Function(f) = expr else { return None };
     let name = f.name.to_string().to_ascii_lowercase();
     let (_, field, offset) = DATE_PART_FUNCTIONS.iter().find(|(n, _, _)| *n == name)?;
     let FunctionArguments::List(list) = &f.args else { return None };
-    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(arg))] = list.args.as_slice() else { return None };
-    let offset = if *offset == 0 { String::new() } else { format!(" + {offset}") };
-    let sql = format!("CAST(date_part('{field}', {arg}){offset} AS INT)");
-    Parser::new(&knut_thund::frontend::text::DIALECT).try_with_sql(&sql).and_then(|mut p| p.parse_expr()).ok()
+    let [arg @ FunctionArg::Unnamed(FunctionArgExpr::Expr(_))] = list.args.as_slice() else { return None };
+    let mut call = f.clone();
+    call.name = ObjectName::from(vec![Ident::new("date_part")]);
+    let mut args = list.clone();
+    args.args = vec![
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(Value::SingleQuotedString(field.to_string())))),
+        arg.clone(),
+    ];
+    call.args = FunctionArguments::List(args);
+    let mut part = Expr::Function(call);
+    if *offset != 0 {
+        part = Expr::BinaryOp {
+            left: Box::new(part),
+            op: BinaryOperator::Plus,
+            right: Box::new(Expr::value(Value::Number(offset.to_string(), false))),
+        };
+    }
+    Some(Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(part),
+        data_type: SqlType::Int(None),
+        array: false,
+        format: None,
+    })
 }
 
-impl VisitorMut for Rewriter<'_> {
+/// The Spark functions DataFusion spells differently, rewritten in a parse (queries' and
+/// expressions' alike).
+struct SparkFunctions;
+
+impl VisitorMut for SparkFunctions {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
@@ -228,17 +250,41 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Plans a front-end-parsed expression (an expectation, an AUTO CDC clause) against `schema`,
+/// with the same Spark rewrites as queries.
+pub(crate) fn plan_expr(
+    ctx: &SessionContext,
+    e: &Expression,
+    schema: &datafusion::common::DFSchema,
+) -> datafusion::error::Result<datafusion::logical_expr::Expr> {
+    let Some(ast) = e.ast.as_deref() else {
+        return Err(datafusion::error::DataFusionError::Internal(format!("`{}` was not parsed", e.sql)));
+    };
+    let mut ast = ast.clone();
+    let _ = ast.visit(&mut SparkFunctions);
+    let expr = sqlparser::ast::ExprWithAlias { expr: ast, alias: None };
+    ctx.state().create_logical_expr_from_sql_expr(expr, schema)
+}
+
+impl VisitorMut for Rewriter<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        SparkFunctions.post_visit_expr(expr)
+    }
 
     fn pre_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<()> {
         let TableFactor::Table { name, args, alias, .. } = tf else {
             return ControlFlow::Continue(());
         };
-        let Some(parts) = name_parts(name) else {
+        let Some(parts) = knut_thund::ir::name_parts(name) else {
             return ControlFlow::Continue(());
         };
         let is_stream =
             parts.len() == 1 && parts[0].quote_style.is_none() && parts[0].value.eq_ignore_ascii_case("stream");
-        let Some(read) = self.query.read_at(ident_offset(&self.lines, parts[0])) else {
+        let Some(read) = self.reads.read_of(name) else {
             if is_stream && args.is_some() {
                 self.error = Some("internal error: a STREAM read the front-end did not record".into());
                 return ControlFlow::Break(());

@@ -61,7 +61,7 @@ impl Checker {
                 location: e.location.to_string(),
                 message: format!("expectation `{}` on `{}`: {m}", e.name, dataset.name),
             };
-            let logical = state.create_logical_expr(&e.predicate, schema).map_err(|x| err(x.strip_backtrace()))?;
+            let logical = crate::engine::plan_expr(ctx, &e.predicate, schema).map_err(|x| err(x.strip_backtrace()))?;
             exprs.push(state.create_physical_expr(logical, schema).map_err(|x| err(x.strip_backtrace()))?);
         }
         let n = exprs.len();

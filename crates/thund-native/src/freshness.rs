@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::sources::list_files;
 use crate::storage::{resolve_project_path, Storage};
+use crate::streaming::sources::list_files;
 
 /// Spark's functions whose result can change from run to run, for those the engine's registry
 /// does not hold under Spark's name (the registry answers for the rest).
@@ -157,7 +157,7 @@ pub async fn fingerprint(
     for (i, name) in tables {
         let key = storage.table_key(&name);
         let version = storage.delta_version(&key).await?;
-        let id = crate::sources::table_id(storage, &key).await;
+        let id = crate::streaming::sources::table_id(storage, &key).await;
         parts[i] = json!({"table": name.to_string(), "version": version, "id": id});
     }
     let definition = json!({

@@ -34,11 +34,11 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::SourceOffset;
 use crate::engine::plan_query;
 use crate::error::{NativeError, Result};
-use crate::sources::{table_id, table_increment};
 use crate::storage::Storage;
+use crate::streaming::checkpoint::SourceOffset;
+use crate::streaming::sources::{table_id, table_increment};
 use crate::table::{conform, open_at, write_overwrite, write_overwrite_at};
 use crate::types::delta_storable;
 

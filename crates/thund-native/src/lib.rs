@@ -44,26 +44,18 @@
 #![warn(missing_docs)]
 
 mod backend;
-mod cdc;
-mod checkpoint;
-mod deletion;
 mod engine;
 mod error;
 pub mod event_log;
-mod event_time;
 mod expect;
 mod failpoint;
 mod flow;
 mod freshness;
 mod functions;
 mod incremental;
-mod keyscan;
 mod query;
 mod refresh;
-mod rescue;
 mod run;
-mod sink;
-mod sources;
 mod storage;
 mod streaming;
 mod table;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::ViewTable;
-use knut_thund::frontend::query::{analyze, NameContext};
+use knut_thund::frontend::{analyze_query, NameContext};
 use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLocation};
 
 use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
@@ -30,7 +30,7 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     let location = SourceLocation::new("<query>", 1, 1);
     let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
     let plan_error = |message: String| NativeError::Plan { location: location.to_string(), message };
-    let q = analyze(sql, &location, &names)
+    let q = analyze_query(sql, &location, &names)
         .map_err(|ds| plan_error(ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")))?;
 
     let mut stored_views: BTreeMap<QualifiedName, Query> = BTreeMap::new();

@@ -8,7 +8,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::ViewTable;
 use datafusion::logical_expr::{Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
-use knut_thund::frontend::query::parse_stored;
+use knut_thund::frontend::reparse;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, QualifiedName, Query};
 use serde_json::json;
 
@@ -66,7 +66,7 @@ pub(crate) async fn stored_definition(storage: &Storage, name: &QualifiedName) -
     let Some(def) = storage.read_json::<serde_json::Value>(&key).await? else { return Ok(None) };
     let unreadable = |e: String| NativeError::Storage(format!("{}: {e}", storage.display(&key)));
     let mut q: Query = serde_json::from_value(def["query"].clone()).map_err(|e| unreadable(e.to_string()))?;
-    parse_stored(&mut q).map_err(|d| unreadable(d.to_string()))?;
+    reparse(&mut q).map_err(|d| unreadable(d.to_string()))?;
     Ok(Some(q))
 }
 

@@ -130,3 +130,65 @@ fn a_predicate_on_an_unknown_column_is_an_error_at_its_line() {
     let err = s.flows[0].error.clone().unwrap_or_default();
     assert!(err.contains("sql/a.sql:2:3") && err.contains("expectation `bad`") && err.contains("nope"), "{err}");
 }
+
+// An AUTO CDC target's expectations apply to the changes, before they are applied (as DLT
+// checks them): a change dropped by `DROP ROW` never reaches the target, a warning counts,
+// a `FAIL UPDATE` violation fails the batch and the target keeps what it had.
+// Changes (id, seq, name, age): (1,1,a,30) (2,2,NULL,40) (1,3,a2,10) (3,4,c,20).
+// named: 3 pass, 1 fail (id 2's change, dropped); adult: 3 pass, 1 fail (id 1 at 10, kept).
+const CDC_CHANGES: &str = concat!(
+    r#"{"id": 1, "seq": 1, "name": "a", "age": 30}"#,
+    "\n",
+    r#"{"id": 2, "seq": 2, "name": null, "age": 40}"#,
+    "\n",
+    r#"{"id": 1, "seq": 3, "name": "a2", "age": 10}"#,
+    "\n",
+    r#"{"id": 3, "seq": 4, "name": "c", "age": 20}"#,
+    "\n"
+);
+
+fn cdc_project(constraints: &str) -> tempfile::TempDir {
+    let sql = format!(
+        "CREATE STREAMING TABLE changes AS SELECT * FROM STREAM read_files('data', format => 'json');\n\
+         CREATE STREAMING TABLE people ({constraints});\n\
+         CREATE FLOW people_cdc AS AUTO CDC INTO people FROM STREAM(changes) KEYS (id) SEQUENCE BY seq\n\
+         COLUMNS id, name, age;\n"
+    );
+    project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql), ("data/1.json", CDC_CHANGES)])
+}
+
+#[test]
+fn an_auto_cdc_targets_expectations_apply_to_its_changes() {
+    let dir = cdc_project(
+        "CONSTRAINT named EXPECT (name IS NOT NULL) ON VIOLATION DROP ROW, CONSTRAINT adult EXPECT (age >= 18)",
+    );
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let dq = metrics(&s, "people_cdc");
+    assert_eq!(counts(&dq), [("named".to_string(), 3, 1), ("adult".to_string(), 3, 1)]);
+    assert_eq!(dq.dropped_records, 1);
+    let people: Vec<Vec<String>> = rows(&query(dir.path(), "SELECT id, name, age FROM people ORDER BY id").unwrap()).1;
+    assert_eq!(people, [["1", "a2", "10"], ["3", "c", "20"]]);
+}
+
+#[test]
+fn a_fail_update_expectation_on_an_auto_cdc_target_fails_the_batch() {
+    let dir = cdc_project("CONSTRAINT adult EXPECT (age >= 18) ON VIOLATION FAIL UPDATE");
+    let (s, _) = run(dir.path());
+    let f = s.flows.iter().find(|f| f.flow.ends_with(".people_cdc")).unwrap();
+    assert_eq!(f.phase, RunPhase::Failed, "{:?}", s.flows);
+    let err = f.error.clone().unwrap();
+    assert!(err.contains("adult") && err.contains("FAIL UPDATE"), "{err}");
+    assert_eq!(counts(f.data_quality.as_ref().unwrap())[0].2, 1, "the violation is counted");
+    // Nothing was applied; the next run, with the rule met, applies every change.
+    assert!(query(dir.path(), "SELECT * FROM people").map_or(true, |b| rows(&b).1.is_empty()));
+    std::fs::write(
+        dir.path().join("sql/a.sql"),
+        std::fs::read_to_string(dir.path().join("sql/a.sql")).unwrap().replace("age >= 18", "age >= 0"),
+    )
+    .unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let people = rows(&query(dir.path(), "SELECT id, name FROM people ORDER BY id").unwrap()).1;
+    assert_eq!(people, [["1", "a2"], ["2", ""], ["3", "c"]]);
+}

@@ -8,20 +8,59 @@
 //! A Python definitions file is an error, never skipped: its datasets would silently be missing.
 
 pub mod dlt;
-pub mod query;
-pub mod statement;
-pub mod text;
+pub(crate) mod query;
+pub(crate) mod statement;
+pub(crate) mod text;
+
+pub use query::NameContext;
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Diagnostic, Result, ThundError};
-use crate::ir::{Pipeline, SourceLocation};
+use crate::ir::{Pipeline, Query, SourceLocation};
 use crate::spec;
 
 /// Default catalog when the spec names none (Spark's session catalog).
 pub const DEFAULT_CATALOG: &str = "spark_catalog";
 /// Default database when the spec names none.
 pub const DEFAULT_DATABASE: &str = "default";
+
+/// A query written outside a definition file (`thund query`'s), analysed as the front-end
+/// analyses a pipeline's: normalized, parsed once, its reads found. Every problem is returned.
+pub fn analyze_query(
+    sql: &str,
+    at: &SourceLocation,
+    names: &NameContext,
+) -> std::result::Result<Query, Vec<Diagnostic>> {
+    query::analyze(sql, at, names)
+}
+
+/// Gives a query read back from a stored definition (a persistent view's record) its parse,
+/// which is not stored.
+pub fn reparse(q: &mut Query) -> std::result::Result<(), Diagnostic> {
+    query::parse_stored(q)
+}
+
+/// Where the statements of a definition file end: the line and column of each `;` that ends one,
+/// as the front-end's own tokenizer finds them after the same `${key}` substitution, so quotes
+/// and comments are read as the parser reads them. `None` if the file does not tokenize.
+pub fn statement_ends(
+    text: &str,
+    conf: &std::collections::BTreeMap<String, String>,
+    file: &str,
+) -> Option<Vec<(u32, u32)>> {
+    use sqlparser::tokenizer::Token;
+    let substituted = text::substitute(text, conf, file).unwrap_or_else(|_| text.to_string());
+    let toks = text::tokenize(&substituted, None, file).ok()?;
+    Some(toks.iter().filter(|t| t.token == Token::SemiColon).map(|t| (t.line, t.column)).collect())
+}
+
+/// The front-end's query normalization and parse, for its round-trip tests (parse → print →
+/// parse gives the same tree); backends never parse SQL text.
+#[doc(hidden)]
+pub mod roundtrip {
+    pub use super::query::{normalize, parse};
+}
 
 /// Loads the project whose spec is found from `start` upwards, and parses all its SQL.
 pub fn load(start: &Path) -> Result<Pipeline> {

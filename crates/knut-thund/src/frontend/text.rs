@@ -6,6 +6,7 @@ use sqlparser::dialect::SparkSqlDialect;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::Diagnostic;
+use crate::ir::query::LineIndex;
 use crate::ir::SourceLocation;
 
 /// The dialect every pipeline file is read in.
@@ -82,36 +83,6 @@ pub fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Re
         Ok(out)
     } else {
         Err(errors)
-    }
-}
-
-/// Maps sqlparser's (line, column) positions to byte offsets of one text.
-pub struct LineIndex<'a> {
-    text: &'a str,
-    starts: Vec<usize>,
-    /// Every character is one byte: a column is a byte count (the usual case, and the fast one:
-    /// counting characters made this a sixth of `thund validate`'s time on large projects).
-    ascii: bool,
-}
-
-impl<'a> LineIndex<'a> {
-    /// Indexes `text`.
-    pub fn new(text: &'a str) -> Self {
-        let mut starts = vec![0];
-        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        LineIndex { text, starts, ascii: text.is_ascii() }
-    }
-
-    /// Byte offset of a 1-based (line, column in chars) position.
-    pub fn offset(&self, line: u64, column: u64) -> usize {
-        let Some(&start) = self.starts.get(line.saturating_sub(1) as usize) else {
-            return self.text.len();
-        };
-        if self.ascii {
-            return (start + column.saturating_sub(1) as usize).min(self.text.len());
-        }
-        let rest = &self.text[start..];
-        rest.char_indices().nth(column.saturating_sub(1) as usize).map(|(i, _)| start + i).unwrap_or(self.text.len())
     }
 }
 

@@ -171,7 +171,9 @@ impl Pipeline {
                 splices.push((et.span, et.clause()));
             }
             let mut sql = splice(f.query(), splices)?;
-            if let (Some(d), FlowKind::Append { .. } | FlowKind::Once { .. }) = (self.dataset(&f.target), &f.kind) {
+            // Every kind's rows meet the target's expectations: an AUTO CDC flow's changes, as
+            // DLT checks them, before they are applied.
+            if let Some(d) = self.dataset(&f.target) {
                 sql = enforce_expectations(sql, d);
             }
             let relation = Relation::Sql { query: sql };
@@ -196,9 +198,9 @@ impl Pipeline {
                     FlowDetails::AutoCdc(AutoCdcDetails {
                         source,
                         keys: c.keys.clone(),
-                        sequence_by: c.sequence_by.clone().unwrap_or_default(),
-                        apply_as_deletes: c.apply_as_delete.clone(),
-                        apply_as_truncates: c.apply_as_truncate.clone(),
+                        sequence_by: c.sequence_by.as_ref().map(|e| e.sql.clone()).unwrap_or_default(),
+                        apply_as_deletes: c.apply_as_delete.as_ref().map(|e| e.sql.clone()),
+                        apply_as_truncates: c.apply_as_truncate.as_ref().map(|e| e.sql.clone()),
                         column_list,
                         except_column_list,
                         stored_as: match c.scd_type {
@@ -357,5 +359,23 @@ mod tests {
         assert!(err.contains("IGNORE NULL UPDATES") && err.contains("spark_catalog.default.u"), "{err}");
         assert!(err.contains("APPLY AS TRUNCATE WHEN") && err.contains("spark_catalog.default.v"), "{err}");
         assert!(!err.contains("spark_catalog.default.t`"), "{err}");
+    }
+
+    #[test]
+    fn an_auto_cdc_targets_expectations_are_enforced_on_its_change_feed() {
+        let p = crate::frontend::load_sql(
+            "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE STREAMING TABLE t (CONSTRAINT named EXPECT (name IS NOT NULL) ON VIOLATION DROP ROW,\n\
+               CONSTRAINT adult EXPECT (age >= 18) ON VIOLATION FAIL UPDATE) USING delta\n\
+               FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n",
+        );
+        let g = p.to_sdp().unwrap();
+        let f = g.flows.iter().find(|f| f.name == "spark_catalog.default.t").unwrap();
+        let FlowDetails::AutoCdc(c) = &f.details else { panic!("{f:?}") };
+        // The changes the flow reads are its feed's query with the expectations enforced.
+        let feed = g.flows.iter().find(|f| f.target == c.source).unwrap();
+        let FlowDetails::Relation(Relation::Sql { query }) = &feed.details else { panic!("{feed:?}") };
+        assert!(query.contains("coalesce((name IS NOT NULL), false)"), "{query}");
+        assert!(query.contains("raise_error") && query.contains("adult"), "{query}");
     }
 }

@@ -6,11 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use knut_thund::error::Diagnostic;
-use knut_thund::frontend::text;
 use knut_thund::ir::{Pipeline, Read, SourceLocation};
 use knut_thund::plan::{plan, Selection};
 use serde_json::{json, Value};
-use sqlparser::tokenizer::Token;
 use thund_native::event_log::LoggedEvent;
 
 /// The graph: datasets in layers (a dataset's layer is one more than its deepest input's, as
@@ -103,10 +101,7 @@ impl<'a> Sources<'a> {
         let (root, conf) = (self.root, self.configuration);
         let file = self.files.entry(at.file.clone()).or_insert_with(|| {
             let raw = std::fs::read_to_string(root.join(&at.file)).ok()?;
-            let parsed = text::substitute(&raw, conf, &at.file).unwrap_or_else(|_| raw.clone());
-            let ends = text::tokenize(&parsed, None, &at.file)
-                .map(|toks| toks.iter().filter(|t| t.token == Token::SemiColon).map(|t| (t.line, t.column)).collect())
-                .unwrap_or_default();
+            let ends = knut_thund::frontend::statement_ends(&raw, conf, &at.file).unwrap_or_default();
             Some(SourceFile { lines: raw.lines().map(str::to_string).collect(), ends })
         });
         let Some(SourceFile { lines, ends }) = file else { return String::new() };

@@ -1,0 +1,367 @@
+//! Streaming sources: what a batch reads from each `STREAM` read — the files not yet processed
+//! under a folder, or the rows a source table committed since its last read — with the offset
+//! that the batch's checkpoint records (`checkpoint`).
+//!
+//! Files still being written: a folder's files are taken by name, once each, and names starting
+//! with `.` or `_` are never taken (Spark's and Hadoop's convention for temporary and hidden
+//! files). So a writer makes a file appear whole by writing it under such a name (or in another
+//! folder of the same file system) and renaming it into place: a rename is atomic, and the file
+//! is read whole by the first batch that lists it. A file written in place, under its final
+//! name, can be listed while half written and is then read as it stood — which is why the rule
+//! is the writer's, as with Spark's file sources and Auto Loader.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::json::JsonFormat;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use deltalake::DeltaTable;
+use knut_thund::ir::{FileSource, QualifiedName, Read};
+
+use crate::error::{NativeError, Result};
+use crate::storage::{resolve_project_path, Storage};
+use crate::streaming::checkpoint::{source_key, Checkpoint, SourceOffset};
+
+/// New input of one streaming source for the next batch.
+pub struct NewInput {
+    /// A provider over only the new rows (empty when there are none).
+    pub provider: Arc<dyn TableProvider>,
+    /// Whether there are new rows (files) at all.
+    pub has_data: bool,
+    /// The offset after this batch.
+    pub offset: Option<SourceOffset>,
+}
+
+/// The rows of a source table committed after `last` (`None`: from the start).
+pub async fn table_increment(
+    ctx: &SessionContext,
+    storage: &Storage,
+    name: &QualifiedName,
+    last: Option<&SourceOffset>,
+) -> Result<NewInput> {
+    let key = storage.table_key(name);
+    let (last_version, last_id) = match last {
+        Some(SourceOffset::Table { version, table_id }) => (Some(*version), table_id.clone()),
+        Some(SourceOffset::Files { .. }) => {
+            return Err(NativeError::Storage(format!("checkpoint of `{name}` is not a table offset")))
+        }
+        None => (None, None),
+    };
+    let Some(table) = storage.latest_table(name).await? else {
+        // The source has not produced anything yet.
+        let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
+    };
+    let url = storage.table_url(name);
+    table.update_datafusion_session(&ctx.state())?;
+    let now = table.version().map_or(-1, |v| v as i64);
+    let table_id = table_id(storage, &key).await;
+    let rewritten = || {
+        NativeError::Execution(format!(
+            "streaming source `{name}` was rewritten since it was last read (a full refresh?); full-refresh this table too"
+        ))
+    };
+    if last_id.is_some() && last_id != table_id {
+        return Err(rewritten());
+    }
+    let files_now: BTreeSet<String> = active_files(&table)?;
+    let added = match last_version {
+        Some(v) if v >= 0 => match commits_since(storage, &key, v, now).await? {
+            Commits::Added(added) if added.is_subset(&files_now) => added,
+            Commits::Rewritten => return Err(rewritten()),
+            // A commit file is gone (log cleanup) or unreadable: compare the two snapshots.
+            Commits::Added(_) | Commits::Unknown => {
+                let before = active_files(&deltalake::open_table_with_version(url, v as u64).await?)?;
+                if !before.is_subset(&files_now) {
+                    return Err(rewritten());
+                }
+                files_now.difference(&before).cloned().collect()
+            }
+        },
+        _ => files_now,
+    };
+    let new: Vec<String> = added.into_iter().collect();
+    let offset = Some(SourceOffset::Table { version: now, table_id });
+    if new.is_empty() {
+        let schema = table.table_provider().await?.schema();
+        let empty = MemTable::try_new(schema, vec![vec![]])?;
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    let provider = table.table_provider().with_file_paths(new).await?;
+    Ok(NewInput { provider, has_data: true, offset })
+}
+
+/// What the commits after a version did to a source table's data.
+enum Commits {
+    /// Only added files (paths decoded as the snapshot lists them).
+    Added(BTreeSet<String>),
+    /// Removed data: the table was rewritten, and what the stream read before is not a prefix.
+    Rewritten,
+    /// A commit file is missing or unreadable.
+    Unknown,
+}
+
+/// The files that commits `after + 1 ..= now` of the table at `table_key` added, read from the
+/// commit files themselves: an incremental batch then reads one small file per new commit instead
+/// of replaying the whole log a second time at the old version. Changes that leave the data as it
+/// was (`dataChange: false`, e.g. a compaction) are skipped, as Delta's streaming source does.
+async fn commits_since(storage: &Storage, table_key: &str, after: i64, now: i64) -> Result<Commits> {
+    let mut added = BTreeSet::new();
+    for version in after + 1..=now {
+        let Some(bytes) = storage.get(&format!("{table_key}/_delta_log/{version:020}.json")).await? else {
+            return Ok(Commits::Unknown);
+        };
+        for line in String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()) {
+            let Ok(action) = serde_json::from_str::<serde_json::Value>(line) else { return Ok(Commits::Unknown) };
+            let changes_data = |a: &serde_json::Value| a.get("dataChange").and_then(|d| d.as_bool()).unwrap_or(true);
+            if let Some(add) = action.get("add").filter(|a| changes_data(a)) {
+                let Some(path) = add.get("path").and_then(|p| p.as_str()) else { return Ok(Commits::Unknown) };
+                added.insert(percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned());
+            }
+            if action.get("remove").is_some_and(changes_data) {
+                return Ok(Commits::Rewritten);
+            }
+        }
+    }
+    Ok(Commits::Added(added))
+}
+
+/// The Delta table id (`metaData.id` of its first commit, which never changes).
+pub async fn table_id(storage: &Storage, table_key: &str) -> Option<String> {
+    let first = storage.get(&format!("{table_key}/_delta_log/00000000000000000000.json")).await.ok()??;
+    String::from_utf8_lossy(&first).lines().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        v.get("metaData")?.get("id")?.as_str().map(str::to_string)
+    })
+}
+
+fn active_files(table: &DeltaTable) -> Result<BTreeSet<String>> {
+    Ok(table.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect())
+}
+
+/// Files under `root` (recursively), relative to it and sorted, skipping hidden and `_`-prefixed
+/// entries (commit markers, checksums) as Spark and DataFusion's listings do. Streaming file
+/// sources take the files not yet processed from it; a materialized view's fingerprint covers
+/// every file in it, so a change anywhere below a source folder is seen.
+pub fn list_files(root: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| NativeError::io(&dir, e))?;
+        for e in entries {
+            let e = e.map_err(|e| NativeError::io(&dir, e))?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name.starts_with('_') {
+                continue;
+            }
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                out.push(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// How a stream's schema is inferred from its first files (DLT's `cloud_files` options).
+#[derive(Debug, Default)]
+pub struct Inference {
+    /// Every column a string (Auto Loader's default for JSON and CSV): values keep their text,
+    /// a nested JSON value its JSON text.
+    pub strings: bool,
+    /// Columns whose type is given (`cloudFiles.schemaHints`), added if the files lack them.
+    pub hints: Option<Schema>,
+}
+
+impl Inference {
+    fn of(f: &FileSource) -> Result<Self> {
+        let strings = f.options.get("infercolumntypes").is_some_and(|v| v.eq_ignore_ascii_case("false"));
+        let hints = match f.options.get("schemahints") {
+            None => None,
+            Some(_) if f.format == "parquet" => {
+                return Err(NativeError::Execution(format!(
+                    "`cloudFiles.schemaHints` on parquet files under `{}`: parquet files carry their types;                      cast the columns in the query instead",
+                    f.path
+                )))
+            }
+            Some(ddl) => Some(crate::types::parse_ddl_schema(ddl).map_err(|e| {
+                NativeError::Execution(format!("`cloudFiles.schemaHints` of `{}`: {e}", f.path))
+            })?),
+        };
+        Ok(Inference { strings, hints })
+    }
+
+    /// The inferred schema made what the options say.
+    pub fn apply(&self, inferred: Schema) -> Schema {
+        let mut fields: Vec<Field> = inferred
+            .fields()
+            .iter()
+            .map(|f| match self.strings {
+                true => Field::new(f.name(), DataType::Utf8, true),
+                false => f.as_ref().clone(),
+            })
+            .collect();
+        for hint in self.hints.iter().flat_map(|h| h.fields()) {
+            match fields.iter_mut().find(|f| f.name().eq_ignore_ascii_case(hint.name())) {
+                Some(f) => *f = Field::new(f.name(), hint.data_type().clone(), true),
+                None => fields.push(Field::new(hint.name(), hint.data_type().clone(), true)),
+            }
+        }
+        Schema::new(fields)
+    }
+}
+
+fn file_format(f: &FileSource) -> Result<Arc<dyn FileFormat>> {
+    Ok(match f.format.as_str() {
+        "json" => Arc::new(JsonFormat::default()),
+        "csv" => {
+            let header = f.options.get("header").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            Arc::new(CsvFormat::default().with_has_header(header))
+        }
+        "parquet" => Arc::new(ParquetFormat::default()),
+        other => {
+            return Err(NativeError::Execution(format!(
+                "streaming reads of `{other}` files are not supported (json, csv and parquet are)"
+            )))
+        }
+    })
+}
+
+/// The files under a file source that no earlier batch processed.
+pub async fn files_increment(
+    ctx: &SessionContext,
+    f: &FileSource,
+    root: &Path,
+    last: Option<&SourceOffset>,
+) -> Result<NewInput> {
+    let dir = resolve_project_path(&f.path, root);
+    let (mut processed, mut schema) = match last {
+        Some(SourceOffset::Files { processed, schema }) => (processed.clone(), schema.clone()),
+        Some(SourceOffset::Table { .. }) => {
+            return Err(NativeError::Storage(format!("checkpoint of `{}` is not a file offset", f.path)))
+        }
+        None => (BTreeSet::new(), None),
+    };
+    if !dir.is_dir() {
+        return Err(NativeError::Execution(format!("streaming source folder `{}` does not exist", dir.display())));
+    }
+    let new: Vec<String> = list_files(&dir)?.into_iter().filter(|p| !processed.contains(p)).collect();
+    let format = file_format(f)?;
+    let rescue = f.options.get("rescueddatacolumn").filter(|c| !c.is_empty());
+    if rescue.is_some() && f.format != "json" {
+        return Err(NativeError::Execution(format!(
+            "`rescuedDataColumn` is supported for JSON streams; `{}` is read as {}",
+            f.path, f.format
+        )));
+    }
+    if new.is_empty() {
+        let schema = schema.clone().unwrap_or_else(|| Arc::new(Schema::empty()));
+        let read_schema = match rescue {
+            Some(column) => crate::streaming::rescue::with_rescue_column(&schema, column),
+            None => schema.clone(),
+        };
+        let empty = MemTable::try_new(read_schema, vec![vec![]])?;
+        let offset = Some(SourceOffset::Files { processed, schema: Some(schema) });
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    let inference = Inference::of(f)?;
+    if let Some(column) = rescue {
+        let (provider, fixed) =
+            crate::streaming::rescue::json_with_rescue(&dir, &new, schema.take(), column, &inference)?;
+        processed.extend(new);
+        let offset = Some(SourceOffset::Files { processed, schema: Some(fixed) });
+        return Ok(NewInput { provider, has_data: true, offset });
+    }
+    let urls: Vec<ListingTableUrl> = new
+        .iter()
+        .map(|p| ListingTableUrl::parse(dir.join(p).to_string_lossy()))
+        .collect::<std::result::Result<_, _>>()?;
+    let options = ListingOptions::new(format).with_file_extension("");
+    let state = ctx.state();
+    let inferred = {
+        let mut schemas = Vec::new();
+        for u in &urls {
+            schemas.push(options.infer_schema(&state, u).await?);
+        }
+        let merged = Schema::try_merge(schemas.iter().map(|s| s.as_ref().clone()))
+            .map_err(|e| NativeError::Execution(format!("files under `{}` disagree on their schema: {e}", f.path)))?;
+        // Spark infers JSON fields sorted by name.
+        let mut fields: Vec<_> = merged.fields().iter().cloned().collect();
+        if f.format == "json" {
+            fields.sort_by(|a, b| a.name().cmp(b.name()));
+        }
+        Arc::new(inference.apply(Schema::new(fields)))
+    };
+    let fixed = match schema.take() {
+        None => inferred,
+        Some(fixed) => {
+            let added: Vec<&str> = inferred
+                .fields()
+                .iter()
+                .filter(|n| fixed.field_with_name(n.name()).is_err())
+                .map(|n| n.name().as_str())
+                .collect();
+            let evolve = f.options.get("schemaevolutionmode").map(|m| m.to_ascii_lowercase());
+            if !added.is_empty() && evolve.as_deref() != Some("none") {
+                return Err(NativeError::Execution(format!(
+                    "new column(s) {} in files under `{}` that the stream's schema (fixed on its first batch) does not have; \
+                     full-refresh the table to take them, or set `schemaEvolutionMode => 'none'` to ignore them",
+                    added.join(", "),
+                    f.path
+                )));
+            }
+            fixed
+        }
+    };
+    let config =
+        ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(Arc::clone(&fixed));
+    let provider = ListingTable::try_new(config)?;
+    processed.extend(new);
+    Ok(NewInput {
+        provider: Arc::new(provider),
+        has_data: true,
+        offset: Some(SourceOffset::Files { processed, schema: Some(fixed) }),
+    })
+}
+
+/// The new input of one streaming read of a query.
+pub struct Increment {
+    /// The read's index in the query's reads.
+    pub read: usize,
+    /// The source's key in the checkpoint.
+    pub key: String,
+    /// Its new rows and offset.
+    pub input: NewInput,
+}
+
+/// The increment of every streaming read of a query, in the order the query names them.
+pub async fn increments(
+    ctx: &SessionContext,
+    storage: &Storage,
+    root: &Path,
+    reads: &[Read],
+    state: &Checkpoint,
+) -> Result<Vec<Increment>> {
+    let mut out = Vec::new();
+    for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
+        let key = source_key(r);
+        let last = state.sources.get(&key);
+        let input = match r {
+            Read::Dataset { name, .. } => table_increment(ctx, storage, name, last).await?,
+            Read::Files(f) => files_increment(ctx, f, root, last).await?,
+        };
+        out.push(Increment { read, key, input });
+    }
+    Ok(out)
+}
