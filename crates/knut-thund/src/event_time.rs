@@ -40,7 +40,7 @@ const UNITS: [(&str, i64); 7] = [
 /// An interval as Spark writes it in windows and watermark delays — `10 minutes`,
 /// `1 hour 30 minutes`, `'5' MINUTE`, `interval 2 seconds` — in microseconds. Months and years
 /// have no fixed length and are refused, as Spark refuses them for windows.
-pub fn interval_micros(text: &str) -> Result<i64, String> {
+pub(crate) fn interval_micros(text: &str) -> Result<i64, String> {
     let cleaned = text.replace(['\'', '"'], " ");
     let mut words = cleaned.split_whitespace().peekable();
     if words.peek().is_some_and(|w| w.eq_ignore_ascii_case("interval")) {
@@ -366,7 +366,7 @@ pub fn key_columns(q: &Query) -> Vec<usize> {
 /// Where `q` joins two streams, if it does: a `FROM` (of any `SELECT` in it) with more than one
 /// streaming source, counting a subquery as streaming when it reads a stream. Unions of streams
 /// are not joins: each branch reads its own stream.
-pub fn stream_stream_join(q: &Query) -> Option<SourceLocation> {
+pub(crate) fn stream_stream_join(q: &Query) -> Option<SourceLocation> {
     let ast = q.ast.get()?;
     let mut finder = StreamJoins { q, lines: LineIndex::new(&q.normalized), found: None };
     let _ = ast.visit(&mut finder);

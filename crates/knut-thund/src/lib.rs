@@ -39,7 +39,7 @@
 //! assert_eq!(run.plan.stages.len(), 2);
 //! assert_eq!(p.to_sdp().unwrap().flows.len(), 2);
 //! ```
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod backend;
 pub mod error;

@@ -62,7 +62,7 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
 }
 
 /// Where `key` is set in the spec of `p` (its line in the spec file), for messages.
-pub fn spec_location(p: &Pipeline, key: &str) -> SourceLocation {
+pub(crate) fn spec_location(p: &Pipeline, key: &str) -> SourceLocation {
     let spec = crate::spec::discover(&p.root).ok();
     let file = spec
         .as_deref()

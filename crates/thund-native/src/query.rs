@@ -88,7 +88,9 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
         let why = match d.kind {
             DatasetKind::TemporaryView => "is a temporary view, which exists only while the pipeline runs".to_string(),
             DatasetKind::Sink => "is a sink; read its files directly".to_string(),
-            _ => format!("has no data yet (its {} has not been written): run `thund run` first", d.kind),
+            DatasetKind::MaterializedView | DatasetKind::StreamingTable | DatasetKind::PersistentView => {
+                format!("has no data yet (its {} has not been written): run `thund run` first", d.kind)
+            }
         };
         return Err(plan_error(format!("`{}` {why}", name.name)));
     }

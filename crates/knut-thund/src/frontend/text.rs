@@ -10,12 +10,12 @@ use crate::ir::query::LineIndex;
 use crate::ir::SourceLocation;
 
 /// The dialect every pipeline file is read in.
-pub const DIALECT: SparkSqlDialect = SparkSqlDialect {};
+pub(crate) const DIALECT: SparkSqlDialect = SparkSqlDialect {};
 
 /// Replaces `${key}` with `configuration[key]` outside comments. Every undefined key is
 /// reported with its line. Values are spliced as they are, so lines keep their numbers as long
 /// as values hold no newline.
-pub fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Result<String, Vec<Diagnostic>> {
+pub(crate) fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Result<String, Vec<Diagnostic>> {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut errors = Vec::new();
@@ -88,7 +88,7 @@ pub fn substitute(text: &str, conf: &BTreeMap<String, String>, file: &str) -> Re
 
 /// A token with its byte range in the text it came from.
 #[derive(Debug, Clone)]
-pub struct Tok {
+pub(crate) struct Tok {
     /// The token.
     pub token: Token,
     /// Byte offset of its first character.
@@ -103,14 +103,14 @@ pub struct Tok {
 
 impl Tok {
     /// Whether it is the unquoted word `w` (any case).
-    pub fn is_word(&self, w: &str) -> bool {
+    pub(crate) fn is_word(&self, w: &str) -> bool {
         matches!(&self.token, Token::Word(word) if word.quote_style.is_none() && word.value.eq_ignore_ascii_case(w))
     }
 }
 
 /// Tokenizes `text`, dropping whitespace and comments. `base` shifts positions for texts that
 /// start inside a file (line 1 of `text` is `base.line`, starting at `base.column`).
-pub fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) -> Result<Vec<Tok>, Diagnostic> {
+pub(crate) fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) -> Result<Vec<Tok>, Diagnostic> {
     let raw: Vec<TokenWithSpan> = Tokenizer::new(&DIALECT, text).tokenize_with_location().map_err(|e| {
         let loc = shift(base, file, e.location.line, e.location.column);
         Diagnostic::at(&loc, e.message)
@@ -133,7 +133,7 @@ pub fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) -> Result
 }
 
 /// Translates a position inside a text that starts at `base` into a file position.
-pub fn shift(base: Option<&SourceLocation>, file: &str, line: u64, column: u64) -> SourceLocation {
+pub(crate) fn shift(base: Option<&SourceLocation>, file: &str, line: u64, column: u64) -> SourceLocation {
     let (line, column) = (line.max(1) as u32, column.max(1) as u32);
     match base {
         None => SourceLocation::new(file, line, column),
@@ -145,7 +145,7 @@ pub fn shift(base: Option<&SourceLocation>, file: &str, line: u64, column: u64) 
 /// Where the token an error complains about starts. sqlparser's reported position is not always
 /// that token's (after a consumed token it is the next one), so look for the last token at or
 /// before the position whose text is the `found: X` of the message.
-pub fn found_token_start(text: &str, message: &str, line: u64, column: u64) -> (u64, u64) {
+pub(crate) fn found_token_start(text: &str, message: &str, line: u64, column: u64) -> (u64, u64) {
     let Some(found) = message.rsplit("found: ").next().filter(|_| message.contains("found: ")) else {
         return (line, column);
     };
@@ -160,7 +160,7 @@ pub fn found_token_start(text: &str, message: &str, line: u64, column: u64) -> (
 }
 
 /// Splits sqlparser's "… at Line: L, Column: C" into the message and the position.
-pub fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) {
+pub(crate) fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) {
     let Some(at) = message.rfind(" at Line: ") else {
         return (message.to_string(), None);
     };

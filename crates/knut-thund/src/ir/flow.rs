@@ -35,6 +35,14 @@ impl Flow {
             FlowKind::AutoCdc(cdc) => &cdc.source,
         }
     }
+
+    /// The query the flow reads from, to change.
+    pub fn query_mut(&mut self) -> &mut Query {
+        match &mut self.kind {
+            FlowKind::Append { query, .. } | FlowKind::Once { query, .. } => query,
+            FlowKind::AutoCdc(cdc) => &mut cdc.source,
+        }
+    }
 }
 
 /// What a flow does.

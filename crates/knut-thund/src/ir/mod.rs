@@ -131,12 +131,27 @@ pub enum DatasetKind {
 impl DatasetKind {
     /// Whether the kind is stored as a table (has data of its own).
     pub fn is_table(self) -> bool {
-        matches!(self, DatasetKind::MaterializedView | DatasetKind::StreamingTable)
+        match self {
+            DatasetKind::MaterializedView | DatasetKind::StreamingTable => true,
+            DatasetKind::TemporaryView | DatasetKind::PersistentView | DatasetKind::Sink => false,
+        }
     }
 
     /// Whether it is a view (a query with no data of its own).
     pub fn is_view(self) -> bool {
-        matches!(self, DatasetKind::TemporaryView | DatasetKind::PersistentView)
+        match self {
+            DatasetKind::TemporaryView | DatasetKind::PersistentView => true,
+            DatasetKind::MaterializedView | DatasetKind::StreamingTable | DatasetKind::Sink => false,
+        }
+    }
+
+    /// Whether explicit flows may write to it, and its rows arrive batch by batch: a streaming
+    /// table or a sink.
+    pub fn takes_flows(self) -> bool {
+        match self {
+            DatasetKind::StreamingTable | DatasetKind::Sink => true,
+            DatasetKind::MaterializedView | DatasetKind::TemporaryView | DatasetKind::PersistentView => false,
+        }
     }
 }
 

@@ -46,7 +46,7 @@ impl Query {
     }
 
     /// The index in [`Query::reads`] of the read whose span starts at byte `start`.
-    pub fn read_at(&self, start: usize) -> Option<usize> {
+    pub(crate) fn read_at(&self, start: usize) -> Option<usize> {
         self.reads.iter().position(|r| r.span().start == start)
     }
 }
@@ -281,14 +281,14 @@ pub(crate) struct LineIndex<'a> {
 
 impl<'a> LineIndex<'a> {
     /// Indexes `text`.
-    pub fn new(text: &'a str) -> Self {
+    pub(crate) fn new(text: &'a str) -> Self {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         LineIndex { text, starts, ascii: text.is_ascii() }
     }
 
     /// Byte offset of a 1-based (line, column in chars) position.
-    pub fn offset(&self, line: u64, column: u64) -> usize {
+    pub(crate) fn offset(&self, line: u64, column: u64) -> usize {
         let Some(&start) = self.starts.get(line.saturating_sub(1) as usize) else {
             return self.text.len();
         };

@@ -86,20 +86,28 @@ fn parse_event(message: &str) -> Parsed {
 impl EventTranslator {
     pub(super) fn new(p: &Pipeline, selected: &BTreeSet<QualifiedName>, events: EventSender) -> Self {
         let kinds: BTreeMap<_, _> = p.datasets.iter().map(|d| (&d.name, d.kind)).collect();
+        // A table's rows are counted from its size: a materialized view's whole, a streaming
+        // table's growth when one appending flow alone writes it (AUTO CDC rewrites rows).
+        let appends = |f: &crate::ir::Flow| match f.kind {
+            FlowKind::Append { .. } | FlowKind::Once { .. } => true,
+            FlowKind::AutoCdc(_) => false,
+        };
         let counting = |f: &crate::ir::Flow| match kinds.get(&f.target) {
             Some(DatasetKind::MaterializedView) => Counting::Whole,
-            Some(DatasetKind::StreamingTable)
-                if !matches!(f.kind, FlowKind::AutoCdc(_)) && p.flows_into(&f.target).count() == 1 =>
-            {
-                Counting::Growth
-            }
-            _ => Counting::No,
+            Some(DatasetKind::StreamingTable) if appends(f) && p.flows_into(&f.target).count() == 1 => Counting::Growth,
+            Some(
+                DatasetKind::StreamingTable
+                | DatasetKind::TemporaryView
+                | DatasetKind::PersistentView
+                | DatasetKind::Sink,
+            )
+            | None => Counting::No,
         };
         let flows = p
             .flows
             .iter()
             // Views have no run of their own on Spark (they are resolved into their readers).
-            .filter(|f| !matches!(kinds.get(&f.target), Some(DatasetKind::TemporaryView | DatasetKind::PersistentView)))
+            .filter(|f| !kinds.get(&f.target).is_some_and(|k| k.is_view()))
             .map(|f| {
                 let t = Tracked {
                     flow: f.name.to_string(),

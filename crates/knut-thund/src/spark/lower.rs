@@ -227,7 +227,10 @@ impl Pipeline {
                 (_, true) => (f.name.to_string(), f.target.to_string()),
             };
             let mut gf = GFlow::new(name, target, details);
-            gf.once = matches!(f.kind, FlowKind::Once { .. });
+            gf.once = match f.kind {
+                FlowKind::Once { .. } => true,
+                FlowKind::Append { .. } | FlowKind::AutoCdc(_) => false,
+            };
             gf.location = location(&f.location);
             gf.sql_conf = f.sql_conf.clone();
             g.flows.push(gf);

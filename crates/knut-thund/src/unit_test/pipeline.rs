@@ -11,10 +11,7 @@ use crate::ir::{Dataset, DatasetKind, Flow, FlowKind, Pipeline, QualifiedName, R
 
 /// Every read of a flow, its change feed's included.
 pub(super) fn flow_reads(f: &Flow) -> Vec<&Read> {
-    match &f.kind {
-        FlowKind::AutoCdc(c) => c.source.reads.iter().collect(),
-        _ => f.query().reads.iter().collect(),
-    }
+    f.query().reads.iter().collect()
 }
 
 /// The folder (under `inputs`) where the rows of `target` are written, one JSON-lines file per
@@ -173,10 +170,7 @@ pub fn in_database(p: &Pipeline, database: &str) -> Pipeline {
     for f in &mut out.flows {
         f.name = moved(&f.name);
         f.target = moved(&f.target);
-        let reads = match &mut f.kind {
-            FlowKind::AutoCdc(c) => &mut c.source.reads,
-            FlowKind::Append { query, .. } | FlowKind::Once { query, .. } => &mut query.reads,
-        };
+        let reads = &mut f.query_mut().reads;
         for r in reads.iter_mut() {
             if let Read::Dataset { name, .. } = r {
                 *name = moved(name);
@@ -261,10 +255,7 @@ pub fn test_pipeline(
         out.datasets.push(d);
         for f in p.flows_into(&out.datasets.last().expect("pushed").name) {
             let mut f = f.clone();
-            let reads = match &mut f.kind {
-                FlowKind::AutoCdc(c) => &mut c.source.reads,
-                FlowKind::Append { query, .. } | FlowKind::Once { query, .. } => &mut query.reads,
-            };
+            let reads = &mut f.query_mut().reads;
             for r in reads.iter_mut() {
                 if let Read::Files(fs) = r {
                     if replaced.contains(&InputTarget::Files(fs.path.clone())) {

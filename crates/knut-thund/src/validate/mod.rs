@@ -12,7 +12,7 @@ use crate::error::{Diagnostic, Result, ThundError};
 use crate::ir::{Dataset, Flow, Pipeline, QualifiedName, Read};
 
 /// The closest candidate within a small edit distance, for "did you mean".
-pub fn did_you_mean<'a, I, S>(wanted: &str, candidates: I) -> Option<String>
+pub(crate) fn did_you_mean<'a, I, S>(wanted: &str, candidates: I) -> Option<String>
 where
     I: IntoIterator<Item = &'a S>,
     S: AsRef<str> + 'a + ?Sized,
@@ -188,7 +188,7 @@ impl<'p> Graph<'p> {
     }
 
     /// The flows whose target is defined, with it.
-    pub fn flows_with_targets(&self) -> impl Iterator<Item = (&'p Flow, &'p Dataset)> + '_ {
+    pub(crate) fn flows_with_targets(&self) -> impl Iterator<Item = (&'p Flow, &'p Dataset)> + '_ {
         self.p.flows.iter().filter_map(|f| self.by_name.get(&f.target).map(|t| (f, *t)))
     }
 }
@@ -199,13 +199,13 @@ pub(crate) struct Problems(Vec<(Option<QualifiedName>, Diagnostic)>);
 
 impl Problems {
     /// A problem of `dataset` (`None`: of the project).
-    pub fn add(&mut self, dataset: Option<&QualifiedName>, d: Diagnostic) {
+    pub(crate) fn add(&mut self, dataset: Option<&QualifiedName>, d: Diagnostic) {
         self.0.push((dataset.cloned(), d));
     }
 }
 
 /// Datasets that read, directly or not, from one of `roots`, excluding the roots.
-pub fn downstream_of(
+pub(crate) fn downstream_of(
     deps: &BTreeMap<&QualifiedName, BTreeSet<&QualifiedName>>,
     roots: &BTreeSet<QualifiedName>,
 ) -> BTreeSet<QualifiedName> {

@@ -81,7 +81,7 @@ fn flows_are_defined_once(g: &Graph<'_>, out: &mut Problems) {
 /// Whether `f` writes to `target` as an explicit flow into something other than a streaming
 /// table or sink (which only their own query fills).
 fn explicit_into_non_table(f: &Flow, target: &Dataset) -> bool {
-    !f.implicit && !matches!(target.kind, DatasetKind::StreamingTable | DatasetKind::Sink)
+    !f.implicit && !target.kind.takes_flows()
 }
 
 fn flows_write_to_defined_tables_and_sinks(g: &Graph<'_>, out: &mut Problems) {
@@ -215,7 +215,7 @@ fn event_time_problems(f: &Flow, target: &Dataset) -> Vec<Diagnostic> {
             return problems;
         }
     };
-    let into_stream = matches!(target.kind, DatasetKind::StreamingTable | DatasetKind::Sink);
+    let into_stream = target.kind.takes_flows();
     let (Some(aggregation), true) = (&shape.aggregation, into_stream && q.is_streaming()) else {
         return problems;
     };

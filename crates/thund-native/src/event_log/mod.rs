@@ -272,7 +272,7 @@ impl StoredEventLog {
                 "output_dataset": f.target.to_string(),
                 "output_dataset_type": d.kind.to_string(),
                 "input_datasets": inputs,
-                "flow_type": flow_type(&f.kind),
+                "flow_type": f.kind.label(),
                 "selected": run.plan.is_selected(&f.target),
             }});
             self.queue(e);
@@ -308,14 +308,6 @@ impl StoredEventLog {
             None => json!({"update_progress": {"state": phase}}),
         };
         row
-    }
-}
-
-fn flow_type(kind: &knut_thund::ir::FlowKind) -> &'static str {
-    match kind {
-        knut_thund::ir::FlowKind::Append { .. } => "append",
-        knut_thund::ir::FlowKind::Once { .. } => "once",
-        knut_thund::ir::FlowKind::AutoCdc(_) => "auto_cdc",
     }
 }
 

@@ -97,7 +97,10 @@ impl Target {
             Place::Files(sink) => sink.write(ctx, plan, &job.flow.name, txn.version).await,
             Place::Table | Place::DeltaSink => {
                 // A streaming table is registered for the flows after it; a sink cannot be read.
-                let register = matches!(self.place, Place::Table);
+                let register = match self.place {
+                    Place::Table => true,
+                    Place::DeltaSink | Place::Files(_) => false,
+                };
                 write_append(ctx, &self.url, d, plan, self.existing.clone(), txn, register).await
             }
         }
@@ -105,6 +108,9 @@ impl Target {
 
     /// Whether the rows go to files rather than a Delta table.
     pub fn is_file_sink(&self) -> bool {
-        matches!(self.place, Place::Files(_))
+        match self.place {
+            Place::Files(_) => true,
+            Place::Table | Place::DeltaSink => false,
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::ir::{EventTime, ParsedQuery, QualifiedName, Query, SourceLocation, Sp
 use reads::reads_of;
 
 /// File formats Spark accepts in `` fmt.`path` `` and `read_files(format => …)`.
-pub const FILE_FORMATS: [&str; 7] = ["parquet", "json", "csv", "delta", "orc", "text", "avro"];
+pub(crate) const FILE_FORMATS: [&str; 7] = ["parquet", "json", "csv", "delta", "orc", "text", "avro"];
 
 /// The catalog and database that unqualified names resolve to at a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl NameContext {
 }
 
 /// An identifier as Spark matches it: unquoted ones case-insensitively (stored lower-case).
-pub fn ident_name(ident: &Ident) -> String {
+pub(crate) fn ident_name(ident: &Ident) -> String {
     if ident.quote_style.is_some() {
         ident.value.clone()
     } else {
@@ -132,7 +132,7 @@ fn unbalanced(t: &Tok, base: &SourceLocation) -> Diagnostic {
 }
 
 /// Index of the `)` matching the `(` at `open`.
-pub fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
+pub(crate) fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
     let mut depth = 0i32;
     for (k, t) in toks.iter().enumerate().skip(open) {
         match t.token {
@@ -258,7 +258,7 @@ pub fn parse(sql: &str, base: &SourceLocation) -> Result<Box<AstQuery>, Diagnost
 
 /// Normalizes, parses and walks a query once: the IR query with its reads, their spans and the
 /// parse.
-pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Query, Vec<Diagnostic>> {
+pub(crate) fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<Query, Vec<Diagnostic>> {
     let mut normalized = normalize(sql, base).map_err(|d| vec![d])?;
     let mut ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
     let (reads, live) = reads_of(&ast, &normalized.sql, base, names)?;
@@ -288,7 +288,7 @@ pub fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> Result<
 
 /// Gives a query read back from JSON (its parse does not travel there) the parse of its
 /// normalized text.
-pub fn parse_stored(q: &mut Query) -> Result<(), Diagnostic> {
+pub(crate) fn parse_stored(q: &mut Query) -> Result<(), Diagnostic> {
     if q.ast.get().is_none() {
         let ast = parse(&q.normalized, &q.location)?;
         q.ast.set(*ast);

@@ -174,7 +174,7 @@ impl ReadCollector<'_> {
 }
 
 /// `cloud_files` formats that have a reader here.
-pub const CLOUD_FILES_FORMATS: [&str; 3] = ["json", "csv", "parquet"];
+pub(crate) const CLOUD_FILES_FORMATS: [&str; 3] = ["json", "csv", "parquet"];
 
 impl ReadCollector<'_> {
     /// DLT's `cloud_files('path', 'format'[, map('k', 'v', …)])`: a streaming file source whose

@@ -24,11 +24,11 @@ use clauses::{auto_cdc, auto_cdc_flow, columns_and_constraints, table_clauses};
 use cursor::{Cursor, PResult};
 
 /// The table property that sets a streaming dataset's output mode.
-pub const OUTPUT_MODE_PROPERTY: &str = "pipelines.outputMode";
+pub(crate) const OUTPUT_MODE_PROPERTY: &str = "pipelines.outputMode";
 
 /// What one file defines.
 #[derive(Debug, Default)]
-pub struct FileDefinitions {
+pub(crate) struct FileDefinitions {
     /// Datasets, in order.
     pub datasets: Vec<Dataset>,
     /// Flows, in order.
@@ -40,7 +40,7 @@ pub struct FileDefinitions {
 /// Parses one SQL definition file (already `${…}`-substituted). `names` is the `USE` context,
 /// carried from file to file as `spark-pipelines` does within a file; it starts at the spec's
 /// defaults for each file.
-pub fn parse_file(file: &str, text: &str, names: &mut NameContext) -> FileDefinitions {
+pub(crate) fn parse_file(file: &str, text: &str, names: &mut NameContext) -> FileDefinitions {
     let mut out = FileDefinitions::default();
     let toks = match tokenize(text, None, file) {
         Ok(t) => t,
