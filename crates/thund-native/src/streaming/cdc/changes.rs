@@ -15,12 +15,11 @@ use knut_thund::ir::{AutoCdc, Expression, Flow};
 
 use super::replay::rows_of;
 use super::shape::{Shape, AT, BATCH, DELETE, OP, SEQ, TRUNCATE, UPSERT};
-use crate::engine::{plan_expr, plan_query_with_streams, StreamTables};
+use crate::engine::plan_expr;
 use crate::error::{NativeError, Result};
-use crate::streaming::append::stream_table_name;
+use crate::streaming::append::over_new_input;
 use crate::streaming::checkpoint::Checkpoint;
 use crate::streaming::kind::Batch;
-use crate::streaming::sources::increments;
 
 /// The feed's new changes as the target takes them — its columns (`COLUMNS`), the evaluated
 /// `SEQUENCE BY` ([`SEQ`]) and the operation the `APPLY AS` clauses give each change ([`OP`]) —
@@ -30,26 +29,9 @@ pub(super) async fn evaluated(
     cdc: &AutoCdc,
     next: &mut Checkpoint,
 ) -> Result<Option<(Shape, LogicalPlan)>> {
-    let (ctx, storage, p, f) = (batch.job.ctx, batch.job.storage, batch.job.pipeline, batch.job.flow);
-    let plan_err = |e: NativeError| NativeError::Plan { location: f.location.to_string(), message: e.to_string() };
-    let inputs = increments(ctx, storage, &p.root, &cdc.source.reads, batch.state).await.map_err(plan_err)?;
-    if !inputs.iter().any(|i| i.input.has_data) {
-        return Ok(None);
-    }
-    let mut streams = StreamTables::new();
-    for i in inputs {
-        let name = stream_table_name("__thund_cdc_feed");
-        ctx.register_table(name.as_str(), i.input.provider)?;
-        streams.insert(i.read, name);
-        if let Some(o) = i.input.offset {
-            next.sources.insert(i.key, o);
-        }
-    }
-    let feed = plan_query_with_streams(ctx, &cdc.source, &p.root, &streams).await;
-    for n in streams.values() {
-        let _ = ctx.deregister_table(n.as_str());
-    }
-    let feed = DataFrame::new(ctx.state(), feed?);
+    let (ctx, f) = (batch.job.ctx, batch.job.flow);
+    let Some(feed) = over_new_input(batch, &cdc.source, next).await? else { return Ok(None) };
+    let feed = DataFrame::new(ctx.state(), feed);
     let shape = Shape::of(f, cdc, feed.schema().as_arrow())?;
     let schema = feed.schema().clone();
     let clause = |e: &Expression, what: &str| {
