@@ -14,7 +14,7 @@ use knut_pipelines::{
 /// nothing. `THUND_SKIP_SPARK=1` opts out explicitly for quick local loops.
 fn remote() -> Option<String> {
     if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("THUND_SKIP_SPARK is set: skipping a live Spark test");
+        eprintln!("SKIPPED: a live Spark test (THUND_SKIP_SPARK is set)");
         return None;
     }
     Some(std::env::var("THUND_SPARK_REMOTE").expect(

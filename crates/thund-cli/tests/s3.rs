@@ -9,7 +9,7 @@ const BUCKET: &str = "thund-test";
 
 fn endpoint() -> Option<String> {
     if std::env::var_os("THUND_SKIP_S3").is_some() {
-        eprintln!("THUND_SKIP_S3 is set: skipping a live S3 test");
+        eprintln!("SKIPPED: a live S3 test (THUND_SKIP_S3 is set)");
         return None;
     }
     Some(std::env::var("THUND_S3_ENDPOINT").unwrap_or_else(|_| {

@@ -14,7 +14,7 @@ use knut_thund::spark::SparkBackend;
 
 fn remote(var: &str) -> Option<String> {
     if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("THUND_SKIP_SPARK is set: skipping a live Spark test");
+        eprintln!("SKIPPED: a live Spark test (THUND_SKIP_SPARK is set)");
         return None;
     }
     Some(std::env::var(var).unwrap_or_else(|_| {

@@ -45,7 +45,7 @@ fn csv_tables(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn native_and_spark_backends_agree_with_sparks_own_tables() {
     if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("THUND_SKIP_SPARK is set: skipping the differential conformance suite");
+        eprintln!("SKIPPED: the differential conformance suite (THUND_SKIP_SPARK is set)");
         return;
     }
     let url = std::env::var("THUND_SPARK_REMOTE")
