@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CapabilityGap, Result, ThundError};
-use crate::ir::{Feature, OutputMode, Pipeline, TableUse};
+use crate::ir::{Feature, OutputMode, Pipeline};
 use crate::plan::Selection;
 use crate::prepare::{prepare_for, PreparedRun};
 
@@ -154,9 +154,7 @@ impl Capabilities {
             Feature::SchemaHints => self.schema_hints,
             Feature::RescuedData => self.rescued_data,
             Feature::SqlConf => self.sql_conf,
-            Feature::TransactionalTable { format, by: TableUse::SeveralFlows | TableUse::Merge } => {
-                self.transactional_tables.covers(format.as_deref())
-            }
+            Feature::TransactionalTable { format, .. } => self.transactional_tables.covers(format.as_deref()),
         }
     }
 }

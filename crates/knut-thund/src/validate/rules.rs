@@ -26,17 +26,15 @@ pub(crate) const RULES: [Rule; 9] = [
 ];
 
 fn datasets_are_defined_once(g: &Graph<'_>, out: &mut Problems) {
-    let mut first: BTreeMap<_, &Dataset> = BTreeMap::new();
     for d in &g.p.datasets {
-        match first.get(&d.name) {
-            Some(f) => out.add(
+        // The graph knows each name by its first definition.
+        let first = g.by_name[&d.name];
+        if !std::ptr::eq(first, d) {
+            let m = format!("`{}` is defined more than once", d.name);
+            out.add(
                 Some(&d.name),
-                Diagnostic::at(&d.location, format!("`{}` is defined more than once", d.name))
-                    .with_hint(format!("first defined at {}", f.location)),
-            ),
-            None => {
-                first.insert(&d.name, d);
-            }
+                Diagnostic::at(&d.location, m).with_hint(format!("first defined at {}", first.location)),
+            );
         }
     }
 }

@@ -79,15 +79,23 @@ pub(super) async fn over_new_input(
     planned.map(Some)
 }
 
-/// A flow appending its query's rows over the new input.
+/// A flow appending its query's rows: over the new input of its streams each batch, or, once
+/// (`INSERT INTO ONCE`), over everything it reads in its first batch only.
 pub(super) struct Append<'q> {
     query: &'q Query,
     by_name: bool,
+    once: bool,
 }
 
 impl<'q> Append<'q> {
+    /// Appends the query's rows over each batch's new input.
     pub fn new(query: &'q Query, by_name: bool) -> Self {
-        Append { query, by_name }
+        Append { query, by_name, once: false }
+    }
+
+    /// Appends the query's rows once.
+    pub fn once(query: &'q Query, by_name: bool) -> Self {
+        Append { query, by_name, once: true }
     }
 }
 
@@ -95,50 +103,24 @@ impl BatchKind for Append<'_> {
     type Staged = LogicalPlan;
 
     fn initial_state(&self) -> KindState {
-        KindState::Append
-    }
-
-    async fn plan(&mut self, batch: &Batch<'_, '_>, next: &mut Checkpoint) -> Result<Option<LogicalPlan>> {
-        match over_new_input(batch, self.query, next).await? {
-            Some(plan) => Ok(Some(shaped(batch, plan, self.by_name).await?)),
-            None => Ok(None),
+        match self.once {
+            true => KindState::Once { done: false },
+            false => KindState::Append,
         }
     }
 
-    async fn stage(&mut self, _: &Batch<'_, '_>, rows: LogicalPlan, _: &mut Checkpoint) -> Result<LogicalPlan> {
-        Ok(rows)
-    }
-
-    async fn write(&mut self, batch: &Batch<'_, '_>, rows: LogicalPlan, next: &Checkpoint) -> Result<u64> {
-        batch.target.append(batch.job, rows, batch.transaction(next)).await
-    }
-}
-
-/// `INSERT INTO ONCE`: the query over everything it reads, in the first batch only.
-pub(super) struct Once<'q> {
-    query: &'q Query,
-    by_name: bool,
-}
-
-impl<'q> Once<'q> {
-    pub fn new(query: &'q Query, by_name: bool) -> Self {
-        Once { query, by_name }
-    }
-}
-
-impl BatchKind for Once<'_> {
-    type Staged = LogicalPlan;
-
-    fn initial_state(&self) -> KindState {
-        KindState::Once { done: false }
-    }
-
     async fn plan(&mut self, batch: &Batch<'_, '_>, next: &mut Checkpoint) -> Result<Option<LogicalPlan>> {
-        if batch.state.state == (KindState::Once { done: true }) {
-            return Ok(None);
-        }
-        next.state = KindState::Once { done: true };
-        let plan = plan_query(batch.job.ctx, self.query, &batch.job.pipeline.root).await?;
+        let plan = match self.once {
+            true if batch.state.state == (KindState::Once { done: true }) => return Ok(None),
+            true => {
+                next.state = KindState::Once { done: true };
+                plan_query(batch.job.ctx, self.query, &batch.job.pipeline.root).await?
+            }
+            false => match over_new_input(batch, self.query, next).await? {
+                Some(plan) => plan,
+                None => return Ok(None),
+            },
+        };
         Ok(Some(shaped(batch, plan, self.by_name).await?))
     }
 

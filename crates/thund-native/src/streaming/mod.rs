@@ -87,7 +87,7 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
                 None => run(job, dq, append::Append::new(query, *by_name)).await,
             }
         }
-        FlowKind::Once { query, by_name } => run(job, dq, append::Once::new(query, *by_name)).await,
+        FlowKind::Once { query, by_name } => run(job, dq, append::Append::once(query, *by_name)).await,
         FlowKind::AutoCdc(spec) => run(job, dq, cdc::AutoCdc::new(spec)).await,
     }
 }

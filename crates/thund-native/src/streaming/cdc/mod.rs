@@ -158,8 +158,8 @@ impl BatchKind for AutoCdc<'_> {
 
     async fn write(&mut self, batch: &Batch<'_, '_>, staged: Staged, next: &Checkpoint) -> Result<u64> {
         let shape =
-            self.shape.clone().ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC shape".into()))?;
-        apply(batch, &shape, staged, next, &mut self.steps).await
+            self.shape.as_ref().ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC shape".into()))?;
+        apply(batch, shape, staged, next, &mut self.steps).await
     }
 
     async fn committed(&mut self, _: &Batch<'_, '_>, _: &Checkpoint, rows: u64) -> Result<crate::flow::FlowEffect> {
