@@ -57,6 +57,9 @@ def targets(tpch, streaming, scale):
     if scale and "1000" in scale["validate"]:
         w = scale["validate"]["1000"]["wall_s"]
         out.append(["thund validate, 1,000 datasets < 1 s", f"{w * 1e3:.0f} ms", "yes" if w < 1 else "no"])
+    if scale and "10000" in scale["validate"]:
+        m = scale["validate"]["10000"]["peak_rss_mib"]
+        out.append(["thund validate, 10,000 datasets < 150 MiB", f"{m:.0f} MiB", "yes" if m < 150 else "no"])
     return out
 
 

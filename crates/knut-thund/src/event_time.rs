@@ -21,7 +21,7 @@ use sqlparser::ast::{
 };
 
 use crate::error::Diagnostic;
-use crate::ir::query::{ident_offset, name_parts, LineIndex};
+use crate::ir::query::{ident_offset, name_parts, LineIndex, QueryFacts};
 use crate::ir::{EventTime, Query, SourceLocation};
 
 /// Microseconds per millisecond: Spark keeps the watermark in milliseconds.
@@ -172,11 +172,33 @@ const AGGREGATES: [&str; 22] = [
     "bool_and",
 ];
 
-/// Reads the event-time shape of `q`: its aggregation and its window, with every malformed window
+/// The event-time shape of `q`: its aggregation and its window, with every malformed window
 /// reported (unknown units, a slide longer than the window, …).
 pub fn shape(q: &Query) -> Result<Shape, Vec<Diagnostic>> {
+    q.facts.shape.clone()
+}
+
+/// The positions in the top-level `SELECT` list of the items that aggregate nothing: the group's
+/// key columns of the result, by which an update-mode batch replaces the groups it changed.
+pub fn key_columns(q: &Query) -> Vec<usize> {
+    q.facts.key_columns.clone()
+}
+
+/// Where `q` joins two streams, if it does: a `FROM` (of any `SELECT` in it) with more than one
+/// streaming source, counting a subquery as streaming when it reads a stream. Unions of streams
+/// are not joins: each branch reads its own stream.
+pub(crate) fn stream_stream_join(q: &Query) -> Option<SourceLocation> {
+    q.facts.stream_join.clone()
+}
+
+/// Reads from `q`'s parse what the functions above answer; the front-end calls it once per query.
+pub(crate) fn facts(q: &Query) -> QueryFacts {
+    let Some(ast) = q.ast.get() else { return QueryFacts::default() };
+    QueryFacts { shape: read_shape(q, ast), stream_join: read_stream_join(q, ast), key_columns: read_key_columns(ast) }
+}
+
+fn read_shape(q: &Query, ast: &AstQuery) -> Result<Shape, Vec<Diagnostic>> {
     let mut shape = Shape::default();
-    let Some(ast) = q.ast.get() else { return Ok(shape) };
     let SetExpr::Select(select) = ast.body.as_ref() else { return Ok(shape) };
     let at = |ident: &Ident| location_in(q, ident);
     let mut errors = Vec::new();
@@ -350,10 +372,8 @@ impl Visitor for AggregateCalls {
     }
 }
 
-/// The positions in the top-level `SELECT` list of the items that aggregate nothing: the group's
-/// key columns of the result, by which an update-mode batch replaces the groups it changed.
-pub fn key_columns(q: &Query) -> Vec<usize> {
-    let Some(SetExpr::Select(select)) = q.ast.get().map(|a| a.body.as_ref()) else { return Vec::new() };
+fn read_key_columns(ast: &AstQuery) -> Vec<usize> {
+    let SetExpr::Select(select) = ast.body.as_ref() else { return Vec::new() };
     (0..select.projection.len())
         .filter(|i| {
             let mut calls = AggregateCalls::default();
@@ -363,11 +383,7 @@ pub fn key_columns(q: &Query) -> Vec<usize> {
         .collect()
 }
 
-/// Where `q` joins two streams, if it does: a `FROM` (of any `SELECT` in it) with more than one
-/// streaming source, counting a subquery as streaming when it reads a stream. Unions of streams
-/// are not joins: each branch reads its own stream.
-pub(crate) fn stream_stream_join(q: &Query) -> Option<SourceLocation> {
-    let ast = q.ast.get()?;
+fn read_stream_join(q: &Query, ast: &AstQuery) -> Option<SourceLocation> {
     let mut finder = StreamJoins { q, lines: LineIndex::new(&q.normalized), found: None };
     let _ = ast.visit(&mut finder);
     finder.found

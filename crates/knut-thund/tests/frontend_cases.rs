@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use knut_thund::frontend::roundtrip::{normalize, parse};
+use knut_thund::frontend::Parses;
 use knut_thund::ir::Pipeline;
 use knut_thund::render::{render, GraphFormat};
 use serde_json::json;
@@ -63,6 +64,60 @@ fn every_case_matches_its_expected_output() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A project loaded without its parses (`validate`, `graph`) is checked exactly as one that keeps
+/// them: the same IR, the same errors, the same needs (stream-stream joins, windows, keys), read
+/// from what the front-end recorded before dropping each parse.
+#[test]
+fn dropping_the_parses_changes_no_check() {
+    let extra = tempfile::tempdir().unwrap();
+    std::fs::write(extra.path().join("spark-pipeline.yml"), "name: p\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        extra.path().join("a.sql"),
+        "CREATE STREAMING TABLE a AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE b AS SELECT * FROM STREAM read_files('in2', format => 'json');\n\
+         CREATE STREAMING TABLE j AS SELECT x.id FROM STREAM(a) x JOIN (SELECT * FROM STREAM(b)) y ON x.id = y.id;\n\
+         CREATE STREAMING TABLE w AS SELECT window(ts, '10 minutes') AS win, count(*) AS n\n\
+           FROM STREAM(a) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY window(ts, '10 minutes');\n",
+    )
+    .unwrap();
+    let mut checked = 0;
+    for dir in cases().into_iter().chain([extra.path().to_path_buf()]) {
+        let load = |parses| {
+            knut_thund::frontend::load_with(&dir, parses).map_err(|e| e.to_string()).map(|p| {
+                let valid = p.validate().map_err(|e| e.to_string());
+                let needs: Vec<String> = p.needs().iter().map(|n| format!("{n:?}")).collect();
+                let plan = knut_thund::plan::plan(&p, &Default::default()).map(|_| ()).map_err(|e| e.to_string());
+                (describe(&p), valid, needs, plan, p.flows.iter().filter(|f| f.query().ast.get().is_some()).count())
+            })
+        };
+        let (kept, dropped) = (load(Parses::Keep), load(Parses::Drop));
+        match (&kept, &dropped) {
+            (Ok(k), Ok(d)) => {
+                // The smallest difference first, so a failure reads well.
+                assert_eq!(k.1, d.1, "{}: validation", dir.display());
+                assert_eq!(k.3, d.3, "{}: plan", dir.display());
+                assert_eq!(k.2, d.2, "{}: needs", dir.display());
+                assert!(k.0 == d.0, "{}: the IR differs", dir.display());
+                assert_eq!(k.4, p_flows(&dir), "{}: every flow keeps its parse", dir.display());
+                assert_eq!(d.4, 0, "{}: a parse was kept", dir.display());
+            }
+            _ => assert_eq!(kept.as_ref().err(), dropped.as_ref().err(), "{}", dir.display()),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 18, "only {checked} projects checked");
+    // The extra project exercises what is read from the parse.
+    let p = knut_thund::frontend::load_with(extra.path(), Parses::Drop).unwrap();
+    let needs = format!("{:?}", p.needs());
+    assert!(needs.contains("StreamJoins"), "{needs}");
+    assert!(needs.contains("EventTime"), "{needs}");
+}
+
+fn p_flows(dir: &Path) -> usize {
+    knut_thund::frontend::load(dir).unwrap().flows.len()
 }
 
 /// parse → print → parse yields the same tree for every query of the ok cases.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context};
 use knut_thund::backend::{rfc3339, EventLog, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
+use knut_thund::frontend::Parses;
 use knut_thund::ir::Pipeline;
 use knut_thund::plan::Selection;
 use knut_thund::prepare::prepare_for;
@@ -41,12 +42,12 @@ pub fn dispatch(command: Command) -> anyhow::Result<()> {
             events(&project.project, &filter, format)
         }
         Command::Test { project, backend, filter, junit } => {
-            let p = load_valid(&project.project)?;
+            let p = load_valid(&project.project, Parses::Keep)?;
             let backend = backends::pick(&backend, EngineOptions::default())?;
             crate::testing::run(&p, backend.as_ref(), filter.as_deref(), junit.as_deref())
         }
         Command::Ui { project, port, bind } => {
-            let p = load_valid(&project.project)?;
+            let p = load_valid(&project.project, Parses::Keep)?;
             crate::ui::serve(&project.project, &p, bind, port)
         }
         Command::Doctor { remote, format } => doctor(remote.map(|r| r.0), format),
@@ -70,9 +71,9 @@ fn load(start: &Path) -> anyhow::Result<Pipeline> {
     knut_thund::frontend::load(start).map_err(|e| in_project(start, e))
 }
 
-/// Loads and validates the project.
-fn load_valid(start: &Path) -> anyhow::Result<Pipeline> {
-    let p = load(start)?;
+/// Loads and validates the project; a command that plans no query keeps no parse.
+fn load_valid(start: &Path, parses: Parses) -> anyhow::Result<Pipeline> {
+    let p = knut_thund::frontend::load_with(start, parses).map_err(|e| in_project(start, e))?;
     p.validate().map_err(|e| in_project(start, e))?;
     Ok(p)
 }
@@ -156,7 +157,7 @@ impl From<&knut_thund::spec::Spec> for SpecOut {
 }
 
 fn validate(start: &Path) -> anyhow::Result<()> {
-    let p = load_valid(start)?;
+    let p = load_valid(start, Parses::Drop)?;
     let plan = knut_thund::plan::plan(&p, &Selection::default()).map_err(|e| in_project(start, e))?;
     println!(
         "pipeline `{}` is valid: {} datasets, {} flows, {} stages",
@@ -175,7 +176,7 @@ fn validate(start: &Path) -> anyhow::Result<()> {
 }
 
 fn graph(start: &Path, format: GraphFormat) -> anyhow::Result<()> {
-    let p = load_valid(start)?;
+    let p = load_valid(start, Parses::Drop)?;
     let out = match format {
         GraphFormat::Text => knut_thund::render::render(&p, Rendering::Text),
         GraphFormat::Dot => knut_thund::render::render(&p, Rendering::Dot),
@@ -387,7 +388,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// `query`, on any backend.
 fn query(start: &Path, target: &BackendArgs, sql: &str, format: QueryFormat) -> anyhow::Result<()> {
     let backend = backends::pick(target, EngineOptions::default())?;
-    let p = match load_valid(start) {
+    let p = match load_valid(start, Parses::Keep) {
         Ok(p) => Some(p),
         Err(e) if backend.needs_project() => return Err(e),
         Err(_) => None,
@@ -422,7 +423,7 @@ impl EventFilter {
 
 fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::Result<()> {
     use thund_native::event_log;
-    let p = load_valid(start)?;
+    let p = load_valid(start, Parses::Drop)?;
     let location = event_log::location(&p)?;
     let logged = runtime()?.block_on(event_log::read(&p)).with_context(|| format!("reading {location}"))?;
     // Runs in the order they started.
@@ -490,7 +491,7 @@ fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::R
 fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let project = dir.path().join("doctor");
-    let frontend = crate::sample::create(&project).and_then(|_| load_valid(&project));
+    let frontend = crate::sample::create(&project).and_then(|_| load_valid(&project, Parses::Keep));
     let ok = functional_status(
         "knut-thund/frontend",
         "parse_validate_plan",

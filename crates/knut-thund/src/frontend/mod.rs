@@ -62,8 +62,24 @@ pub mod roundtrip {
     pub use super::query::{normalize, parse};
 }
 
+/// What a loaded project's queries keep of their parses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parses {
+    /// Every query keeps its parse, for a backend that plans it (the native engine).
+    Keep,
+    /// Each parse is dropped as soon as the front-end has read from it what validation and the
+    /// capability checks need, so a large project is checked in a fraction of the memory: for a
+    /// command that plans nothing (`validate`, `graph`).
+    Drop,
+}
+
 /// Loads the project whose spec is found from `start` upwards, and parses all its SQL.
 pub fn load(start: &Path) -> Result<Pipeline> {
+    load_with(start, Parses::Keep)
+}
+
+/// [`load`], keeping the parses or not.
+pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
     let spec_path = spec::discover(start)?;
     let root = spec_path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let spec_name = spec_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -128,7 +144,7 @@ pub fn load(start: &Path) -> Result<Pipeline> {
             }
         };
         let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
-        let defs = statement::parse_file(&rel, &source, &mut names);
+        let defs = statement::parse_file(&rel, &source, &mut names, parses);
         problems.extend(defs.problems);
         pipeline.datasets.extend(defs.datasets);
         pipeline.flows.extend(defs.flows);

@@ -276,14 +276,17 @@ pub(crate) fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> 
         normalized.sql = String::from_utf8(bytes).expect("ASCII blanks over ASCII bytes");
         ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
     }
-    Ok(Query {
+    let mut q = Query {
         sql: sql.to_string(),
         normalized: normalized.sql,
         location: base.clone(),
         reads,
         event_time: normalized.event_time,
         ast: ParsedQuery::new(*ast),
-    })
+        facts: Default::default(),
+    };
+    q.facts = crate::event_time::facts(&q);
+    Ok(q)
 }
 
 /// Gives a query read back from JSON (its parse does not travel there) the parse of its
@@ -292,6 +295,7 @@ pub(crate) fn parse_stored(q: &mut Query) -> Result<(), Diagnostic> {
     if q.ast.get().is_none() {
         let ast = parse(&q.normalized, &q.location)?;
         q.ast.set(*ast);
+        q.facts = crate::event_time::facts(q);
     }
     Ok(())
 }

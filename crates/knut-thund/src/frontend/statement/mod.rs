@@ -15,6 +15,7 @@ mod cursor;
 
 use super::query::{analyze, NameContext};
 use super::text::{tokenize, DIALECT};
+use super::Parses;
 use crate::error::Diagnostic;
 use crate::ir::{
     Dataset, DatasetKind, Expression, Flow, FlowKind, OutputMode, QualifiedName, Query, SinkSpec, SourceLocation,
@@ -39,8 +40,8 @@ pub(crate) struct FileDefinitions {
 
 /// Parses one SQL definition file (already `${…}`-substituted). `names` is the `USE` context,
 /// carried from file to file as `spark-pipelines` does within a file; it starts at the spec's
-/// defaults for each file.
-pub(crate) fn parse_file(file: &str, text: &str, names: &mut NameContext) -> FileDefinitions {
+/// defaults for each file. With [`Parses::Drop`] each statement's parse is dropped once read.
+pub(crate) fn parse_file(file: &str, text: &str, names: &mut NameContext, parses: Parses) -> FileDefinitions {
     let mut out = FileDefinitions::default();
     let toks = match tokenize(text, None, file) {
         Ok(t) => t,
@@ -52,8 +53,12 @@ pub(crate) fn parse_file(file: &str, text: &str, names: &mut NameContext) -> Fil
     let mut conf = BTreeMap::new();
     for stmt in toks.split(|t| t.token == Token::SemiColon).filter(|s| !s.is_empty()) {
         let mut c = Cursor { toks: stmt, pos: 0, text, file };
+        let before = out.flows.len();
         if let Err(d) = statement(&mut c, names, &mut conf, &mut out) {
             out.problems.push(d);
+        }
+        if parses == Parses::Drop {
+            out.flows[before..].iter_mut().for_each(|f| f.query_mut().forget_parse());
         }
     }
     out
@@ -302,7 +307,7 @@ mod tests {
 
     fn parse(text: &str) -> FileDefinitions {
         let mut names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
-        parse_file("t.sql", text, &mut names)
+        parse_file("t.sql", text, &mut names, Parses::Keep)
     }
 
     #[test]
