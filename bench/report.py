@@ -60,6 +60,9 @@ def targets(tpch, streaming, scale):
     if scale and "10000" in scale["validate"]:
         m = scale["validate"]["10000"]["peak_rss_mib"]
         out.append(["thund validate, 10,000 datasets < 150 MiB", f"{m:.0f} MiB", "yes" if m < 150 else "no"])
+    if scale and "binary_mib" in scale:
+        m = scale["binary_mib"]
+        out.append(["release binary < 200 MiB", f"{m:.0f} MiB", "yes" if m < 200 else "no"])
     return out
 
 

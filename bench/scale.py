@@ -63,7 +63,9 @@ def main():
             generate(proj, n)
             validate[n] = median_of(5 if n < 10000 else 3, lambda: timed([thund, "validate", "-p", str(proj)]))
     rows = [[f"thund validate, {n:,} datasets", f"{w * 1e3:.0f} ms", f"{rss:.0f} MiB"] for n, (w, rss) in validate.items()]
-    result = {"validate": {str(n): {"wall_s": w, "peak_rss_mib": rss} for n, (w, rss) in validate.items()}}
+    result = {"validate": {str(n): {"wall_s": w, "peak_rss_mib": rss} for n, (w, rss) in validate.items()},
+              "binary_mib": os.path.getsize(thund) / 2**20}
+    rows.append(["size of the release `thund` binary", "", f"{result['binary_mib']:.0f} MiB"])
     if args.spark:
         s = spark_lowering(500)
         result["spark_500"] = s
