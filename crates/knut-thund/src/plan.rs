@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::error::{Result, ThundError};
-use crate::ir::{Pipeline, QualifiedName};
+use crate::ir::{DatasetKind, Pipeline, QualifiedName};
 use crate::validate::{dependencies, did_you_mean, readers};
 
 /// What a run should refresh, as the user said it.
@@ -60,6 +60,21 @@ pub fn plan(p: &Pipeline, sel: &Selection) -> Result<Plan> {
     if let Some(both) = refresh.intersection(&full).next() {
         return Err(ThundError::Selection(format!(
             "`{both}` is selected for both --refresh and --full-refresh; choose one"
+        )));
+    }
+    // A sink's rows live in a place the pipeline does not own: a full refresh could neither
+    // clear them nor honestly claim to have replaced them, so naming one is refused.
+    let sinks: Vec<String> = p
+        .datasets
+        .iter()
+        .filter(|d| d.kind == DatasetKind::Sink && full.contains(&d.name))
+        .map(|d| format!("`{}`", d.name))
+        .collect();
+    if !sinks.is_empty() {
+        return Err(ThundError::Selection(format!(
+            "--full-refresh cannot name a sink ({}): its rows are written outside the pipeline's storage, so \
+             they cannot be cleared and rewritten; fully refresh the datasets it reads instead",
+            sinks.join(", ")
         )));
     }
     let all: BTreeSet<QualifiedName> = p.datasets.iter().map(|d| d.name.clone()).collect();
@@ -211,5 +226,19 @@ mod tests {
         assert!(e.contains("both --refresh and --full-refresh"), "{e}");
         let e = plan(&p, &sel(&["raw"], &[], true)).unwrap_err().to_string();
         assert!(e.contains("cannot be combined"), "{e}");
+    }
+
+    #[test]
+    fn a_full_refresh_of_a_sink_is_refused() {
+        let p = crate::frontend::load_sql(
+            "CREATE SINK out USING parquet OPTIONS (path 'out');\n\
+             CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE FLOW f AS INSERT INTO out BY NAME SELECT * FROM STREAM(src);",
+        );
+        for selector in ["out", "src+"] {
+            let e = plan(&p, &sel(&[], &[selector], false)).unwrap_err().to_string();
+            assert!(e.contains("--full-refresh cannot name a sink (`spark_catalog.default.out`)"), "{selector}: {e}");
+        }
+        assert_eq!(names(&plan(&p, &sel(&[], &["src"], false)).unwrap().full_refresh), ["src"]);
     }
 }

@@ -153,8 +153,12 @@ const CUSTOMERS: &str = r#"{"customer_id": 1, "name": "Astrid", "region": "North
 
 /// Writes the sample project into `dir`, which must not hold a pipeline already.
 pub fn create(dir: &Path) -> anyhow::Result<()> {
-    if dir.join("spark-pipeline.yml").exists() {
-        bail!(crate::failure::Failure::usage(format!("{} already holds a pipeline", dir.display())));
+    if let Some(spec) = knut_thund::spec::SPEC_FILE_NAMES.iter().map(|n| dir.join(n)).find(|p| p.exists()) {
+        bail!(crate::failure::Failure::usage(format!(
+            "{} already holds a pipeline ({})",
+            dir.display(),
+            spec.file_name().unwrap_or_default().to_string_lossy()
+        )));
     }
     let files = [
         ("spark-pipeline.yml", SPEC.to_string()),
@@ -165,12 +169,27 @@ pub fn create(dir: &Path) -> anyhow::Result<()> {
         ("data/customers.json", CUSTOMERS.to_string()),
         ("tests/sample.yml", TESTS.to_string()),
     ];
+    // A file of the user's is never replaced: all of them are named before anything is written.
+    let existing: Vec<&str> = files.iter().map(|(name, _)| *name).filter(|n| dir.join(n).exists()).collect();
+    if !existing.is_empty() {
+        bail!(crate::failure::Failure::usage(format!(
+            "{} already has {}; run `thund init` in a new folder",
+            dir.display(),
+            existing.join(", ")
+        )));
+    }
     for (name, text) in files {
         let path = dir.join(name);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        // `create_new`: a file that appeared since the check above is refused, not replaced.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("writing {}", path.display()))?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

@@ -211,13 +211,26 @@ fn run_case(
             }
         }
         if let Some(expected) = &batch.expect.rows {
-            let sql = format!("SELECT * FROM {tested}");
+            let sql = match tp.dataset(&tested).and_then(|d| d.sink.as_ref()) {
+                // A sink is read back from the files the test wrote (under its scratch storage).
+                Some(sink) => sink_rows_sql(sink),
+                None => format!("SELECT * FROM {tested}"),
+            };
             let batches =
                 backend.query(Some(&tp), &sql).map_err(|e| format!("{at}reading `{}`: {e}", case.dataset))?.batches;
             compare(expected, &batches).map_err(|diff| format!("{at}`{}` {diff}", case.dataset.name))?;
         }
     }
     Ok(())
+}
+
+/// The query reading a sink's rows back, as written (CSV with its header line).
+fn sink_rows_sql(sink: &knut_thund::ir::SinkSpec) -> String {
+    let path = sink.options.get("path").map(String::as_str).unwrap_or_default();
+    match sink.format.to_ascii_lowercase().as_str() {
+        "csv" => format!("SELECT * FROM read_files('{}', format => 'csv', header => true)", path.replace('\'', "\\'")),
+        format => format!("SELECT * FROM {format}.`{}`", path.replace('`', "``")),
+    }
 }
 
 fn json_row(r: &Row) -> String {

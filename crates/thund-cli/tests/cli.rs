@@ -16,6 +16,63 @@ fn p(path: &Path) -> &str {
 }
 
 #[test]
+fn init_never_replaces_a_file_of_the_users() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A project with another spec name and the sample's file names: every file is named, none
+    // is touched, and nothing is written.
+    let dir = tmp.path().join("mine");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::create_dir_all(dir.join("transformations")).unwrap();
+    std::fs::write(dir.join("data/orders.csv"), "my,rows\n").unwrap();
+    std::fs::write(dir.join("transformations/02_silver.sql"), "-- mine\n").unwrap();
+    let o = thund(&["init", p(&dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("data/orders.csv") && out.contains("transformations/02_silver.sql"), "{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("data/orders.csv")).unwrap(), "my,rows\n");
+    assert_eq!(std::fs::read_to_string(dir.join("transformations/02_silver.sql")).unwrap(), "-- mine\n");
+    assert!(!dir.join("spark-pipeline.yml").exists() && !dir.join("transformations/01_bronze.sql").exists());
+
+    std::fs::write(dir.join("pipeline.yml"), "name: mine\n").unwrap();
+    let o = thund(&["init", p(&dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("already holds a pipeline (pipeline.yml)"), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(dir.join("pipeline.yml")).unwrap(), "name: mine\n");
+}
+
+/// `storage: file://store` is the project's `store`, whatever folder the run starts from.
+#[test]
+fn a_relative_file_url_storage_is_relative_to_the_project() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let spec = std::fs::read_to_string(demo.join("spark-pipeline.yml")).unwrap();
+    std::fs::write(demo.join("spark-pipeline.yml"), spec.replace("storage: .thund", "storage: file://store")).unwrap();
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_thund"))
+            .args(args)
+            .current_dir(&elsewhere)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let o = run(&["run", "-p", p(&demo)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(demo.join("store/tables").is_dir(), "the tables are not in the project's store");
+    assert!(!elsewhere.join("store").exists(), "the run wrote into the working folder");
+    // A query from yet another folder reads the same tables.
+    let o = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["query", "-p", p(&demo), "SELECT count(*) > 0 AS has_rows FROM orders_enriched"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("true"), "{}", text(&o));
+}
+
+#[test]
 fn init_run_query_and_events_work_on_the_sample() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = tmp.path().join("demo");
@@ -683,4 +740,58 @@ fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_b
     let o = thund(&["test", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 passed, 0 failed"), "{}", text(&o));
+}
+
+/// A test of a sink writes its rows under the test's scratch storage; the project's real sinks
+/// (a parquet folder and a Delta table) keep exactly the files they had.
+#[test]
+fn thund_test_never_writes_into_the_projects_real_sinks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(dir.join("data/a.json"), "{\"id\": 100}\n").unwrap();
+    std::fs::write(
+        dir.join("sql/a.sql"),
+        "CREATE STREAMING TABLE orders AS SELECT * FROM STREAM read_files('data', format => 'json');\n\
+         CREATE SINK out USING parquet OPTIONS (path 'out');\n\
+         CREATE FLOW to_out AS INSERT INTO out BY NAME SELECT id FROM STREAM(orders);\n\
+         CREATE SINK out_delta USING delta OPTIONS (path 'out_delta');\n\
+         CREATE FLOW to_delta AS INSERT INTO out_delta BY NAME SELECT id FROM STREAM(orders);\n",
+    )
+    .unwrap();
+    // The real sinks get their rows from a real run first.
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let snapshot = |folder: &str| -> Vec<(String, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut todo = vec![dir.join(folder)];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    todo.push(e.path());
+                } else {
+                    files.push((e.path().display().to_string(), std::fs::read(e.path()).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let (parquet, delta) = (snapshot("out"), snapshot("out_delta"));
+    assert!(!parquet.is_empty() && !delta.is_empty());
+    std::fs::write(
+        dir.join("tests/sinks.yml"),
+        "tests:\n  - name: the parquet sink gets the ids\n    dataset: out\n    inputs:\n      orders:\n        - {id: 1}\n    \
+         expect:\n      rows:\n        - {id: 1}\n  - name: the delta sink gets the ids\n    dataset: out_delta\n    inputs:\n      \
+         orders:\n        - {id: 2}\n    expect:\n      rows:\n        - {id: 2}\n",
+    )
+    .unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("2 passed"), "{}", text(&o));
+    assert_eq!(snapshot("out"), parquet, "the test wrote into the real parquet sink");
+    assert_eq!(snapshot("out_delta"), delta, "the test wrote into the real Delta sink");
 }

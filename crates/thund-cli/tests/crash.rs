@@ -250,8 +250,14 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     let mut kills_during_run = 0;
     // The steps of a batch between which a process can die (the protocol's, `streaming/mod.rs`,
     // and AUTO CDC's own, `streaming/cdc/`), in turn.
-    let steps =
-        ["stream-after-intent", "cdc-after-history", "cdc-after-vectors", "cdc-after-commit", "stream-after-commit"];
+    let steps = [
+        "stream-after-input",
+        "stream-after-intent",
+        "cdc-after-history",
+        "cdc-after-vectors",
+        "cdc-after-commit",
+        "stream-after-commit",
+    ];
     for i in 0..10 {
         write_changes(killed.path(), i);
         kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, span, seed));

@@ -219,7 +219,7 @@ fn same_rows(got: &str, expected: &str, what: &str) {
 
 fn streaming() -> Vec<Scenario> {
     let mut all = Vec::new();
-    for point in ["stream-after-intent", "stream-after-commit"] {
+    for point in ["stream-after-input", "stream-after-intent", "stream-after-commit"] {
         for scope in ["bronze", "live", "export_parquet", "export_csv", "export_json", "export_delta"] {
             all.push(Scenario { point, scope, dies_in: EVERY_BATCH, args: &[] });
         }

@@ -13,7 +13,8 @@
 //! | `reset-after-marker`      | full refresh: the reset marker is written, nothing deleted yet |
 //! | `reset-after-log`         | full refresh: the table's `_delta_log` is deleted, data not    |
 //! | `reset-after-data`        | full refresh: the table is gone, its checkpoints not           |
-//! | `stream-after-intent`     | a streaming batch of any kind: `pending.json` written          |
+//! | `stream-after-input`      | a streaming batch of any kind: its input recorded in `pending.json`, nothing written |
+//! | `stream-after-intent`     | a streaming batch of any kind: `pending.json` written with the kind's state |
 //! | `sink-after-rename`       | a file sink: the batch's files renamed into place, no marker   |
 //! | `stream-after-commit`     | the rows committed (Delta commit or sink marker), checkpoint not |
 //! | `cdc-after-history`, `cdc-after-vectors`, `cdc-after-commit` | an AUTO CDC batch (`streaming/cdc`), after its intent, before `stream-after-commit` |

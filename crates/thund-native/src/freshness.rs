@@ -97,8 +97,32 @@ fn file_state(path: &Path) -> Value {
     }
 }
 
+/// A Delta table's state is its log: a commit that only removes files (a delete, an overwrite
+/// by nothing) leaves every data file on disk, so the files alone would call the table unchanged.
+fn delta_state(table: &Path) -> Value {
+    let latest = std::fs::read_dir(table.join("_delta_log"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let stem = name.strip_suffix(".json")?;
+            let version = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten()?;
+            Some((version, e.path()))
+        })
+        .max_by_key(|(version, _)| *version);
+    // The commit file's own size and time tell a table recreated at the same version apart.
+    match latest {
+        Some((version, commit)) => json!({"delta_version": version, "commit": file_state(&commit)}),
+        None => json!({"delta_version": null}),
+    }
+}
+
 fn files_state(f: &FileSource, root: &Path) -> Value {
     let p = resolve_project_path(&f.path, root);
+    if f.format.eq_ignore_ascii_case("delta") {
+        return json!({"format": f.format, "options": f.options, "table": delta_state(&p)});
+    }
     let mut entries = vec![file_state(&p)];
     if p.is_dir() {
         // An unreadable folder fingerprints as empty: its read fails in the flow itself.

@@ -227,12 +227,12 @@ impl IncrementalView {
                 && r.view_version == view_version
         });
         let (new_rows, previous) = match &usable {
-            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source)).await {
+            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
                 Ok(new) => (new, true),
                 // Rewritten (not appended to) since: start over from all its rows.
-                Err(_) => (table_increment(ctx, storage, &self.source, None).await?, false),
+                Err(_) => (table_increment(ctx, storage, &self.source, None, None).await?, false),
             },
-            None => (table_increment(ctx, storage, &self.source, None).await?, false),
+            None => (table_increment(ctx, storage, &self.source, None, None).await?, false),
         };
         let offset = match &new_rows.offset {
             Some(o) => o.clone(),

@@ -110,8 +110,10 @@ impl Storage {
         match p.storage.as_deref() {
             None => Ok(Self::at(p.root.join(DEFAULT_STORAGE_DIR))),
             Some(s) => {
-                if let Some(path) = s.strip_prefix("file://") {
-                    Ok(Self::at(path))
+                if s.starts_with("file://") {
+                    // `file://store` is relative to the project, as a bare `store` is: resolving
+                    // it against the working folder would silently use another, empty store.
+                    Ok(Self::at(resolve_project_path(s, &p.root)))
                 } else if let Some((scheme, _)) = s.split_once("://") {
                     if !REMOTE_SCHEMES.contains(&scheme) {
                         return Err(NativeError::Storage(format!(

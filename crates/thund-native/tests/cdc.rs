@@ -135,6 +135,53 @@ fn a_deleted_key_comes_back_from_an_older_change_only_once_its_tombstone_expired
     assert_eq!(rows("expiring"), [["1", "late"], ["2", "b"]], "a collected tombstone no longer does");
 }
 
+/// A batch that fails after its history append, and before its target commit, is redone with
+/// exactly its own input when the flow runs again, even though more input arrived meanwhile: the
+/// later changes become a batch of their own, and none is lost from the history or the target.
+#[test]
+fn a_batch_that_failed_after_its_history_append_is_redone_with_its_own_input() {
+    for point in ["cdc-after-history", "cdc-after-vectors", "stream-after-intent"] {
+        let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE STREAMING TABLE current FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n\
+             CREATE STREAMING TABLE versions FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq\n\
+               STORED AS SCD TYPE 2;\n";
+        let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+        std::fs::create_dir_all(dir.path().join("in")).unwrap();
+        let feed = |n: usize, line: &str| std::fs::write(dir.path().join(format!("in/b{n}.json")), line).unwrap();
+        feed(0, "{\"id\": 1, \"v\": \"A\", \"seq\": 10}\n");
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{point}: {:?}", s.flows);
+        // The second batch of both flows fails at `point`, its history already appended.
+        feed(1, "{\"id\": 1, \"v\": \"B\", \"seq\": 20}\n");
+        std::env::set_var("THUND_FAILPOINT", point);
+        let (s, _) = run(dir.path());
+        std::env::remove_var("THUND_FAILPOINT");
+        assert!(s.failed(), "{point}: the failpoint was not reached: {:?}", s.flows);
+        feed(2, "{\"id\": 1, \"v\": \"C\", \"seq\": 30}\n");
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{point}: {:?}", s.flows);
+        feed(3, "{\"id\": 1, \"v\": \"LATE\", \"seq\": 25}\n");
+        let (s, _) = run(dir.path());
+        assert!(!s.failed(), "{point}: {:?}", s.flows);
+        // Worked out by hand: the latest sequence wins (SCD 1); every change is a version (SCD 2),
+        // the late one between the two it falls between.
+        let current = common::rows(&query(dir.path(), "SELECT id, v, seq FROM current").unwrap()).1;
+        assert_eq!(current, [["1", "C", "30"]], "{point}");
+        let mut versions = common::rows(
+            &query(
+                dir.path(),
+                "SELECT v, seq, `__START_AT`, coalesce(CAST(`__END_AT` AS STRING), 'open') FROM versions",
+            )
+            .unwrap(),
+        )
+        .1;
+        versions.sort();
+        let want =
+            [["A", "10", "10", "20"], ["B", "20", "20", "25"], ["C", "30", "30", "open"], ["LATE", "25", "25", "30"]];
+        assert_eq!(versions, want, "{point}");
+    }
+}
+
 #[test]
 fn a_table_property_of_the_wrong_kind_is_an_error_at_the_tables_line() {
     for (property, value) in

@@ -468,3 +468,39 @@ fn overwritten_files_are_deleted_once_past_the_tables_retention() {
     assert_eq!(sorted_rows(dir.path(), "SELECT n FROM lean"), vec![vec!["2".to_string()]]);
     assert_eq!(sorted_rows(dir.path(), "SELECT n FROM kept"), vec![vec!["2".to_string()]]);
 }
+
+/// A materialized view over `` delta.`path` `` wakes when the table changes in any way, a commit
+/// that only removes files included (the data files stay on disk until a vacuum).
+#[test]
+fn a_view_over_a_delta_path_is_recomputed_after_a_remove_only_commit() {
+    let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers")
+    });
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n, sum(id) AS s FROM delta.`src`;"),
+    ]);
+    let src = dir.path().join("src");
+    // Written by Python's deltalake, one file per row, so deleting a row removes a whole file.
+    let delta = |script: &str| {
+        let o = std::process::Command::new(&python)
+            .args(["-c", &format!("import sys, pyarrow as pa\nfrom deltalake import write_deltalake, DeltaTable\np = sys.argv[1]\n{script}")])
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    delta("for i in (1, 2, 3):\n    write_deltalake(p, pa.table({'id': [i]}), mode='append')");
+    let (first, _) = run(dir.path());
+    assert_eq!(phase_of(&first, "total"), RunPhase::Completed, "{:?}", first.flows);
+    assert_eq!(sorted_rows(dir.path(), "SELECT n, s FROM total"), vec![vec!["3".to_string(), "6".to_string()]]);
+    let (second, _) = run(dir.path());
+    assert_eq!(phase_of(&second, "total"), RunPhase::Idle, "an unchanged table leaves the view idle");
+
+    delta("DeltaTable(p).delete('id = 3')");
+    let log = std::fs::read_to_string(src.join("_delta_log/00000000000000000003.json")).unwrap();
+    assert!(log.contains("\"remove\"") && !log.contains("\"add\""), "not a remove-only commit: {log}");
+    let (third, _) = run(dir.path());
+    assert_eq!(phase_of(&third, "total"), RunPhase::Completed, "a remove-only commit must wake the view");
+    assert_eq!(sorted_rows(dir.path(), "SELECT n, s FROM total"), vec![vec!["2".to_string(), "3".to_string()]]);
+}

@@ -151,6 +151,8 @@ impl SparkBackend {
     /// against the project folder. `None`: the spec has none.
     fn storage_uri(p: &Pipeline) -> Option<String> {
         let s = p.storage.as_deref()?;
+        // `file://store` is relative to the project, as a bare `store` is (and as natively).
+        let s = s.strip_prefix("file://").filter(|rest| !rest.starts_with('/')).unwrap_or(s);
         if s.contains("://") {
             return Some(s.to_string());
         }

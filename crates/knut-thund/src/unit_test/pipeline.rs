@@ -252,6 +252,27 @@ pub fn test_pipeline(
         if d.name == case.dataset && d.kind.is_view() {
             d.kind = DatasetKind::MaterializedView;
         }
+        if let Some(sink) = &mut d.sink {
+            // A test writes only under its scratch storage: the project's real sink keeps its rows.
+            if !sink.options.contains_key("path") {
+                return Err(Diagnostic::at(
+                    &case.location,
+                    format!(
+                        "sink `{}` writes to {} without a path; a test writes only to files it can put in its \
+                         scratch folder",
+                        d.name, sink.format
+                    ),
+                ));
+            }
+            let folder: String = d
+                .name
+                .to_string()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || c == '.' { c } else { '_' })
+                .collect();
+            let path = storage.join("sinks").join(folder);
+            sink.options.insert("path".into(), path.to_string_lossy().into_owned());
+        }
         out.datasets.push(d);
         for f in p.flows_into(&out.datasets.last().expect("pushed").name) {
             let mut f = f.clone();

@@ -57,7 +57,7 @@ pub(super) async fn over_new_input(
     next: &mut Checkpoint,
 ) -> Result<Option<LogicalPlan>> {
     let (ctx, storage, p, f) = (batch.job.ctx, batch.job.storage, batch.job.pipeline, batch.job.flow);
-    let inputs = increments(ctx, storage, &p.root, &query.reads, batch.state)
+    let inputs = increments(ctx, storage, &p.root, &query.reads, batch.state, batch.redo)
         .await
         .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
     if !inputs.iter().any(|i| i.input.has_data) {

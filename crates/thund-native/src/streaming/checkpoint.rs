@@ -224,6 +224,15 @@ pub fn source_key(r: &Read) -> String {
     }
 }
 
+/// What a batch starts from.
+pub struct Recovered {
+    /// The committed state.
+    pub state: Checkpoint,
+    /// The input a batch that failed before its commit recorded (each source's offset at its
+    /// end), which the next batch reads up to instead of the newest input.
+    pub redo: Option<BTreeMap<String, SourceOffset>>,
+}
+
 /// A flow's checkpoint files.
 pub struct CheckpointStore {
     storage: Storage,
@@ -253,35 +262,45 @@ impl CheckpointStore {
         }
     }
 
-    /// Loads the state, first resolving an intent left by a crash: `committed_batch` is the
-    /// target table's transaction version for this flow.
-    pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+    /// Loads the state, first resolving an intent left by a crash or a failed batch:
+    /// `committed_batch` is the target table's transaction version for this flow.
+    pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Recovered> {
         self.resolve(committed_batch, true).await
     }
 
     /// The state [`Self::recover`] would load, writing nothing: what a dry run plans from. The
     /// intent stays for the run that owns it (a live run beside the dry run may be writing it).
-    pub async fn peek(&self, committed_batch: Option<i64>) -> Result<Checkpoint> {
+    pub async fn peek(&self, committed_batch: Option<i64>) -> Result<Recovered> {
         self.resolve(committed_batch, false).await
     }
 
-    async fn resolve(&self, committed_batch: Option<i64>, write: bool) -> Result<Checkpoint> {
+    async fn resolve(&self, committed_batch: Option<i64>, write: bool) -> Result<Recovered> {
         let state = match self.read(&self.state_key()).await? {
             Some(state) => state,
             None => Checkpoint::initial(self.kind.clone()),
         };
         let Some(pending) = self.read(&self.pending_key()).await? else {
-            return Ok(state);
+            return Ok(Recovered { state, redo: None });
         };
-        let landed = committed_batch.is_some_and(|b| b >= pending.batch);
-        if write {
-            if landed {
-                // The data commit of the pending batch landed: the intent is the truth.
+        if committed_batch.is_some_and(|b| b >= pending.batch) {
+            // The data commit of the pending batch landed: the intent is the truth.
+            if write {
                 self.storage.write_json(&self.state_key(), &pending).await?;
+                self.clear_pending().await?;
             }
-            self.clear_pending().await?;
+            return Ok(Recovered { state: pending, redo: None });
         }
-        Ok(if landed { pending } else { state })
+        // The batch did not land, but parts of it may have been written (an AUTO CDC history
+        // append): it is redone over exactly the input it recorded, whatever arrived since. The
+        // intent stays until the batch commits, so a second failure redoes the same input again.
+        let redo = (pending.batch == state.batch + 1).then_some(pending.sources);
+        Ok(Recovered { state, redo })
+    }
+
+    /// Forgets an intent whose input is gone (nothing of it can be redone): the next batch plans
+    /// from the committed state.
+    pub async fn abandon_pending(&self) -> Result<()> {
+        self.clear_pending().await
     }
 
     /// The batch number of a leftover intent, if any.
@@ -289,7 +308,8 @@ impl CheckpointStore {
         Ok(self.storage.read_json::<Stored>(&self.pending_key()).await?.map(|c| c.batch))
     }
 
-    /// Step 1: record what the next batch covers.
+    /// Records what the next batch covers: its input before anything of it is written, and again
+    /// with the kind's state once it is staged.
     pub async fn write_pending(&self, next: &Checkpoint) -> Result<()> {
         self.storage.write_json(&self.pending_key(), next).await
     }

@@ -9,10 +9,12 @@
 //! expectations, the intent and the checkpoint commit are the protocol's, the same for every
 //! kind.
 
+use std::collections::BTreeMap;
+
 use datafusion::logical_expr::LogicalPlan;
 use deltalake::kernel::Transaction;
 
-use super::checkpoint::{Checkpoint, KindState};
+use super::checkpoint::{Checkpoint, KindState, SourceOffset};
 use super::target::Target;
 use crate::error::Result;
 use crate::flow::{FlowEffect, FlowJob};
@@ -28,6 +30,9 @@ pub(crate) struct Batch<'a, 'j> {
     /// Whether a crash left an intent: only then can a batch find parts of itself already
     /// written (an AUTO CDC history append).
     pub after_crash: bool,
+    /// The input of a batch that failed before its commit, which this batch redoes: each
+    /// source is read up to the offset recorded there, not to its newest input.
+    pub redo: Option<&'a BTreeMap<String, SourceOffset>>,
 }
 
 impl Batch<'_, '_> {

@@ -7,11 +7,13 @@
 //!
 //! ```text
 //!  recover   target (target: table │ Delta sink │ file sink) says whether a crashed intent landed;
-//!            the checkpoint (checkpoint: sources' offsets + the kind's KindState) is loaded
+//!            the checkpoint (checkpoint: sources' offsets + the kind's KindState) is loaded; an
+//!            intent that did not land is redone: the batch reads up to the offsets it recorded
 //!  plan      kind.plan: the rows of the new input          ── none: IDLE
 //!  expect    the dataset's expectations on those rows (expect::Checker), for every kind
+//!  input     pending.json: the batch's input (its sources' offsets)  failpoint stream-after-input
 //!  stage     kind.stage: what must exist before the intent (open windows, evaluated changes)
-//!  intent    pending.json                                   failpoint stream-after-intent
+//!  intent    pending.json, with the kind's state            failpoint stream-after-intent
 //!  write     kind.write: one commit carrying (flow, batch)  failpoint stream-after-commit
 //!  commit    state.json; kind.committed cleans up
 //! ```
@@ -101,13 +103,18 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     // commit landed.
     let pending = store.pending_batch().await?;
     let committed = target.committed_batch(job, pending).await?;
-    let state = match job.dry {
+    let recovered = match job.dry {
         true => store.peek(committed).await?,
         false => store.recover(committed).await?,
     };
+    let state = recovered.state;
     let mut next = state.next();
-    let batch = Batch { job, target: &target, state: &state, after_crash: pending.is_some() };
+    let batch =
+        Batch { job, target: &target, state: &state, after_crash: pending.is_some(), redo: recovered.redo.as_ref() };
     let Some(rows) = kind.plan(&batch, &mut next).await? else {
+        if batch.redo.is_some() && !job.dry {
+            store.abandon_pending().await?;
+        }
         return Ok(FlowEffect::Nothing);
     };
     job.starting();
@@ -124,6 +131,10 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
             Some(c) => c.checked_plan(ctx, rows).await?,
             None => rows,
         };
+        // The input is recorded before anything of the batch is written, so a batch that fails
+        // after a partial write is redone over the same input.
+        store.write_pending(&next).await?;
+        crate::failpoint::hit("stream-after-input", &f.name)?;
         let staged = kind.stage(&batch, rows, &mut next).await?;
         store.write_pending(&next).await?;
         crate::failpoint::hit("stream-after-intent", &f.name)?;

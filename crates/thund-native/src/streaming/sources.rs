@@ -10,7 +10,7 @@
 //! name, can be listed while half written and is then read as it stood — which is why the rule
 //! is the writer's, as with Spark's file sources and Auto Loader.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -46,6 +46,7 @@ pub async fn table_increment(
     storage: &Storage,
     name: &QualifiedName,
     last: Option<&SourceOffset>,
+    upto: Option<&SourceOffset>,
 ) -> Result<NewInput> {
     let key = storage.table_key(name);
     let (last_version, last_id) = match last {
@@ -61,6 +62,15 @@ pub async fn table_increment(
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
     };
     let url = storage.table_url(name);
+    // A batch redone reads up to the version it recorded, not to the newest.
+    let table = match upto {
+        Some(SourceOffset::Table { version, .. })
+            if *version >= 0 && table.version().is_some_and(|v| (v as i64) > *version) =>
+        {
+            deltalake::open_table_with_version(url.clone(), *version as u64).await?
+        }
+        _ => table,
+    };
     table.update_datafusion_session(&ctx.state())?;
     let now = table.version().map_or(-1, |v| v as i64);
     let table_id = table_id(storage, &key).await;
@@ -244,6 +254,7 @@ pub async fn files_increment(
     f: &FileSource,
     root: &Path,
     last: Option<&SourceOffset>,
+    upto: Option<&SourceOffset>,
 ) -> Result<NewInput> {
     let dir = resolve_project_path(&f.path, root);
     let (mut processed, mut schema) = match last {
@@ -256,7 +267,15 @@ pub async fn files_increment(
     if !dir.is_dir() {
         return Err(NativeError::Execution(format!("streaming source folder `{}` does not exist", dir.display())));
     }
-    let new: Vec<String> = list_files(&dir)?.into_iter().filter(|p| !processed.contains(p)).collect();
+    // A batch redone reads the files it recorded, not files that arrived since.
+    let recorded = match upto {
+        Some(SourceOffset::Files { processed, .. }) => Some(processed),
+        _ => None,
+    };
+    let new: Vec<String> = list_files(&dir)?
+        .into_iter()
+        .filter(|p| !processed.contains(p) && recorded.is_none_or(|r| r.contains(p)))
+        .collect();
     let format = file_format(f)?;
     let rescue = f.options.get("rescueddatacolumn").filter(|c| !c.is_empty());
     if rescue.is_some() && f.format != "json" {
@@ -352,14 +371,16 @@ pub async fn increments(
     root: &Path,
     reads: &[Read],
     state: &Checkpoint,
+    redo: Option<&BTreeMap<String, SourceOffset>>,
 ) -> Result<Vec<Increment>> {
     let mut out = Vec::new();
     for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
         let key = source_key(r);
         let last = state.sources.get(&key);
+        let upto = redo.and_then(|r| r.get(&key));
         let input = match r {
-            Read::Dataset { name, .. } => table_increment(ctx, storage, name, last).await?,
-            Read::Files(f) => files_increment(ctx, f, root, last).await?,
+            Read::Dataset { name, .. } => table_increment(ctx, storage, name, last, upto).await?,
+            Read::Files(f) => files_increment(ctx, f, root, last, upto).await?,
         };
         out.push(Increment { read, key, input });
     }

@@ -59,7 +59,7 @@ impl BatchKind for Windowed<'_> {
     async fn plan(&mut self, batch: &Batch<'_, '_>, next: &mut Checkpoint) -> Result<Option<LogicalPlan>> {
         let (ctx, storage, p, f) = (batch.job.ctx, batch.job.storage, batch.job.pipeline, batch.job.flow);
         let w = &self.windows;
-        let inputs = increments(ctx, storage, &p.root, &self.query.reads, batch.state)
+        let inputs = increments(ctx, storage, &p.root, &self.query.reads, batch.state, batch.redo)
             .await
             .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
         if !inputs.iter().any(|i| i.input.has_data) {
