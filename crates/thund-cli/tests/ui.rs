@@ -39,14 +39,43 @@ fn start_ui(project: &Path, extra: &[&str]) -> (Ui, String) {
 
 /// One HTTP/1.1 request: the status code and the body.
 fn http(url: &str, method: &str, path: &str) -> (u16, String) {
-    let host = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(host).unwrap();
+    let (status, _, body) = http_as(url, url.trim_start_matches("http://"), method, path);
+    (status, body)
+}
+
+/// One HTTP/1.1 request naming `host` in its `Host` header: the status, the headers and the body.
+fn http_as(url: &str, host: &str, method: &str, path: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
     write!(s, "{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
+    let (head, body) = out.split_once("\r\n\r\n").map(|(h, b)| (h.to_string(), b.to_string())).unwrap_or_default();
+    (status, head, body)
+}
+
+/// A web page elsewhere whose name was made to resolve to this machine (DNS rebinding) names
+/// itself in `Host`: it gets nothing. The page itself allows no other origin.
+#[test]
+fn requests_naming_another_host_are_refused_and_the_page_has_a_content_security_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = project(tmp.path());
+    let (ui, _) = start_ui(&demo, &[]);
+    let port = ui.url.rsplit(':').next().unwrap().to_string();
+    for path in ["/", "/api/pipeline", "/api/state"] {
+        let (status, _, body) = http_as(&ui.url, &format!("evil.example:{port}"), "GET", path);
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(!body.contains("orders"), "{path}: {body}");
+    }
+    let (status, head, _) = http_as(&ui.url, &format!("localhost:{port}"), "GET", "/");
+    assert_eq!(status, 200);
+    let csp = head.lines().find(|l| l.to_ascii_lowercase().starts_with("content-security-policy:")).unwrap_or_default();
+    assert!(
+        csp.contains("default-src 'none'")
+            && csp.contains("script-src 'self'")
+            && csp.contains("frame-ancestors 'none'"),
+        "{head}"
+    );
 }
 
 /// The sample project, plus a materialized view with an expectation, never run.

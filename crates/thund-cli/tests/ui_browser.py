@@ -27,6 +27,8 @@ options.binary_location = os.environ.get("THUND_CHROMIUM", "/usr/bin/chromium")
 for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1000",
             "--disable-gpu", "--no-first-run", "--disable-extensions"]:
     options.add_argument(arg)
+# The browser's console, to see that the page's Content-Security-Policy blocks nothing it uses.
+options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 driver = webdriver.Chrome(service=Service(os.environ.get("THUND_CHROMEDRIVER", "/usr/bin/chromedriver")),
                           options=options)
 
@@ -116,7 +118,12 @@ try:
     passed = sum(a > 100 for a in amounts)
     want = f"{100 * passed / len(amounts):.1f}% ({passed}/{len(amounts)})"
     assert rate == want, (rate, want)
-    check(f"the expectation's pass rate is shown: {rate}")
+    bar = driver.find_element(By.CSS_SELECTOR, '#d-expectations tr[data-expectation="big_order"] .rate .bar span')
+    width = float(driver.execute_script("return arguments[0].style.width", bar).rstrip("%"))
+    assert abs(width - 100 * passed / len(amounts)) < 1e-3, width  # CSS keeps 4 decimals
+    blocked = [e["message"] for e in driver.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert not blocked, blocked
+    check(f"the expectation's pass rate is shown: {rate}, its bar as wide, nothing blocked by the page's policy")
     driver.save_screenshot(str(shots / "pipeline.png"))
 
     # Open the run: its flows with states, rows and durations.

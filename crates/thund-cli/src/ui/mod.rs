@@ -43,6 +43,8 @@ struct App {
     /// graph and dataset endpoints reload it, so edited SQL shows).
     pipeline: Pipeline,
     log: tokio::sync::Mutex<Log>,
+    /// Where the server listens: the only address (besides `localhost`) a request may name.
+    bound: SocketAddr,
 }
 
 /// The event log at one Delta version, and the state folded from it (on first ask).
@@ -74,6 +76,7 @@ pub fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyh
             start: start.to_path_buf(),
             pipeline: pipeline.clone(),
             log: tokio::sync::Mutex::new(Log::default()),
+            bound: addr,
         });
         loop {
             let (stream, _) = tokio::select! {
@@ -92,6 +95,14 @@ pub fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyh
 }
 
 async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let host = req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok());
+    if !host_allowed(host, app.bound) {
+        return Ok(reply(
+            StatusCode::FORBIDDEN,
+            "text/plain",
+            format!("thund ui answers only to localhost or {}\n", app.bound.ip()),
+        ));
+    }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return Ok(reply(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "read-only: GET only\n".into()));
     }
@@ -121,7 +132,40 @@ fn reply(status: StatusCode, content_type: &str, body: String) -> Response<Full<
         headers.insert(hyper::header::CONTENT_TYPE, v);
     }
     headers.insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-store"));
+    // The page loads nothing from anywhere else, runs no inline code and is framed by no one.
+    headers.insert(hyper::header::CONTENT_SECURITY_POLICY, hyper::header::HeaderValue::from_static(CSP));
+    headers.insert(hyper::header::X_CONTENT_TYPE_OPTIONS, hyper::header::HeaderValue::from_static("nosniff"));
     r
+}
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// Whether a request's `Host` names this server: `localhost` or an address it listens on, with
+/// its port. A page elsewhere whose name was made to resolve to this machine (DNS rebinding)
+/// sends its own name, and is refused.
+fn host_allowed(host: Option<&str>, bound: SocketAddr) -> bool {
+    let Some(host) = host else { return false };
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((name, after)) => (name, after.strip_prefix(':')),
+            None => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    if port.is_some_and(|p| p.parse::<u16>().ok() != Some(bound.port())) {
+        return false;
+    }
+    if name.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match name.parse::<IpAddr>() {
+        Ok(ip) => bound.ip().is_unspecified() || ip == bound.ip() || (ip.is_loopback() && bound.ip().is_loopback()),
+        Err(_) => false,
+    }
 }
 
 /// The JSON answer to `path`; `None` for what does not exist.
@@ -198,5 +242,26 @@ async fn stored(p: &Pipeline, name: &QualifiedName, kind: DatasetKind) -> Value 
         }
         Ok(None) => json!({"row_count": null, "schema": null, "why": "not written yet: run `thund run` first"}),
         Err(e) => json!({"row_count": null, "schema": null, "why": e.to_string()}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_requests_naming_this_server_are_answered() {
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        for ok in ["127.0.0.1:8080", "localhost:8080", "LOCALHOST", "127.0.0.1", "127.0.0.2:8080"] {
+            assert!(host_allowed(Some(ok), loopback), "{ok}");
+        }
+        for refused in ["evil.example:8080", "evil.example", "127.0.0.1:9090", "10.0.0.1:8080", "[::1", "localhost:x"] {
+            assert!(!host_allowed(Some(refused), loopback), "{refused}");
+        }
+        assert!(!host_allowed(None, loopback));
+        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert!(host_allowed(Some("10.0.0.1:8080"), any) && !host_allowed(Some("build-box:8080"), any));
+        let v6: SocketAddr = "[::1]:8080".parse().unwrap();
+        assert!(host_allowed(Some("[::1]:8080"), v6) && !host_allowed(Some("[::2]:8080"), v6));
     }
 }

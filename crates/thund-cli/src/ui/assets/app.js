@@ -19,6 +19,8 @@ function el(tag, attrs = {}, ...children) {
   for (const [k, v] of Object.entries(attrs)) {
     if (v === null || v === undefined) continue;
     if (k === "onclick") e.addEventListener("click", v);
+    // Through the CSSOM: the page's Content-Security-Policy refuses inline style attributes.
+    else if (k === "style") e.style.cssText = v;
     else e.setAttribute(k, v);
   }
   for (const c of children.flat()) {
