@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use knut_thund::backend::{rfc3339, EventLog, ExecBackend, RunHandle, RunOptions, RunPhase, RunSummary};
+use knut_thund::backend::{rfc3339, EventLog, ExecBackend, RunEvent, RunHandle, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
 use knut_thund::frontend::Parses;
 use knut_thund::ir::Pipeline;
@@ -239,7 +239,22 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
         }
     }
     let name = prepared.capabilities.name.clone();
-    let handle = backend.start(prepared).map_err(|e| in_project(start, e))?;
+    let handle = match backend.start(prepared) {
+        Ok(handle) => handle,
+        Err(e) => {
+            // The log holds this run's start already: it gets its end too, so a run refused (by
+            // another run's lock, an unreachable server) never shows as running.
+            if let Some(l) = log {
+                let mut end = RunEvent::now("run", Some(RunPhase::Failed), format!("the run did not start: {e}"));
+                end.details.error = Some(e.to_string());
+                l.append(&end);
+                for w in l.close() {
+                    eprintln!("warning: {w}");
+                }
+            }
+            return Err(in_project(start, e));
+        }
+    };
     let json = args.format == RunFormat::Jsonl;
     let interrupted = on_interrupt(handle.canceller());
     let summary = follow(handle, json)?;

@@ -15,6 +15,7 @@ mod failure;
 mod progress;
 mod render;
 mod sample;
+mod scratch;
 mod testing;
 mod ui;
 

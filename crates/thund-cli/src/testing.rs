@@ -79,12 +79,8 @@ pub fn run(p: &Pipeline, backend: &dyn Backend, filter: Option<&str>, junit: Opt
         bail!(Failure::usage(format!("no test's name contains `{}`", filter.unwrap_or_default())));
     }
     // A RAM file system when there is one: a test's tables never touch the disk.
-    let shm = Path::new("/dev/shm");
-    let scratch = match shm.is_dir() {
-        true => tempfile::Builder::new().prefix("thund-test-").tempdir_in(shm),
-        false => tempfile::Builder::new().prefix("thund-test-").tempdir(),
-    }
-    .context("creating the tests' scratch folder")?;
+    let scratch = crate::scratch::Scratch::create()?;
+    scratch.remove_on_signals();
     // On a server shared with others, each test writes a database of its own, dropped after.
     let shared = !backend.needs_project();
     if shared {
@@ -95,7 +91,7 @@ pub fn run(p: &Pipeline, backend: &dyn Backend, filter: Option<&str>, junit: Opt
     let mut stdout = std::io::stdout();
     for (i, (file, case)) in selected.into_iter().enumerate() {
         let t = Instant::now();
-        let database = shared.then(|| format!("thund_test_{}_{i}", std::process::id()));
+        let database = shared.then(|| format!("thund_test_{}_{i}", scratch.id()));
         let failure = run_case(p, backend, database.as_deref(), &case, &scratch.path().join(i.to_string())).err();
         if let Some(db) = &database {
             let _ = backend.query(None, &format!("DROP DATABASE IF EXISTS {}.{db} CASCADE", p.catalog));

@@ -795,3 +795,64 @@ fn thund_test_never_writes_into_the_projects_real_sinks() {
     assert_eq!(snapshot("out"), parquet, "the test wrote into the real parquet sink");
     assert_eq!(snapshot("out_delta"), delta, "the test wrote into the real Delta sink");
 }
+
+/// `thund test` leaves no scratch folder behind (they live in RAM where there is a RAM file
+/// system): a killed run's folder is removed by the next run, a live run's is left alone, and
+/// Ctrl-C removes the run's own before it exits.
+#[test]
+fn thund_test_leaves_no_scratch_folder_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let root = tmp.path().join("scratch");
+    std::fs::create_dir_all(root.join("thund-test-dead")).unwrap();
+    std::fs::write(root.join("thund-test-dead/.lock"), "").unwrap();
+    std::fs::write(root.join("thund-test-dead/table.parquet"), "rows").unwrap();
+    std::fs::create_dir_all(root.join("thund-test-live")).unwrap();
+    let live = std::fs::File::create(root.join("thund-test-live/.lock")).unwrap();
+    live.try_lock().unwrap();
+    let scratch_folders = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("thund-test-"))
+            .collect();
+        v.sort();
+        v
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["test", "-p", p(&demo)])
+        .env("THUND_TEST_SCRATCH", &root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(scratch_folders(), ["thund-test-live"], "the dead run's folder goes, the live one's stays");
+
+    // Enough tests to be interrupted in the middle of them.
+    let sample = std::fs::read_to_string(demo.join("tests/sample.yml")).unwrap();
+    let (head, cases) = sample.split_once("tests:\n").unwrap();
+    let many: String = (0..40).map(|i| cases.replace("  - name: ", &format!("  - name: {i} "))).collect();
+    std::fs::write(demo.join("tests/sample.yml"), format!("{head}tests:\n{many}")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["test", "-p", p(&demo)])
+        .env("THUND_TEST_SCRATCH", &root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while scratch_folders().len() < 2 {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its scratch folder appeared");
+        assert!(started.elapsed().as_secs() < 30, "no scratch folder appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains(" passed, "), "the run finished before it was interrupted: {stdout}");
+    assert_eq!(out.status.code(), Some(130), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(scratch_folders(), ["thund-test-live"], "Ctrl-C left the run's scratch folder");
+    drop(live);
+}

@@ -175,3 +175,28 @@ fn a_log_that_cannot_be_written_is_a_warning_not_a_failed_run() {
     assert!(err.contains("warning:") && err.contains("could not be written to the event log"), "{err}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("revenue_by_region"), "{}", text(&o));
 }
+
+/// A run refused by another run's lock has its start in the log, and its end too: it never
+/// shows as running.
+#[test]
+fn a_run_refused_by_the_lock_ends_in_the_log_as_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = sample(tmp.path());
+    ok(thund(&demo, &["run"], &[]));
+    // Another run holds the lock.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(demo.join(".thund/run.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let refused = thund(&demo, &["run"], &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    drop(lock);
+    let last = jsonl(&ok(thund(&demo, &["events", "--format", "jsonl"], &[])));
+    assert_eq!(last.first().map(|e| e["event_type"].clone()), Some(serde_json::json!("create_update")), "{last:#?}");
+    let end = last.iter().rev().find(|e| e["event_type"] == "update_progress").expect("an end");
+    assert_eq!(end["details"]["update_progress"]["state"], "FAILED", "{end:#}");
+    assert!(end["message"].as_str().unwrap().contains("did not start"), "{end:#}");
+}
