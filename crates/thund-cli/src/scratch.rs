@@ -67,9 +67,18 @@ impl Scratch {
                 }
             });
             if signalled.is_some() {
-                let _ = std::fs::remove_dir_all(&path);
-                eprintln!("interrupted: the tests' scratch folder is removed");
-                std::process::exit(130);
+                eprintln!("interrupted: removing the tests' scratch folder");
+                // The test under way keeps writing until the process ends, and a removal that
+                // meets a file written meanwhile fails: try until the folder is gone, then end
+                // at once (`_exit`: no exit handlers to run while that test writes again).
+                for _ in 0..100 {
+                    if std::fs::remove_dir_all(&path).is_ok() || !path.exists() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                // SAFETY: `_exit` ends the process; nothing runs after it.
+                unsafe { libc::_exit(130) };
             }
         });
     }
@@ -88,15 +97,21 @@ fn parent() -> PathBuf {
 }
 
 /// Removes the scratch folders under `parent` whose lock no process holds. A folder without a
-/// lock file is left alone: it may be a run's that is still being set up.
+/// lock file may be a run's that is being set up (it has one a moment later): it is removed only
+/// once it is an hour old (a folder an interrupted run's last write brought back).
 fn sweep(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for e in entries.flatten() {
         if !e.file_name().to_string_lossy().starts_with(PREFIX) {
             continue;
         }
-        let Ok(lock) = File::open(e.path().join(LOCK)) else { continue };
-        if lock.try_lock().is_ok() {
+        let stale = match File::open(e.path().join(LOCK)) {
+            Ok(lock) => lock.try_lock().is_ok(),
+            Err(_) => {
+                e.metadata().and_then(|m| m.modified()).is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > 3600))
+            }
+        };
+        if stale {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
