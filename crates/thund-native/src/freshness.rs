@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::storage::{resolve_project_path, Storage};
+use crate::storage::{commit_version, resolve_project_path, Storage};
 use crate::streaming::sources::list_files;
 
 /// Spark's functions whose result can change from run to run, for those the engine's registry
@@ -104,12 +104,7 @@ fn delta_state(table: &Path) -> Value {
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let stem = name.strip_suffix(".json")?;
-            let version = (stem.len() == 20).then(|| stem.parse::<i64>().ok()).flatten()?;
-            Some((version, e.path()))
-        })
+        .filter_map(|e| Some((commit_version(e.file_name().to_str()?)?, e.path())))
         .max_by_key(|(version, _)| *version);
     // The commit file's own size and time tell a table recreated at the same version apart.
     match latest {

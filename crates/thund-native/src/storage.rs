@@ -330,16 +330,7 @@ impl Storage {
     /// from its log's file names.
     pub async fn delta_version(&self, table_key: &str) -> Result<i64> {
         let log = self.list(&format!("{table_key}/_delta_log")).await?;
-        Ok(log
-            .iter()
-            .filter_map(|k| {
-                let stem = k.rsplit('/').next()?.strip_suffix(".json")?;
-                (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
-                    .then(|| stem.parse::<i64>().ok())
-                    .flatten()
-            })
-            .max()
-            .unwrap_or(-1))
+        Ok(log.iter().filter_map(|k| commit_version(k.rsplit('/').next()?)).max().unwrap_or(-1))
     }
 
     /// Whether a Delta table has been committed at `table_key`.
@@ -571,6 +562,12 @@ fn unix_now() -> String {
 fn register_object_stores() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| deltalake::aws::register_handlers(None));
+}
+
+/// The version a Delta commit file's name (`00000000000000000007.json`) stands for.
+pub(crate) fn commit_version(file_name: &str) -> Option<i64> {
+    let stem = file_name.strip_suffix(".json")?;
+    (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok()).flatten()
 }
 
 /// A path a user wrote (a source, a sink), as a plain path or a `file://` URL; relative paths are

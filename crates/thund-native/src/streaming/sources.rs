@@ -56,7 +56,13 @@ pub async fn table_increment(
         }
         None => (None, None),
     };
-    let Some(table) = storage.latest_table(name).await? else {
+    let unborn = matches!(upto, Some(SourceOffset::Table { version, .. }) if *version < 0);
+    let table = match unborn {
+        // A batch redone from before the source's first commit.
+        true => None,
+        false => storage.latest_table(name).await?,
+    };
+    let Some(table) = table else {
         // The source has not produced anything yet.
         let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
@@ -64,9 +70,7 @@ pub async fn table_increment(
     let url = storage.table_url(name);
     // A batch redone reads up to the version it recorded, not to the newest.
     let table = match upto {
-        Some(SourceOffset::Table { version, .. })
-            if *version >= 0 && table.version().is_some_and(|v| (v as i64) > *version) =>
-        {
+        Some(SourceOffset::Table { version, .. }) if table.version().is_some_and(|v| (v as i64) > *version) => {
             deltalake::open_table_with_version(url.clone(), *version as u64).await?
         }
         _ => table,
@@ -377,7 +381,14 @@ pub async fn increments(
     for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
         let key = source_key(r);
         let last = state.sources.get(&key);
-        let upto = redo.and_then(|r| r.get(&key));
+        // A batch redone reads up to what it recorded; a source it recorded nothing for had
+        // nothing new then, so it reads nothing new now.
+        let nothing = match (r, last) {
+            (_, Some(last)) => last.clone(),
+            (Read::Dataset { .. }, None) => SourceOffset::Table { version: -1, table_id: None },
+            (Read::Files(_), None) => SourceOffset::Files { processed: BTreeSet::new(), schema: None },
+        };
+        let upto = redo.map(|r| r.get(&key).unwrap_or(&nothing));
         let input = match r {
             Read::Dataset { name, .. } => table_increment(ctx, storage, name, last, upto).await?,
             Read::Files(f) => files_increment(ctx, f, root, last, upto).await?,
