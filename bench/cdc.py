@@ -1,8 +1,8 @@
 """AUTO CDC benchmark: a change feed of customers (one insert per key, 10 Parquet files) applied as
 SCD type 1 and as SCD type 2; then batches of changes touching 1% of the keys (updates and a few
 deletes, some arriving after later-sequenced ones of other keys). A full refresh of each vs an
-incremental run with one such batch (with deletion vectors, as AUTO CDC targets are created, and
-without, rewriting the files that hold a touched key), the same with 0.1% of the changes late for
+incremental run with one such batch (by default rewriting the files that hold a touched key, and
+with deletion vectors, as a target whose TBLPROPERTIES ask for them marks its rows), the same with 0.1% of the changes late for
 their own key (older than the key's insert: its history is read and replayed), and, for scale, a
 plain rewrite of the same table (a materialized view copying it). Besides whole-process wall
 times, each flow's own time (from the run's events) is set beside the copy flow's. Last, each
@@ -34,9 +34,10 @@ CREATE STREAMING TABLE customers_history FLOW AUTO CDC FROM STREAM(changes) KEYS
   APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2
   TRACK HISTORY ON * EXCEPT (visits);
 """
-# The same targets rewriting the files that hold a touched key instead of marking its rows with
-# deletion vectors: what a batch cost before them.
-NO_DV = SQL.replace("FLOW AUTO CDC", "TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') FLOW AUTO CDC")
+# The same targets with deletion vectors, which their TBLPROPERTIES ask for: a batch marks the
+# rows of its keys deleted instead of rewriting the files holding them (not every reader reads
+# such a table, so it is not the default).
+WITH_DV = SQL.replace("FLOW AUTO CDC", "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true') FLOW AUTO CDC")
 COPY = "CREATE MATERIALIZED VIEW copy AS SELECT * FROM parquet.`in`;\n"
 FEED, SCD1, SCD2 = (s.strip() for s in SQL.strip().split(";")[:3])
 # Each target alone in its pipeline, and a plain rewrite of that very table (a materialized view
@@ -179,11 +180,11 @@ def main():
         plain = pathlib.Path(tmp) / "plain"
         (plain / "sql").mkdir(parents=True)
         (plain / "spark-pipeline.yml").write_text(SPEC)
-        (plain / "sql" / "a.sql").write_text(NO_DV)
+        (plain / "sql" / "a.sql").write_text(WITH_DV)
         write_feed(plain / "in", args.keys)
         timed([thund, "run", "-p", str(plain)])
         plain_run = lambda: timed([thund, "run", "-p", str(plain)])
-        inc_rewrite = median_of(3, batches_of(plain, args.keys, range(3), plain_run))
+        inc_dv = median_of(3, batches_of(plain, args.keys, range(3), plain_run))
         replay_check(thund, plain)
 
         copy = pathlib.Path(tmp) / "copy"
@@ -222,9 +223,10 @@ def main():
 
     rows = [
         ["full refresh (feed → SCD 1 + SCD 2)", f"{full[0]:.3f}s", f"{full[1]:.0f} MiB", "1.000"],
-        ["incremental: 1% of keys changed", f"{inc[0]:.3f}s", f"{inc[1]:.0f} MiB", f"{inc[0] / full[0]:.3f}"],
-        ["incremental, rewriting touched files instead", f"{inc_rewrite[0]:.3f}s", f"{inc_rewrite[1]:.0f} MiB",
-         f"{inc_rewrite[0] / full[0]:.3f}"],
+        ["incremental: 1% of keys changed (touched files rewritten)", f"{inc[0]:.3f}s", f"{inc[1]:.0f} MiB",
+         f"{inc[0] / full[0]:.3f}"],
+        ["incremental, with deletion vectors (TBLPROPERTIES)", f"{inc_dv[0]:.3f}s", f"{inc_dv[1]:.0f} MiB",
+         f"{inc_dv[0] / full[0]:.3f}"],
         ["incremental: 1% of keys, 10 changes late for their key", f"{inc_late[0]:.3f}s", f"{inc_late[1]:.0f} MiB",
          f"{inc_late[0] / full[0]:.3f}"],
         ["idle (no new changes)", f"{idle[0]:.3f}s", f"{idle[1]:.0f} MiB", f"{idle[0] / full[0]:.3f}"],
@@ -247,7 +249,7 @@ def main():
                 ["flow", "1% batch", "keys near", "rewrite of the table", "ratio", "near: ratio"]))
     out = {"keys": args.keys, "full_refresh_s": full[0], "incremental_1pct_s": inc[0], "idle_s": idle[0],
            "rewrite_s": rewrite[0], "incremental_ratio": inc[0] / full[0],
-           "incremental_rewriting_files_s": inc_rewrite[0],
+           "incremental_deletion_vectors_s": inc_dv[0], "incremental_deletion_vectors_ratio": inc_dv[0] / full[0],
            "incremental_vs_rewrite": inc[0] / rewrite[0], "peak_rss_mib": max(full[1], inc[1]),
            "incremental_late_for_key_s": inc_late[0], "copy_flow_ms": copy_ms,
            "flow_ms_in_order": in_order_flows, "flow_ms_late_for_key": late_flows,

@@ -418,6 +418,14 @@ async fn vacuum(table: DeltaTable) -> DeltaTable {
     }
 }
 
+/// Opens the table at `url` and vacuums it (`vacuum`); a failure is only logged.
+pub(crate) async fn vacuum_at(url: &Url) {
+    match DeltaTable::try_from_url(url.clone()).await {
+        Ok(table) => drop(vacuum(table).await),
+        Err(e) => tracing::warn!(table = %url, error = %e, "old files could not be vacuumed"),
+    }
+}
+
 /// A provider over the Delta table at `url`, its store registered with `ctx`.
 pub(crate) async fn open_at(ctx: &SessionContext, url: &Url) -> Result<Arc<dyn TableProvider>> {
     let table = deltalake::open_table(url.clone()).await?;

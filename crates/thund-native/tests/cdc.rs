@@ -142,7 +142,8 @@ fn a_deleted_key_comes_back_from_an_older_change_only_once_its_tombstone_expired
 fn a_batch_that_failed_after_its_history_append_is_redone_with_its_own_input() {
     for point in ["cdc-after-history", "cdc-after-vectors", "stream-after-intent"] {
         let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
-             CREATE STREAMING TABLE current FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n\
+             CREATE STREAMING TABLE current TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')\n\
+               FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq;\n\
              CREATE STREAMING TABLE versions FLOW AUTO CDC FROM STREAM(feed) KEYS (id) SEQUENCE BY seq\n\
                STORED AS SCD TYPE 2;\n";
         let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
@@ -206,8 +207,10 @@ fn a_batch_marks_its_keys_rows_deleted_and_an_independent_reader_agrees() {
     let Ok(python) = std::env::var("THUND_PYTHON") else {
         panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers");
     };
+    // A table that asks for deletion vectors (by default a target has none: see below).
     let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
-         CREATE STREAMING TABLE t FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+         CREATE STREAMING TABLE t TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')\n\
+           FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
            APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n";
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
     let table = dir.path().join(".thund/tables/spark_catalog/default/t");
@@ -287,6 +290,89 @@ fn a_batch_marks_its_keys_rows_deleted_and_an_independent_reader_agrees() {
     assert!(!adds.is_empty() && adds.iter().all(|a| a.get("deletionVector").is_none()), "{adds:?}");
 }
 
+/// By default a target has no deletion vectors, so the common readers read it: Python's
+/// `deltalake` (`to_pyarrow_table`, which refuses deletion vectors, and `count`, which would
+/// count rows they delete) gives the replayed table after updates and deletes, SCD 1 and 2. The
+/// files batches replace are vacuumed once past the table's retention (here none).
+#[test]
+fn a_default_target_is_read_by_python_deltalake_and_its_replaced_files_are_vacuumed() {
+    let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers")
+    });
+    let sql = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE t TBLPROPERTIES ('delta.deletedFileRetentionDuration' = 'interval 0 seconds')\n\
+           FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op);\n\
+         CREATE STREAMING TABLE h FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
+           APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2;\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    let tables = dir.path().join(".thund/tables/spark_catalog/default");
+    std::fs::create_dir_all(dir.path().join("in")).unwrap();
+    let change = |id: i64, v: &str, op: &str, seq: i64| {
+        format!("{{\"id\": {id}, \"v\": \"{v}\", \"op\": \"{op}\", \"seq\": {seq}}}\n")
+    };
+    let first: String = (0..200).map(|i| change(i, "a", "U", 1)).collect();
+    std::fs::write(dir.path().join("in/b0.json"), first).unwrap();
+    assert!(!run(dir.path()).0.failed());
+    // Updates, deletes and a late change.
+    let second: String = (0..200)
+        .step_by(7)
+        .map(|i| match i % 3 {
+            0 => change(i, "b", "U", 2),
+            1 => change(i, "", "D", 2),
+            _ => change(i, "old", "U", 0),
+        })
+        .collect();
+    std::fs::write(dir.path().join("in/b1.json"), second).unwrap();
+    assert!(!run(dir.path()).0.failed());
+    let script = "import json, os, sys\nfrom deltalake import DeltaTable\n\
+                  t = DeltaTable(sys.argv[1])\n\
+                  rows = t.to_pyarrow_table().to_pylist()\n\
+                  print(json.dumps({'count': t.count(), 'rows': sorted([r['id'], r['v'], r.get('__END_AT') is None] for r in rows)}))\n\
+                  sys.stdout.flush()\nos._exit(0)\n";
+    let read = |name: &str| -> serde_json::Value {
+        let out = std::process::Command::new(&python).arg("-c").arg(script).arg(tables.join(name)).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The replay: SCD 1 keeps each key's latest change unless it is a delete.
+    let mut latest: Vec<serde_json::Value> = Vec::new();
+    for i in 0..200i64 {
+        match (i % 7 == 0, i % 3) {
+            (true, 0) => latest.push(serde_json::json!([i, "b", true])),
+            (true, 1) => {}
+            _ => latest.push(serde_json::json!([i, "a", true])),
+        }
+    }
+    let t = read("t");
+    assert_eq!(t["rows"], serde_json::Value::Array(latest.clone()), "{t}");
+    assert_eq!(t["count"], latest.len(), "{t}");
+    // SCD 2: each key's versions; the open ones are SCD 1's rows.
+    let h = read("h");
+    let open: Vec<&serde_json::Value> = h["rows"].as_array().unwrap().iter().filter(|r| r[2] == true).collect();
+    assert_eq!(open, latest.iter().collect::<Vec<_>>(), "{h}");
+    let updated = (0..200).step_by(7).filter(|i| i % 3 == 0).count();
+    let deleted = (0..200).step_by(7).filter(|i| i % 3 == 1).count();
+    let late = (0..200).step_by(7).filter(|i| i % 3 == 2).count();
+    assert_eq!(h["count"], 200 + updated + late, "a version per insert, update and late change: {h}");
+    assert_eq!(h["rows"].as_array().unwrap().len(), 200 + updated + late, "{h}");
+    assert!(deleted > 0);
+    for name in ["t", "h"] {
+        let log = std::fs::read_dir(tables.join(name).join("_delta_log")).unwrap();
+        let vectors = log
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+            .any(|c| c.contains("\"deletionVector\":{"));
+        assert!(!vectors, "{name} has deletion vectors");
+    }
+    // The batch rewrote files of `t`; with no retention, those it replaced are gone from disk.
+    let on_disk: std::collections::BTreeSet<String> = std::fs::read_dir(tables.join("t"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    assert_eq!(on_disk, live_files(&tables.join("t")), "replaced files are vacuumed");
+}
+
 /// The data files a Delta table at `table` holds now, from its commits.
 fn live_files(table: &Path) -> std::collections::BTreeSet<String> {
     let mut commits: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
@@ -321,7 +407,8 @@ fn small_batches_fold_the_small_files_they_leave_and_the_tables_stay_what_they_w
     };
     let target = |name: &str, optimize: &str, scd: &str| {
         format!(
-            "CREATE STREAMING TABLE {name} TBLPROPERTIES ('pipelines.autoOptimize.managed' = '{optimize}')\n\
+            "CREATE STREAMING TABLE {name} TBLPROPERTIES ('pipelines.autoOptimize.managed' = '{optimize}',\n\
+                 'delta.enableDeletionVectors' = 'true')\n\
                FLOW AUTO CDC FROM STREAM(feed) KEYS (id)\n\
                APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE {scd};\n"
         )
@@ -429,15 +516,15 @@ fn random_change_feeds_over_many_runs_equal_a_replay_of_the_whole_feed() {
     let feed = data.join("changes");
     std::fs::create_dir_all(&feed).unwrap();
     fill_spec(dir.path(), &dir.path().join("storage"), &data, None);
-    // The SCD 2 target once more, without deletion vectors: its files holding a touched key are
-    // rewritten instead. It must equal the same replay.
+    // The SCD 2 target once more, with deletion vectors: its rows of a touched key are marked
+    // deleted instead of their files rewritten. It must equal the same replay.
     let history_sql = std::fs::read_to_string(dir.path().join("transformations/changes.sql")).unwrap();
     let start = history_sql.find("CREATE STREAMING TABLE customers_history").unwrap();
     let rewritten = history_sql[start..].replace(
         "customers_history FLOW",
-        "customers_history_rewritten TBLPROPERTIES ('delta.enableDeletionVectors' = 'false') FLOW",
+        "customers_history_marked TBLPROPERTIES ('delta.enableDeletionVectors' = 'true') FLOW",
     );
-    assert!(rewritten.contains("customers_history_rewritten"), "{rewritten}");
+    assert!(rewritten.contains("customers_history_marked"), "{rewritten}");
     std::fs::write(dir.path().join("transformations/rewritten.sql"), rewritten).unwrap();
     let mut used = std::collections::HashSet::new();
     for batch in 0..8u64 {
@@ -487,7 +574,7 @@ fn random_change_feeds_over_many_runs_equal_a_replay_of_the_whole_feed() {
             ("customers", "customers"),
             ("customers_keep_values", "customers_keep_values"),
             ("customers_history", "customers_history"),
-            ("customers_history_rewritten", "customers_history"),
+            ("customers_history_marked", "customers_history"),
         ] {
             let want = read_csv(&expected.join(format!("{replayed}.csv")));
             let ours = rows(&query(dir.path(), &format!("SELECT * FROM {table}")).unwrap());

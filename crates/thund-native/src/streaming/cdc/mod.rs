@@ -13,8 +13,9 @@
 //!  2. replays, per key it touches, where the key stands plus the new changes in sequence
 //!     order (`replay`): the key's rows in the target
 //!  3. appends the new changes to the history (its own application transaction: idempotent)
-//!  4. marks the rows of the touched keys deleted in the target's files (deletion vectors, in
-//!     one new file: `deletion`; a file left mostly dead is dropped and its live rows kept) and
+//!  4. removes the rows of the touched keys from the target — rewriting the files that hold
+//!     them (`rewrite`) or, where the table has deletion vectors, marking them deleted (in one
+//!     new file: `deletion`; a file left mostly dead is dropped and its live rows kept) — and
 //!     adds the replayed rows, in one Delta commit that carries the flow's application
 //!     transaction
 //! ```
@@ -26,12 +27,15 @@
 //! feed arrives in order, the history is not read at all. Rows are found by key (`keyscan`):
 //! the key columns of every file, then the other columns of the rows found alone.
 //!
-//! A target created by AUTO CDC has deletion vectors enabled unless its `TBLPROPERTIES` set
-//! `delta.enableDeletionVectors` to false; a target without them, a first batch and a batch with
-//! a truncation replay the touched keys' whole history (a truncation touches every key), and a
-//! target without deletion vectors has the files holding a touched key rewritten (their other
-//! rows plus the replayed ones), which costs as much as rewriting the table when the keys are
-//! spread over every file.
+//! A target has deletion vectors only when its `TBLPROPERTIES` ask for them
+//! (`delta.enableDeletionVectors = true`, as Databricks tables often do): many readers cannot
+//! read a table that has them (Python's `deltalake` refuses it in `to_pyarrow_table`, and
+//! everything built on it, polars and pandas users, with it), so a target is readable by every
+//! Delta reader unless its owner says otherwise. Without them, the files holding a touched key
+//! are rewritten (their other rows plus the replayed ones), which costs as much as rewriting the
+//! table when the keys are spread over every file; a target without them, a first batch and a
+//! batch with a truncation replay the touched keys' whole history (a truncation touches every
+//! key). After each batch the target and the history are vacuumed with their retention.
 //!
 //! All of it runs inside the streaming protocol (`streaming::run`): a crash anywhere is
 //! resolved by the target's transaction version, and a recomputed batch reads the history of
@@ -66,7 +70,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use deltalake::DeltaTable;
-use knut_thund::ir::{AutoCdc as Spec, Dataset, QualifiedName, ScdType};
+use knut_thund::ir::{AutoCdc as Spec, QualifiedName, ScdType};
 
 use super::checkpoint::{Checkpoint, KindState};
 use super::kind::{Batch, BatchKind};
@@ -273,7 +277,7 @@ async fn apply(
         (None, _) => {
             let plan = ctx.read_batch(rows)?.into_unoptimized_plan();
             let url = storage.table_url(&d.name);
-            crate::table::write_append(ctx, &url, &with_deletion_vectors(d), plan, None, txn, true).await?;
+            crate::table::write_append(ctx, &url, d, plan, None, txn, true).await?;
         }
         (Some(target), Some(marked)) => {
             let (marked, fold) = match optimize {
@@ -310,16 +314,13 @@ async fn apply(
         let forgotten = tombstones::collect_tombstones(ctx, &history, &key_names, now - r.threshold_ms).await?;
         steps.done(&format!("collect expired tombstones ({forgotten} keys)"));
     }
+    // The files batches replace (rewritten, folded, dropped) stay readable for each table's
+    // retention (`delta.deletedFileRetentionDuration`, 7 days unless set), then go, as an
+    // overwritten materialized view's do. The batch is committed: a failure is only logged.
+    crate::table::vacuum_at(&storage.table_url(&d.name)).await;
+    crate::table::vacuum_at(&history_url).await;
+    steps.done("vacuum the target and the history");
     Ok(written)
-}
-
-/// The target's dataset with deletion vectors enabled, unless its `TBLPROPERTIES` say otherwise:
-/// a batch then marks the rows of its keys deleted instead of rewriting the files holding them
-/// (`deletion`).
-fn with_deletion_vectors(d: &Dataset) -> Dataset {
-    let mut d = d.clone();
-    d.details.properties.entry("delta.enableDeletionVectors".to_string()).or_insert_with(|| "true".to_string());
-    d
 }
 
 /// Logs how long each step of a batch took (`THUND_LOG=thund_native=debug`).
