@@ -63,6 +63,16 @@ def targets(tpch, streaming, scale):
     if scale and "binary_mib" in scale:
         m = scale["binary_mib"]
         out.append(["release binary < 200 MiB", f"{m:.0f} MiB", "yes" if m < 200 else "no"])
+    log = load("event_log")
+    if log:
+        n = f"{log['events'] / 1e6:.1f}M events"
+        first = log["ui_first_state"]
+        out.append([f"thund ui first state ≤ 1 s ({n})", f"{first['wall_s'] * 1e3:.0f} ms",
+                    "yes" if first["wall_s"] <= 1 else "no"])
+        out.append([f"thund ui peak RSS ≤ 300 MiB ({n})", f"{log['ui_peak_rss_mib']:.0f} MiB",
+                    "yes" if log["ui_peak_rss_mib"] <= 300 else "no"])
+        last = log["events_last"]["wall_s"]
+        out.append([f"thund events --last ≤ 1 s ({n})", f"{last * 1e3:.0f} ms", "yes" if last <= 1 else "no"])
     return out
 
 

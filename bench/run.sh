@@ -40,8 +40,8 @@ cargo build --release -q --workspace --bins --examples --features knut-thund/spa
 
 echo "== python packages ($VENV)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/python" -c "import duckdb, pyarrow, matplotlib" 2>/dev/null && [ -x "$VENV/bin/tpchgen-cli" ] ||
-  "$VENV/bin/pip" install -q tpchgen-cli duckdb pyarrow matplotlib
+"$VENV/bin/python" -c "import duckdb, pyarrow, matplotlib, deltalake" 2>/dev/null && [ -x "$VENV/bin/tpchgen-cli" ] ||
+  "$VENV/bin/pip" install -q tpchgen-cli duckdb pyarrow matplotlib deltalake
 export BENCH_PYTHON="$VENV/bin/python"
 
 if [ "$SPARK" = 1 ]; then
@@ -51,13 +51,15 @@ else
   SPARK_ARGS=()
 fi
 
-rm -f bench/results/tpch_sf"$SF".json bench/results/streaming.json bench/results/scale.json
+rm -f bench/results/tpch_sf"$SF".json bench/results/streaming.json bench/results/scale.json bench/results/event_log.json
 echo "== TPC-H SF $SF"
 "$BENCH_PYTHON" bench/tpch.py --sf "$SF" --runs "$RUNS" "${SPARK_ARGS[@]}"
 echo "== streaming (lineitem split into files)"
 "$BENCH_PYTHON" bench/streaming.py --sf "$SF"
 echo "== front end at scale"
 "$BENCH_PYTHON" bench/scale.py "${SPARK_ARGS[@]}"
+echo "== event log at scale"
+"$BENCH_PYTHON" bench/event_log.py
 echo "== thund test"
 "$BENCH_PYTHON" bench/unit_tests.py --runs "$RUNS"
 echo "== report"

@@ -223,6 +223,13 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     let options = RunOptions { selection: selection(args.selection), dry, max_concurrent_flows };
     let mut prepared = prepare_for(backend.as_ref(), &p, &options).map_err(|e| in_project(start, e))?;
     let mut log = None;
+    // One run of a pipeline at a time, whatever its backend: the native backend takes the lock
+    // itself; for another, it is taken here, before anything is logged.
+    let mut held = None;
+    if !dry && prepared.capabilities.name != thund_native::BACKEND_NAME {
+        let lock = thund_native::lock_run(&prepared).map_err(|e| in_project(start, e.into()))?;
+        held = Some(lock);
+    }
     if !dry {
         if let Err(e) = thund_native::event_log::retention(&p) {
             let spec = knut_thund::spec::discover(start)
@@ -252,6 +259,9 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
                     eprintln!("warning: {w}");
                 }
             }
+            if let Some(Err(e)) = held.map(thund_native::HeldRunLock::release) {
+                eprintln!("warning: the run lock could not be released: {e}");
+            }
             return Err(in_project(start, e));
         }
     };
@@ -261,9 +271,13 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     if !json && !dry {
         print_summary(&summary);
     }
-    // The last events are committed before the process ends; what could not be is said.
+    // The last events are committed before the process ends, and the lock released after them;
+    // what could not be is said.
     for w in log.map(|l| l.close()).unwrap_or_default() {
         eprintln!("warning: {w}");
+    }
+    if let Some(Err(e)) = held.map(thund_native::HeldRunLock::release) {
+        eprintln!("warning: the run lock could not be released: {e}");
     }
     if interrupted.load(Ordering::SeqCst) {
         bail!(Failure::interrupted("interrupted: the run stopped; tables keep their last commits"));
@@ -440,44 +454,91 @@ fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::R
     use thund_native::event_log;
     let p = load_valid(start, Parses::Drop)?;
     let location = event_log::location(&p)?;
-    let logged = runtime()?.block_on(event_log::read(&p)).with_context(|| format!("reading {location}"))?;
-    // Runs in the order they started.
-    let mut runs: Vec<&str> = Vec::new();
-    for e in &logged {
-        if !runs.contains(&e.origin.update_id.as_str()) {
-            runs.push(&e.origin.update_id);
-        }
-    }
-    let run = match (&filter.run, runs.last()) {
-        _ if filter.all => None,
-        (Some(id), _) if runs.contains(&id.as_str()) => Some(id.as_str()),
-        (Some(id), _) => {
-            let known = if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
-            bail!(Failure::usage(format!("no run `{id}` in the event log {location} (runs: {known})")))
-        }
-        (None, Some(last)) => Some(*last),
-        (None, None) => bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
-    };
     for level in &filter.levels {
         if !["INFO", "WARN", "ERROR", "METRICS"].iter().any(|l| l.eq_ignore_ascii_case(level)) {
             bail!(Failure::usage(format!("--level `{level}`: levels are INFO, WARN, ERROR and METRICS")));
         }
     }
-    let shown: Vec<&LoggedEvent> = logged.iter().filter(|e| filter.keeps(e, run)).collect();
+    let rt = runtime()?;
+    let reading = |e: thund_native::NativeError| anyhow::Error::new(e).context(format!("reading {location}"));
     let mut out = std::io::stdout().lock();
-    match format {
-        EventsFormat::Jsonl => {
-            for e in &shown {
-                writeln!(out, "{}", serde_json::to_string(e)?)?;
+    let mut printer = EventPrinter { format, run: None, printed: 0 };
+    if filter.all {
+        // Every event, printed as it is read: a long log is never held decoded whole.
+        let runs = rt.block_on(event_log::runs(&p)).map_err(reading)?;
+        printer.start(&mut out, &format!("{} runs", runs.len()))?;
+        let mut print = |e: LoggedEvent| -> anyhow::Result<()> {
+            if filter.keeps(&e, None) {
+                printer.print(&mut out, &e)?;
             }
+            Ok(())
+        };
+        let mut failed = None;
+        rt.block_on(event_log::read_each(&p, |e| {
+            // Printing stops at the first failure (a closed pipe); the read stops with it.
+            let result = print(e);
+            let ok = result.is_ok();
+            if let Err(e) = result {
+                failed = Some(e);
+            }
+            ok
+        }))
+        .map_err(reading)?;
+        if let Some(e) = failed {
+            return Err(e);
         }
-        EventsFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?,
-        EventsFormat::Table => {
-            match run {
-                Some(id) => writeln!(out, "run {id}")?,
-                None => writeln!(out, "{} runs", runs.len())?,
+        return printer.end(&mut out);
+    }
+    // One run's events are read alone.
+    let id = match &filter.run {
+        Some(id) => id.clone(),
+        None => match rt.block_on(event_log::last_run(&p)).map_err(reading)? {
+            Some(last) => last,
+            None => bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
+        },
+    };
+    let logged = rt.block_on(event_log::read_run(&p, &id)).map_err(reading)?;
+    if logged.is_empty() {
+        let runs = rt.block_on(event_log::runs(&p)).map_err(reading)?;
+        let known = if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
+        bail!(Failure::usage(format!("no run `{id}` in the event log {location} (runs: {known})")))
+    }
+    printer.run = Some(id.clone());
+    printer.start(&mut out, &format!("run {id}"))?;
+    for e in logged.iter().filter(|e| filter.keeps(e, Some(&id))) {
+        printer.print(&mut out, e)?;
+    }
+    printer.end(&mut out)
+}
+
+/// Prints events one by one in a format of `thund events`.
+struct EventPrinter {
+    format: EventsFormat,
+    /// The one run shown (its id is then not repeated on each line).
+    run: Option<String>,
+    printed: usize,
+}
+
+impl EventPrinter {
+    fn start(&mut self, out: &mut impl Write, heading: &str) -> anyhow::Result<()> {
+        match self.format {
+            EventsFormat::Table => writeln!(out, "{heading}")?,
+            EventsFormat::Json => write!(out, "[")?,
+            EventsFormat::Jsonl => {}
+        }
+        Ok(())
+    }
+
+    fn print(&mut self, out: &mut impl Write, e: &LoggedEvent) -> anyhow::Result<()> {
+        self.printed += 1;
+        match self.format {
+            EventsFormat::Jsonl => writeln!(out, "{}", serde_json::to_string(e)?)?,
+            // As a pretty-printed array, written element by element.
+            EventsFormat::Json => {
+                let item = serde_json::to_string_pretty(e)?.replace('\n', "\n  ");
+                write!(out, "{}\n  {item}", if self.printed > 1 { "," } else { "" })?;
             }
-            for e in &shown {
+            EventsFormat::Table => {
                 let state = e.details.get(&e.event_type).and_then(|d| d.get("status").or(d.get("state")));
                 let mut line = format!(
                     "{} {:7} {:15} {:9} {}",
@@ -490,7 +551,7 @@ fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::R
                 if let Some(n) = e.details.pointer("/flow_progress/metrics/num_output_rows") {
                     line.push_str(&format!(" ({n} rows)"));
                 }
-                if run.is_none() {
+                if self.run.is_none() {
                     line.push_str(&format!("  [run {}]", e.origin.update_id));
                 }
                 writeln!(out, "{line}")?;
@@ -499,8 +560,15 @@ fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::R
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    fn end(&mut self, out: &mut impl Write) -> anyhow::Result<()> {
+        if self.format == EventsFormat::Json {
+            writeln!(out, "{}]", if self.printed > 0 { "\n" } else { "" })?;
+        }
+        Ok(())
+    }
 }
 
 fn doctor(remote: Option<String>, format: DoctorFormat) -> anyhow::Result<()> {

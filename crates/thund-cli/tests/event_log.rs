@@ -200,3 +200,75 @@ fn a_run_refused_by_the_lock_ends_in_the_log_as_failed() {
     assert_eq!(end["details"]["update_progress"]["state"], "FAILED", "{end:#}");
     assert!(end["message"].as_str().unwrap().contains("did not start"), "{end:#}");
 }
+
+/// A run killed with SIGKILL cannot log its end; the next run, taking the lock it left, ends it
+/// in the log as interrupted — and a run that ended normally is never marked so.
+#[test]
+fn a_killed_run_is_ended_in_the_log_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = sample(tmp.path());
+    ok(thund(&demo, &["run"], &[]));
+    let slow = demo.join("transformations/04_slow.sql");
+    std::fs::write(
+        &slow,
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n",
+    )
+    .unwrap();
+    let mut killed = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["run", "-p"])
+        .arg(&demo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Until its events are committed (every half second while a run goes).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let running = loop {
+        let events = jsonl(&ok(thund(&demo, &["events", "--format", "jsonl"], &[])));
+        let slow_runs = events.iter().any(|e| {
+            e["origin"]["flow_name"].as_str().is_some_and(|f| f.ends_with("slow"))
+                && e["details"]["flow_progress"]["status"] == "RUNNING"
+        });
+        if slow_runs {
+            break events;
+        }
+        assert!(std::time::Instant::now() < deadline, "the slow run never showed");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let id = running[0]["origin"]["update_id"].as_str().unwrap().to_string();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let ends = |events: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["event_type"] == "update_progress")
+            .filter(|e| e["details"]["update_progress"]["state"].as_str().is_some_and(|s| s != "STARTING"))
+            .cloned()
+            .collect()
+    };
+    let before = jsonl(&ok(thund(&demo, &["events", "--run", &id, "--format", "jsonl"], &[])));
+    assert!(ends(&before).is_empty(), "a killed run logged no end: {before:#?}");
+
+    std::fs::remove_file(&slow).unwrap();
+    // A dry run takes no lock and ends nothing.
+    ok(thund(&demo, &["dry-run"], &[]));
+    assert!(ends(&jsonl(&ok(thund(&demo, &["events", "--run", &id, "--format", "jsonl"], &[])))).is_empty());
+    ok(thund(&demo, &["run"], &[]));
+    let after = jsonl(&ok(thund(&demo, &["events", "--run", &id, "--format", "jsonl"], &[])));
+    let end = ends(&after);
+    assert_eq!(end.len(), 1, "{after:#?}");
+    assert_eq!(end[0]["details"]["update_progress"]["state"], "FAILED", "{:#}", end[0]);
+    assert_eq!(end[0]["details"]["update_progress"]["interrupted"], true, "{:#}", end[0]);
+    assert_eq!(end[0]["level"], "ERROR");
+    assert!(end[0]["error"].as_str().unwrap().contains("interrupted"), "{:#}", end[0]);
+    // The runs that ended got no such mark, however many runs came after them.
+    ok(thund(&demo, &["run"], &[]));
+    let all = jsonl(&ok(thund(&demo, &["events", "--all", "--format", "jsonl"], &[])));
+    let marks = all.iter().filter(|e| e["details"]["update_progress"]["interrupted"] == true).count();
+    assert_eq!(marks, 1, "only the killed run is marked");
+    // The last run is the one `thund events` shows by default.
+    let last = jsonl(&ok(thund(&demo, &["events", "--format", "jsonl"], &[])));
+    let last_id = last[0]["origin"]["update_id"].as_str().unwrap();
+    assert_eq!(all.last().unwrap()["origin"]["update_id"], last_id);
+    assert!(last.iter().all(|e| e["origin"]["update_id"] == last_id));
+}

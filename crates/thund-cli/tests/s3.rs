@@ -199,12 +199,24 @@ fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_
     assert!(first.try_wait().unwrap().is_none(), "the first run must still be running for this test to mean anything");
     assert!(!second.status.success(), "two runs held the lock: {}", text(&second));
     assert!(text(&second).contains("another thund run"), "{}", text(&second));
-    // Killed: its process is gone from this host, so the next run takes the lock over at once.
+    // Killed. Its process is gone, but whether a process lives is never judged from another one
+    // (it may be in another container or on another machine): the lock is free only once the
+    // lease expires.
     first.kill().unwrap();
     first.wait().unwrap();
+    let killed_at = std::time::Instant::now();
     let third = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
-    assert!(third.status.success(), "{}", text(&third));
-    assert!(String::from_utf8_lossy(&third.stdout).contains("small"), "{}", text(&third));
+    assert!(!third.status.success(), "a live-looking lease was taken over: {}", text(&third));
+    assert!(text(&third).contains("the lock is free in"), "{}", text(&third));
+    std::thread::sleep(std::time::Duration::from_secs(7).saturating_sub(killed_at.elapsed()));
+    let fourth = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
+    assert!(fourth.status.success(), "{}", text(&fourth));
+    assert!(String::from_utf8_lossy(&fourth.stdout).contains("small"), "{}", text(&fourth));
+    // The run that held the expired lease is ended in the log as interrupted.
+    let o = thund(&endpoint, &["events", "-p", p(dir), "--all", "--format", "jsonl"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let marks = String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains(r#""interrupted":true"#)).count();
+    assert_eq!(marks, 1, "{}", text(&o));
 }
 
 #[test]
@@ -254,6 +266,47 @@ fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
     let o = thund(&endpoint, &["query", "-p", p(dir), "SELECT * FROM after_slow", "--format", "csv"]);
     assert!(!o.status.success(), "the stage after the lost lease was written: {}", text(&o));
     assert!(text(&o).contains("after_slow"), "{}", text(&o));
+}
+
+/// The same lapse in a run's last stage: nothing comes after it to stop, but the run cannot vouch
+/// for what it wrote while another run held the lock, so it fails.
+#[test]
+fn a_run_whose_lease_was_taken_over_during_its_last_stage_fails() {
+    let Some(endpoint) = endpoint() else { return };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let storage = format!("s3://{BUCKET}/lapsed-last/{}_{now}/pipe", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        format!("name: lapsed\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("sql")).unwrap();
+    std::fs::write(
+        dir.join("sql/p.sql"),
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n",
+    )
+    .unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+    c.args(["run", "-p", p(dir)]).env("THUND_LOCK_LEASE", "2").env("NO_COLOR", "1");
+    for (k, v) in aws_env(&endpoint) {
+        c.env(k, v);
+    }
+    let first = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let signal = |sig: &str, pid: u32| {
+        assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    signal("-STOP", first.id());
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    // Another run takes the expired lease over (a dry run takes no lock: a real one, of nothing).
+    let taken = thund(&endpoint, &["run", "-p", p(dir), "--refresh", "slow", "--max-concurrent-flows", "1"]);
+    signal("-CONT", first.id());
+    let first = first.wait_with_output().unwrap();
+    assert!(taken.status.code().is_some(), "{}", text(&taken));
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    assert!(text(&first).contains("taken over by another run"), "{}", text(&first));
 }
 
 #[test]

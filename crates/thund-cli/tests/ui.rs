@@ -191,3 +191,94 @@ fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
     assert!(o.status.success(), "{out}");
     assert!(shots.join("pipeline.png").is_file() && shots.join("failed.png").is_file());
 }
+
+/// `thund` with `args` on `project`.
+fn thund_on(project: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_thund")).args(args).arg("-p").arg(project).env("NO_COLOR", "1").output().unwrap()
+}
+
+fn state_of(ui: &Ui) -> serde_json::Value {
+    let (status, body) = http(&ui.url, "GET", "/api/state");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The state the page polls is folded two ways: from a summary of the log when the server first
+/// reads it (a long log is never decoded whole), then commit by commit. A server that watched
+/// every run and one started after them must show the same runs and datasets — including a
+/// failed flow, a partial refresh and a run killed with SIGKILL, which the next run ends in the
+/// log as interrupted.
+#[test]
+fn the_state_followed_commit_by_commit_equals_a_fresh_read_of_the_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = project(tmp.path());
+    let (early, _) = start_ui(&demo, &[]);
+    assert_eq!(state_of(&early)["run_count"], 0);
+    let run = |args: &[&str]| thund_on(&demo, &[&["run"], args].concat());
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(state_of(&early)["run_count"], 1);
+    let o = run(&["--refresh", "checked_orders"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    state_of(&early);
+    let checks = demo.join("transformations/03_checks.sql");
+    let good = std::fs::read_to_string(&checks).unwrap();
+    std::fs::write(&checks, good.replace("SELECT * FROM", "SELECT *, 1 / 0 AS boom, no_such FROM")).unwrap();
+    assert_eq!(run(&[]).status.code(), Some(1));
+    std::fs::write(&checks, &good).unwrap();
+    assert_eq!(state_of(&early)["datasets"]["spark_catalog.default.checked_orders"]["state"], "FAILED");
+
+    // A run killed while it computes `slow`: its events so far are in the log.
+    let slow = demo.join("transformations/04_slow.sql");
+    std::fs::write(
+        &slow,
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n",
+    )
+    .unwrap();
+    let mut killed = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["run", "-p"])
+        .arg(&demo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let killed_id = loop {
+        let runs = state_of(&early)["runs"].as_array().unwrap().clone();
+        let last = runs.last().unwrap().clone();
+        if runs.len() == 4 && state_of(&early)["datasets"]["spark_catalog.default.slow"]["state"] == "RUNNING" {
+            break last["id"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "the slow run never showed: {runs:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(state_of(&early)["runs"][3]["state"], "RUNNING", "nothing could end it yet");
+    std::fs::remove_file(&slow).unwrap();
+    let o = run(&["--refresh", "orders_raw"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let (late, _) = start_ui(&demo, &[]);
+    let (followed, fresh) = (state_of(&early), state_of(&late));
+    assert_eq!(followed, fresh, "followed:\n{followed:#}\nfresh:\n{fresh:#}");
+    let runs = fresh["runs"].as_array().unwrap();
+    let states: Vec<&str> = runs.iter().map(|r| r["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["COMPLETED", "COMPLETED", "FAILED", "FAILED", "COMPLETED"], "{fresh:#}");
+    assert_eq!(runs[3]["id"], killed_id.as_str());
+    assert!(runs[3]["error"].as_str().unwrap().contains("interrupted"), "{fresh:#}");
+    assert_eq!(fresh["datasets"]["spark_catalog.default.slow"]["state"], "STOPPED", "{fresh:#}");
+    // Queued in the killed run, which stopped before it.
+    let checked = &fresh["datasets"]["spark_catalog.default.checked_orders"];
+    assert_eq!(checked["state"], "STOPPED", "{fresh:#}");
+    assert_eq!(checked["rows"], 58, "its last refresh stays shown: {fresh:#}");
+    assert_eq!(fresh["datasets"]["spark_catalog.default.orders_raw"]["state"], "IDLE", "nothing new: {fresh:#}");
+    assert_eq!(fresh["events"], followed["events"]);
+    // Every run's flows read the same: from the fold, or from its events alone.
+    for r in runs {
+        let path = format!("/api/runs/{}", r["id"].as_str().unwrap());
+        let (a, b) = (http(&early.url, "GET", &path), http(&late.url, "GET", &path));
+        assert_eq!(a.0, 200, "{}", a.1);
+        assert_eq!(a, b, "{path}");
+    }
+}

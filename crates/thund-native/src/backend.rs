@@ -1,6 +1,8 @@
 //! The native backend's face: [`NativeBackend`] says what it can run and starts prepared runs —
 //! it opens the storage, takes the run lock, attaches the event log and hands the run to `run`
-//! on a thread of its own.
+//! on a thread of its own. [`lock_run`] takes the same lock for a run of another backend, whose
+//! events share the pipeline's event log. Whoever takes the lock ends, in the log, the run that
+//! held it last and never released it (`RunLock::interrupted`), so no killed run stays RUNNING.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use knut_thund::prepare::PreparedRun;
 
 use crate::engine::EngineOptions;
 use crate::run::Job;
-use crate::storage::Storage;
+use crate::storage::{LockedRun, RunLock, Storage};
 
 /// The native backend's name in capabilities and events.
 pub const BACKEND_NAME: &str = "native";
@@ -70,7 +72,7 @@ impl ExecBackend for NativeBackend {
     /// (the log the CLI attaches to runs of every backend); a dry run writes nothing anywhere.
     fn start(&self, run: PreparedRun) -> knut_thund::error::Result<Box<dyn RunHandle>> {
         let storage = Storage::of(&run.pipeline)?;
-        let lock = if run.is_dry() { None } else { Some(storage.lock()?) };
+        let lock = if run.is_dry() { None } else { Some(take_lock(&storage, &run)?) };
         let log: Option<Arc<dyn EventLog>> = match &run.event_log {
             Some(log) => Some(Arc::clone(log)),
             None if run.is_dry() => None,
@@ -80,5 +82,50 @@ impl ExecBackend for NativeBackend {
         let job = Job::new(run, storage, self.options.engine.clone(), Arc::clone(&cancel), lock);
         let on_cancel = Box::new(move || cancel.store(true, Ordering::SeqCst));
         RunThread::spawn("thund-run", log, on_cancel, move |events| job.run_blocking(events))
+    }
+}
+
+/// Takes `run`'s lock in `storage` and ends the run it finds interrupted in the event log.
+fn take_lock(storage: &Storage, run: &PreparedRun) -> crate::error::Result<RunLock> {
+    let lock = storage.lock(&LockedRun { id: run.run_id.clone(), backend: run.capabilities.name.clone() })?;
+    if let Some(gone) = lock.interrupted() {
+        if let Err(e) = crate::event_log::end_interrupted(storage, &run.pipeline.name, gone, &run.run_id) {
+            tracing::warn!(run = %gone.id, error = %e, "the interrupted run could not be ended in the event log");
+        }
+    }
+    Ok(lock)
+}
+
+/// The run lock held for a run of a backend that takes none itself (Spark): one run of a
+/// pipeline at a time, whatever its backend. Dropped without [`HeldRunLock::release`] (a crash),
+/// the next run finds the run interrupted.
+#[derive(Debug)]
+pub struct HeldRunLock {
+    storage: Storage,
+    lock: RunLock,
+}
+
+/// Takes the run lock of `run`'s storage, failing fast if another run holds it.
+pub fn lock_run(run: &PreparedRun) -> crate::error::Result<HeldRunLock> {
+    let storage = Storage::of(&run.pipeline)?;
+    let lock = take_lock(&storage, run)?;
+    Ok(HeldRunLock { storage, lock })
+}
+
+impl HeldRunLock {
+    /// Releases the lock: the run ended (whether it succeeded or not).
+    pub fn release(self) -> crate::error::Result<()> {
+        let HeldRunLock { storage, lock } = self;
+        // On a thread of its own: the caller may be inside a runtime, where another cannot block.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+                    crate::error::NativeError::Storage(format!("cannot start a runtime to release the lock: {e}"))
+                })?;
+                rt.block_on(storage.release(lock))
+            })
+            .join()
+            .unwrap_or_else(|_| Err(crate::error::NativeError::Storage("releasing the run lock panicked".into())))
+        })
     }
 }

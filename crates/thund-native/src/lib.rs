@@ -63,7 +63,7 @@ mod types;
 mod views;
 mod write;
 
-pub use backend::{NativeBackend, NativeOptions, BACKEND_NAME};
+pub use backend::{lock_run, HeldRunLock, NativeBackend, NativeOptions, BACKEND_NAME};
 pub use engine::EngineOptions;
 pub use error::NativeError;
 pub use query::{query, table_summary, QueryResult};

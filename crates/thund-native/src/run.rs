@@ -151,6 +151,14 @@ impl Job {
                 o.data_quality = Some(metrics);
             }
         }
+        // A run whose lease another run took over meanwhile cannot vouch for what it wrote:
+        // whatever its last stage did, it fails, so a caller never takes it for a good run.
+        if !self.lock_still_held().await {
+            let why = "the run lock was taken over by another run while this run wrote its last stage";
+            events.run(RunPhase::Failed, format!("Run has FAILED: {why}."));
+            summary.error = Some(why.into());
+            return summary;
+        }
         let failed = summary.flows.iter().filter(|f| f.phase == RunPhase::Failed).count();
         if failed > 0 {
             events.run(RunPhase::Failed, format!("Run has FAILED: {failed} flow(s) failed."));
@@ -160,6 +168,18 @@ impl Job {
             events.run(RunPhase::Completed, "Run is COMPLETED.".into());
         }
         summary
+    }
+
+    /// Whether this run still holds its lock (a dry run holds none and needs none).
+    async fn lock_still_held(&self) -> bool {
+        // The guard is not held across the read: the lock's state is read out first.
+        let lock = self.lock.lock().ok().and_then(|mut l| l.take());
+        let Some(lock) = lock else { return true };
+        let held = self.storage.still_holds(&lock).await;
+        if let Ok(mut slot) = self.lock.lock() {
+            *slot = Some(lock);
+        }
+        held
     }
 
     /// A session with every catalog/database and every stored table registered, so datasets

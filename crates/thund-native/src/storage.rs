@@ -22,9 +22,13 @@
 //! The run lock is an OS file lock on a local root (released by the OS when a run dies, even on
 //! `kill -9`), and on S3 an object held as a lease: created only if absent, renewed by its holder
 //! every third of the lease (60 s, or `THUND_LOCK_LEASE` seconds) with a write conditional on its
-//! own last one, deleted when the run ends. A run that died leaves a lease that expires; another
-//! run then takes it over with a write conditional on the version it read, so two runs never
-//! both hold it. A holder that finds its lease taken over stops the run.
+//! own last one, deleted when the run ends. A run that died leaves a lease that expires; only
+//! then does another run take it over, with a write conditional on the version it read, so two
+//! runs never both hold it. Whether the holder's process lives is never judged from here: a
+//! process id means nothing across containers or machines, only the lease's expiry does. A
+//! holder that finds its lease taken over stops the run, and fails it if it had already
+//! finished. Either lock records the id of the run holding it, cleared when that run ends: a
+//! run that finds an id there knows that run was interrupted ([`RunLock::interrupted`]).
 //!
 //! Every key comes from a method of [`Storage`]: the layout is written down here and nowhere else.
 //! A `Storage` also holds the last snapshot it loaded of each table (`latest_table`), so a run
@@ -368,36 +372,63 @@ impl Storage {
         self.snapshots.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.table_key(name));
     }
 
-    /// Takes the run lock, failing fast if another run holds it.
-    pub fn lock(&self) -> Result<RunLock> {
+    /// Takes the run lock for `run` (its id and backend), failing fast if another run holds it.
+    pub fn lock(&self, run: &LockedRun) -> Result<RunLock> {
         match &self.local {
-            Some(root) => local_lock(root),
-            None => remote_lock(self),
+            Some(root) => local_lock(root, run),
+            None => remote_lock(self, run),
         }
     }
 }
 
-fn local_lock(root: &Path) -> Result<RunLock> {
+/// A run as its lock records it: the next run names it if it never ends.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LockedRun {
+    /// The run's id (its `update_id` in the event log).
+    pub id: String,
+    /// The backend it ran on.
+    pub backend: String,
+}
+
+/// Locks `run.lock` under `root`. The file holds the holder's process id, run id and backend; a
+/// run that ends empties it, so a run found there never ended.
+fn local_lock(root: &Path, run: &LockedRun) -> Result<RunLock> {
     std::fs::create_dir_all(root).map_err(|e| NativeError::io(root, e))?;
     let path = root.join("run.lock");
+    // Not truncated on open: the file is another run's until the lock is ours.
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
         .open(&path)
         .map_err(|e| NativeError::io(&path, e))?;
-    match file.try_lock() {
-        Ok(()) => {
-            let mut f = &file;
-            let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
-            Ok(RunLock::File(file))
-        }
-        Err(_) => Err(NativeError::Locked(path.display().to_string())),
+    if file.try_lock().is_err() {
+        return Err(NativeError::Locked(path.display().to_string()));
     }
+    let mut before = String::new();
+    let _ = std::io::Read::read_to_string(&mut &file, &mut before);
+    let mut lines = before.lines().skip(1).map(str::trim);
+    let interrupted = match (lines.next(), lines.next()) {
+        (Some(id), backend) if !id.is_empty() => {
+            Some(LockedRun { id: id.to_string(), backend: backend.unwrap_or_default().to_string() })
+        }
+        _ => None,
+    };
+    let record = || -> std::io::Result<()> {
+        file.set_len(0)?;
+        let mut f = &file;
+        std::io::Seek::rewind(&mut f)?;
+        f.write_all(format!("{}\n{}\n{}\n", std::process::id(), run.id, run.backend).as_bytes())?;
+        f.sync_data()
+    };
+    record().map_err(|e| NativeError::io(&path, e))?;
+    Ok(RunLock { held: Held::File(file), interrupted })
 }
 
 /// What a remote lock records about its holder. `token` tells this holder's lease from a later
 /// one; `expires` (unix seconds) is when another run may take the lock over.
+/// `host`, `pid` and `run` only tell a person (and the next run) who held it.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Holder {
     host: String,
@@ -407,6 +438,10 @@ struct Holder {
     token: String,
     #[serde(default)]
     expires: u64,
+    #[serde(default)]
+    run: String,
+    #[serde(default)]
+    backend: String,
 }
 
 fn host_name() -> String {
@@ -415,7 +450,7 @@ fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
+        .unwrap_or_else(|| "an unnamed host".into())
 }
 
 /// How long a remote lock lasts without renewal: [`DEFAULT_LEASE`], or `THUND_LOCK_LEASE`
@@ -433,11 +468,11 @@ fn unix_secs() -> u64 {
 }
 
 /// Takes `run.lock` in the object store as a lease, by conditional writes only: created if absent,
-/// or taken over — if its lease has expired, or its holder's process is gone from this host —
-/// by a write conditional on the version just read, so of two runs taking over one lock, one
-/// wins. A heartbeat then renews the lease, each renewal conditional on the holder's own last
-/// write. The calls run on a runtime of their own: this happens before the run's runtime exists.
-fn remote_lock(storage: &Storage) -> Result<RunLock> {
+/// or taken over once its lease has expired by a write conditional on the version just read, so
+/// of two runs taking over one lock, one wins. A heartbeat then renews the lease, each renewal
+/// conditional on the holder's own last write. The calls run on a runtime of their own: this
+/// happens before the run's runtime exists.
+fn remote_lock(storage: &Storage, run: &LockedRun) -> Result<RunLock> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -450,34 +485,39 @@ fn remote_lock(storage: &Storage) -> Result<RunLock> {
         started: unix_now(),
         token: uuid::Uuid::new_v4().to_string(),
         expires: unix_secs() + lease.as_secs(),
+        run: run.id.clone(),
+        backend: run.backend.clone(),
     };
     let body = serde_json::to_vec(&me).map_err(|e| NativeError::Storage(e.to_string()))?;
     let path = ObjectPath::from(key);
-    let version = rt.block_on(async {
+    let (version, interrupted) = rt.block_on(async {
         let created = storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Create.into()).await;
         match created {
-            Ok(r) => Ok(UpdateVersion { e_tag: r.e_tag, version: r.version }),
+            Ok(r) => Ok((UpdateVersion { e_tag: r.e_tag, version: r.version }, None)),
             Err(object_store::Error::AlreadyExists { .. }) => {
                 let held = storage.store.get(&path).await.map_err(|e| storage.err(key, e))?;
                 let seen = UpdateVersion { e_tag: held.meta.e_tag.clone(), version: held.meta.version.clone() };
                 let bytes = held.bytes().await.map_err(|e| storage.err(key, e))?;
                 let holder: Option<Holder> = serde_json::from_slice(&bytes).ok();
-                let expired = holder.as_ref().is_none_or(|h| h.expires < unix_secs());
-                // A holder on this host whose process is gone died without releasing it.
-                let dead = holder.as_ref().is_some_and(|h| {
-                    h.host == me.host && h.pid != me.pid && !Path::new(&format!("/proc/{}", h.pid)).exists()
-                });
-                let who = holder.map_or_else(
+                // Only the lease's expiry says its holder is gone: a process id read on this host
+                // may belong to another machine, container or PID namespace.
+                let now = unix_secs();
+                let left = holder.as_ref().map_or(0, |h| h.expires.saturating_sub(now));
+                let who = holder.as_ref().map_or_else(
                     || "unknown holder".to_string(),
                     |h| format!("host {} process {} since {}", h.host, h.pid, h.started),
                 );
                 let locked = |why: &str| NativeError::Locked(format!("{} ({who}; {why})", storage.url_of(key)));
-                if !(expired || dead) {
-                    return Err(locked("its lease is renewed while that run lives, and expires once it is gone"));
+                if holder.as_ref().is_some_and(|h| h.expires >= now) {
+                    return Err(locked(&format!(
+                        "its lease is renewed while that run lives; if it died, the lock is free in {left} s"
+                    )));
                 }
+                let interrupted =
+                    holder.filter(|h| !h.run.is_empty()).map(|h| LockedRun { id: h.run, backend: h.backend });
                 match storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Update(seen).into()).await
                 {
-                    Ok(r) => Ok(UpdateVersion { e_tag: r.e_tag, version: r.version }),
+                    Ok(r) => Ok((UpdateVersion { e_tag: r.e_tag, version: r.version }, interrupted)),
                     Err(object_store::Error::Precondition { .. } | object_store::Error::AlreadyExists { .. }) => {
                         Err(locked("another run took the expired lock over first"))
                     }
@@ -487,7 +527,7 @@ fn remote_lock(storage: &Storage) -> Result<RunLock> {
             Err(e) => Err(storage.err(key, e)),
         }
     })?;
-    Ok(RunLock::Lease(Lease::start(storage.clone(), me, version, lease)))
+    Ok(RunLock { held: Held::Lease(Lease::start(storage.clone(), me, version, lease)), interrupted })
 }
 
 /// A held remote lock: the heartbeat that renews it, and whether it was lost.
@@ -584,7 +624,13 @@ pub fn resolve_project_path(path: &str, root: &Path) -> PathBuf {
 /// Held for the duration of a run. A local lock is released by the OS when the process ends,
 /// even on a crash; an object lock by [`Storage::release`], or by its lease expiring.
 #[derive(Debug)]
-pub enum RunLock {
+pub struct RunLock {
+    held: Held,
+    interrupted: Option<LockedRun>,
+}
+
+#[derive(Debug)]
+enum Held {
     /// The locked `run.lock` file.
     File(File),
     /// `run.lock` in the object store, held as a renewed lease.
@@ -595,22 +641,31 @@ impl RunLock {
     /// Whether another run took the lock over (its lease was not renewed in time): this run must
     /// stop writing.
     pub fn lost(&self) -> bool {
-        match self {
-            RunLock::File(_) => false,
-            RunLock::Lease(l) => l.lost.load(std::sync::atomic::Ordering::SeqCst),
+        match &self.held {
+            Held::File(_) => false,
+            Held::Lease(l) => l.lost.load(std::sync::atomic::Ordering::SeqCst),
         }
+    }
+
+    /// The run that held the lock before and never ended (killed, or its machine lost): its
+    /// events stop where it stopped, and it must not stay "running" in the event log.
+    pub fn interrupted(&self) -> Option<&LockedRun> {
+        self.interrupted.as_ref()
     }
 }
 
 impl Storage {
-    /// Releases a run lock (deletes an object lock; a file lock goes with its handle).
+    /// Releases a run lock (deletes an object lock; empties a lock file, whose lock goes with its
+    /// handle): the run ended.
     pub async fn release(&self, lock: RunLock) -> Result<()> {
-        match lock {
-            RunLock::File(f) => {
+        match lock.held {
+            Held::File(f) => {
+                // Emptied while still locked, so no next run reads this run's id as interrupted.
+                f.set_len(0).map_err(|e| NativeError::Storage(format!("cannot clear the run lock: {e}")))?;
                 drop(f);
                 Ok(())
             }
-            RunLock::Lease(mut lease) => {
+            Held::Lease(mut lease) => {
                 lease.stop();
                 // Deleted only while it is still this run's lease (object stores have no
                 // conditional delete: a takeover between the read and the delete is the gap).
@@ -619,6 +674,24 @@ impl Storage {
                     self.delete("run.lock").await?;
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// Whether `lock` is still this run's: a lease another run took over is not, even if this
+    /// run's heartbeat has not noticed yet (it looks once per third of the lease).
+    pub async fn still_holds(&self, lock: &RunLock) -> bool {
+        match &lock.held {
+            Held::File(_) => true,
+            Held::Lease(lease) => {
+                if lock.lost() {
+                    return false;
+                }
+                match self.read_json::<Holder>("run.lock").await {
+                    Ok(held) => held.is_some_and(|h| h.token == lease.token),
+                    // Unreadable is not proof of loss: the heartbeat decides on its next beat.
+                    Err(_) => true,
+                }
             }
         }
     }
@@ -647,9 +720,15 @@ mod tests {
     fn a_second_lock_fails_fast() {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::at(dir.path());
-        let first = s.lock().unwrap();
-        assert!(matches!(s.lock(), Err(NativeError::Locked(_))));
+        let run = |id: &str| LockedRun { id: id.into(), backend: "native".into() };
+        let first = s.lock(&run("one")).unwrap();
+        assert!(matches!(s.lock(&run("two")), Err(NativeError::Locked(_))));
         drop(first);
-        assert!(s.lock().is_ok());
+        // `one` ended without releasing its lock: the next run learns it was interrupted.
+        let second = s.lock(&run("two")).unwrap();
+        assert_eq!(second.interrupted(), Some(&run("one")));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(s.release(second)).unwrap();
+        assert_eq!(s.lock(&run("three")).unwrap().interrupted(), None, "a released lock names no run");
     }
 }

@@ -4,8 +4,8 @@
 //! ```text
 //!  browser ──GET /──────────────▶ index.html, app.js, app.css (built into the binary)
 //!          ──GET /api/pipeline──▶ model::pipeline   the project's SQL, reloaded on each request
-//!          ──GET /api/state─────▶ model::state      the event log folded (reread only when its
-//!          ──GET /api/runs/ID───▶ model::run          Delta version changes)
+//!          ──GET /api/state─────▶ model::Folded     the event log folded: summarized once
+//!          ──GET /api/runs/ID───▶ model::Folded       (`Overview`), then only new commits read
 //!          ──GET /api/datasets/N▶ row count and schema of the stored table (`thund query`'s path)
 //! ```
 //!
@@ -28,8 +28,9 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName};
+use model::Folded;
 use serde_json::{json, Value};
-use thund_native::event_log::{self, LoggedEvent};
+use thund_native::event_log::{self, LogReader, Polled};
 use thund_native::EngineOptions;
 
 const INDEX: &str = include_str!("assets/index.html");
@@ -47,11 +48,11 @@ struct App {
     bound: SocketAddr,
 }
 
-/// The event log at one Delta version, and the state folded from it (on first ask).
+/// The event log as read so far, and the state folded from it (on first ask).
 #[derive(Default)]
 struct Log {
-    version: Option<i64>,
-    events: Arc<Vec<LoggedEvent>>,
+    reader: Option<LogReader>,
+    folded: Option<Folded>,
     state: Option<Arc<Value>>,
 }
 
@@ -181,17 +182,24 @@ async fn api(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
             let p = load(&app.start)?;
             Ok(Some(model::pipeline(&p)))
         }
-        // Polled twice a second: the log is reread, and the state folded, only when it changed.
+        // Polled twice a second: only commits made since the last poll are read, and the state
+        // is folded again only when there were some.
         ["api", "state"] => {
             let mut log = fresh_log(app).await?;
             let log = &mut *log;
-            let root = &app.pipeline.root;
-            let state = log.state.get_or_insert_with(|| Arc::new(model::state(root, &log.events)));
+            let folded = log.folded.get_or_insert_with(Folded::default);
+            let state = log.state.get_or_insert_with(|| Arc::new(folded.state()));
             Ok(Some(Value::clone(state)))
         }
         ["api", "runs", id] => {
             let log = fresh_log(app).await?;
-            Ok(model::run(&app.pipeline.root, &log.events, id))
+            if let Some(run) = log.folded.as_ref().and_then(|f| f.run(id)) {
+                return Ok(Some(run));
+            }
+            drop(log);
+            // A run older than the log's first read: its events alone are read.
+            let events = event_log::read_run(&app.pipeline, id).await?;
+            Ok(model::run(&app.pipeline.root, &events, id))
         }
         ["api", "datasets", name] => {
             let p = load(&app.start)?;
@@ -208,16 +216,31 @@ fn load(start: &Path) -> anyhow::Result<Pipeline> {
     Ok(p)
 }
 
-/// The event log, reread only when its Delta version has changed.
+/// The event log with what was committed since the last read folded in: summarized on the first
+/// read and after a compaction rewrote it, otherwise read commit by commit.
 async fn fresh_log(app: &App) -> anyhow::Result<tokio::sync::MutexGuard<'_, Log>> {
-    let mut log = app.log.lock().await;
-    let p = &app.pipeline;
-    let version = event_log::version(p).await?;
-    if log.version != Some(version) {
-        let events = if version < 0 { Vec::new() } else { event_log::read(p).await? };
-        *log = Log { version: Some(version), events: Arc::new(events), state: None };
+    let mut guard = app.log.lock().await;
+    let log = &mut *guard;
+    let (p, root) = (&app.pipeline, &app.pipeline.root);
+    let reader = match &mut log.reader {
+        Some(r) => r,
+        None => log.reader.insert(LogReader::new(p)?),
+    };
+    let polled = if log.folded.is_none() { Polled::Rewritten } else { reader.poll().await? };
+    match polled {
+        Polled::Unchanged => {}
+        Polled::Appended(events) => {
+            if let Some(f) = &mut log.folded {
+                f.add(root, &events);
+            }
+            log.state = None;
+        }
+        Polled::Rewritten => {
+            log.folded = Some(Folded::from_overview(root, reader.overview().await?));
+            log.state = None;
+        }
     }
-    Ok(log)
+    Ok(guard)
 }
 
 /// The stored table of a dataset: its row count and schema, or why there is none.

@@ -9,7 +9,7 @@ use knut_thund::error::Diagnostic;
 use knut_thund::ir::{Pipeline, Read, SourceLocation};
 use knut_thund::plan::{plan, Selection};
 use serde_json::{json, Value};
-use thund_native::event_log::LoggedEvent;
+use thund_native::event_log::{LoggedEvent, Overview};
 
 /// The graph: datasets in layers (a dataset's layer is one more than its deepest input's, as
 /// DLT draws them left to right), the edges by read, and what the panel shows of each.
@@ -112,65 +112,115 @@ impl<'a> Sources<'a> {
     }
 }
 
-/// The runs and each dataset's last state, folded from the event log (oldest event first).
-pub fn state(root: &Path, events: &[LoggedEvent]) -> Value {
-    let mut runs: Vec<Run> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    for e in events {
-        let i = *index.entry(e.origin.update_id.as_str()).or_insert_with(|| {
-            runs.push(Run::new(e));
-            runs.len() - 1
-        });
-        runs[i].add(root, e);
-    }
-    // Each dataset's state is its state in the last run it took part in; its last refresh is
-    // the last time one of its flows completed.
-    let mut datasets: BTreeMap<String, Value> = BTreeMap::new();
-    for r in &runs {
-        for f in r.flows.values() {
-            let Some(d) = &f.dataset else { continue };
-            let Some(state) = &f.state else { continue };
-            if state == "EXCLUDED" {
-                continue;
+/// How many runs `/api/state` lists (the latest); `run_count` says how many there are.
+pub const RUNS_LISTED: usize = 100;
+
+/// The event log folded: every run's summary, and the flows of the runs whose events were all
+/// read — the last run each dataset took part in, and every run begun since the log was first
+/// read. Built from an [`Overview`] (a long log is never decoded whole) and then fed only the
+/// events committed since.
+#[derive(Default)]
+pub struct Folded {
+    events: u64,
+    runs: Vec<Run>,
+    index: HashMap<String, usize>,
+    detailed: BTreeSet<String>,
+}
+
+impl Folded {
+    /// The log as an overview summarizes it.
+    pub fn from_overview(root: &Path, o: Overview) -> Self {
+        let mut f = Folded { events: o.events, detailed: o.detailed, ..Folded::default() };
+        for (id, backend, started) in o.runs {
+            f.index.insert(id.clone(), f.runs.len());
+            f.runs.push(Run::started(id, backend, started));
+        }
+        for e in &o.read {
+            if let Some(&i) = f.index.get(e.origin.update_id.as_str()) {
+                f.runs[i].add(root, e);
             }
-            let entry = datasets.entry(d.clone()).or_insert_with(|| json!({}));
-            entry["state"] = json!(state);
-            entry["run"] = json!(r.id);
-            entry["error"] = json!(f.error);
-            entry["error_snippet"] = json!(f.error_snippet);
-            if state == "COMPLETED" {
-                entry["last_refresh"] = json!(f.ended);
-                entry["duration_ms"] = json!(f.duration_ms);
-                entry["rows"] = json!(f.rows);
-                if !f.expectations.is_empty() {
-                    entry["expectations"] = json!(f.expectations);
+        }
+        f
+    }
+
+    /// Folds events committed after those already folded (oldest first); a run first seen here
+    /// has all its events folded.
+    pub fn add(&mut self, root: &Path, events: &[LoggedEvent]) {
+        self.events += events.len() as u64;
+        for e in events {
+            let i = match self.index.get(e.origin.update_id.as_str()) {
+                Some(&i) => i,
+                None => {
+                    self.index.insert(e.origin.update_id.clone(), self.runs.len());
+                    self.detailed.insert(e.origin.update_id.clone());
+                    self.runs.push(Run::new(e));
+                    self.runs.len() - 1
+                }
+            };
+            self.runs[i].add(root, e);
+        }
+    }
+
+    /// The last runs and each dataset's last state.
+    pub fn state(&self) -> Value {
+        // Each dataset's state is its state in the last run it took part in; its last refresh is
+        // the last time one of its flows completed.
+        let mut datasets: BTreeMap<String, Value> = BTreeMap::new();
+        for r in &self.runs {
+            for f in r.flows.values() {
+                let Some(d) = &f.dataset else { continue };
+                let Some(state) = &f.state else { continue };
+                if state == "EXCLUDED" {
+                    continue;
+                }
+                let entry = datasets.entry(d.clone()).or_insert_with(|| json!({}));
+                entry["state"] = json!(state);
+                entry["run"] = json!(r.id);
+                entry["error"] = json!(f.error);
+                entry["error_snippet"] = json!(f.error_snippet);
+                if state == "COMPLETED" {
+                    entry["last_refresh"] = json!(f.ended);
+                    entry["duration_ms"] = json!(f.duration_ms);
+                    entry["rows"] = json!(f.rows);
+                    if !f.expectations.is_empty() {
+                        entry["expectations"] = json!(f.expectations);
+                    }
                 }
             }
         }
+        let listed = &self.runs[self.runs.len().saturating_sub(RUNS_LISTED)..];
+        json!({
+            "events": self.events,
+            "run_count": self.runs.len(),
+            "runs": listed.iter().map(Run::summary).collect::<Vec<_>>(),
+            "datasets": datasets,
+        })
     }
-    json!({
-        "events": events.len(),
-        "runs": runs.iter().map(Run::summary).collect::<Vec<_>>(),
-        "datasets": datasets,
-    })
+
+    /// One run with its flows, if all its events were folded.
+    pub fn run(&self, id: &str) -> Option<Value> {
+        if !self.detailed.contains(id) {
+            return None;
+        }
+        self.index.get(id).map(|&i| self.runs[i].detailed())
+    }
 }
 
-/// One run's flows, as `GET /api/runs/{id}` shows them.
+/// One run's flows, as `GET /api/runs/{id}` shows them, from its events (oldest first).
 pub fn run(root: &Path, events: &[LoggedEvent], id: &str) -> Option<Value> {
     let mut run: Option<Run> = None;
     for e in events.iter().filter(|e| e.origin.update_id == id) {
         run.get_or_insert_with(|| Run::new(e)).add(root, e);
     }
-    let run = run?;
-    let mut summary = run.summary();
-    summary["flows"] = json!(run.flows.values().collect::<Vec<_>>());
-    Some(summary)
+    Some(run?.detailed())
 }
 
 struct Run {
     id: String,
     backend: String,
     started: String,
+    /// The time of its last event before it ended.
+    last_seen: String,
     ended: Option<String>,
     state: String,
     error: Option<String>,
@@ -192,10 +242,15 @@ struct Flow {
 
 impl Run {
     fn new(e: &LoggedEvent) -> Self {
+        Run::started(e.origin.update_id.clone(), e.origin.backend.clone(), e.timestamp.clone())
+    }
+
+    fn started(id: String, backend: String, started: String) -> Self {
         Run {
-            id: e.origin.update_id.clone(),
-            backend: e.origin.backend.clone(),
-            started: e.timestamp.clone(),
+            id,
+            backend,
+            last_seen: started.clone(),
+            started,
             ended: None,
             state: "RUNNING".into(),
             error: None,
@@ -203,9 +258,32 @@ impl Run {
         }
     }
 
+    fn detailed(&self) -> Value {
+        let mut summary = self.summary();
+        summary["flows"] = json!(self.flows.values().collect::<Vec<_>>());
+        summary
+    }
+
     fn add(&mut self, root: &Path, e: &LoggedEvent) {
         match e.event_type.as_str() {
+            // Found interrupted by a later run: it ended when its last event was written, unless
+            // it had ended after all (killed between its last event and releasing its lock).
+            "update_progress" if e.details.pointer("/update_progress/interrupted") == Some(&json!(true)) => {
+                if self.ended.is_none() {
+                    self.state = "FAILED".into();
+                    self.ended = Some(self.last_seen.clone());
+                    self.error = e.error.clone();
+                    // Its flows under way stopped with it (their tables keep their last commits).
+                    for f in self.flows.values_mut() {
+                        let done = ["COMPLETED", "FAILED", "SKIPPED", "STOPPED", "IDLE", "EXCLUDED"];
+                        if f.state.as_deref().is_some_and(|s| !done.contains(&s)) {
+                            f.state = Some("STOPPED".into());
+                        }
+                    }
+                }
+            }
             "update_progress" => {
+                self.last_seen = e.timestamp.clone();
                 let state = e.details.pointer("/update_progress/state").and_then(Value::as_str);
                 if let Some(s @ ("COMPLETED" | "FAILED" | "STOPPED" | "CANCELED")) = state {
                     self.state = s.into();
@@ -214,6 +292,7 @@ impl Run {
                 }
             }
             "flow_definition" | "flow_progress" => {
+                self.last_seen = e.timestamp.clone();
                 let Some(name) = &e.origin.flow_name else { return };
                 let f = self.flows.entry(name.clone()).or_insert_with(|| Flow {
                     flow: name.clone(),
@@ -267,7 +346,7 @@ impl Run {
                     f.error_snippet = Some(snippet(root, err, e.origin.source_code_location.as_deref()));
                 }
             }
-            _ => {}
+            _ => self.last_seen = e.timestamp.clone(),
         }
     }
 
@@ -319,6 +398,67 @@ mod tests {
         assert_eq!(s, "CREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;");
         assert_eq!(sources.statement(&SourceLocation::new("a.sql", 5, 1)), "CREATE VIEW b AS SELECT 1;");
         assert_eq!(sources.statement(&SourceLocation::new("missing.sql", 1, 1)), "");
+    }
+
+    fn event(run: &str, at: &str, event_type: &str, flow: Option<&str>, details: Value) -> LoggedEvent {
+        LoggedEvent {
+            id: format!("{run}-{at}"),
+            sequence: 0,
+            origin: thund_native::event_log::Origin {
+                pipeline_name: "p".into(),
+                update_id: run.into(),
+                backend: "native".into(),
+                dataset_name: flow.map(|f| format!("c.d.{f}")),
+                flow_name: flow.map(str::to_string),
+                source_code_location: None,
+            },
+            timestamp: format!("2026-12-02T10:00:{at}.000Z"),
+            message: String::new(),
+            level: "INFO".into(),
+            maturity_level: "STABLE".into(),
+            error: None,
+            details,
+            event_type: event_type.into(),
+        }
+    }
+
+    #[test]
+    fn an_interrupted_run_ends_at_its_last_event_and_a_finished_one_stays_finished() {
+        let interrupted = || {
+            let mut e = event(
+                "x",
+                "59",
+                "update_progress",
+                None,
+                json!({"update_progress": {"state": "FAILED", "interrupted": true}}),
+            );
+            e.error = Some("interrupted".into());
+            e
+        };
+        let mut killed = vec![
+            event("a", "01", "create_update", None, json!({})),
+            event("a", "02", "flow_progress", Some("f"), json!({"flow_progress": {"status": "RUNNING"}})),
+        ];
+        killed.push(LoggedEvent { origin: killed[0].origin.clone(), ..interrupted() });
+        let mut ended = vec![
+            event("b", "10", "create_update", None, json!({})),
+            event("b", "11", "update_progress", None, json!({"update_progress": {"state": "COMPLETED"}})),
+        ];
+        ended.push(LoggedEvent { origin: ended[0].origin.clone(), ..interrupted() });
+        let root = Path::new("/nowhere");
+        let mut f = Folded::default();
+        f.add(root, &killed);
+        f.add(root, &ended);
+        let state = f.state();
+        let runs = state["runs"].as_array().unwrap();
+        assert_eq!(
+            (runs[0]["state"].as_str(), runs[0]["ended"].as_str()),
+            (Some("FAILED"), Some("2026-12-02T10:00:02.000Z"))
+        );
+        assert_eq!(runs[0]["error"], "interrupted");
+        assert_eq!(state["datasets"]["c.d.f"]["state"], "STOPPED", "{state}");
+        assert_eq!((runs[1]["state"].as_str(), runs[1]["error"].as_str()), (Some("COMPLETED"), None), "{state}");
+        assert_eq!(state["events"], 6);
     }
 
     #[test]

@@ -48,11 +48,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::{NativeError, Result};
-use crate::storage::Storage;
+use crate::storage::{LockedRun, Storage};
 
 mod table;
 pub(crate) use table::provider;
-pub use table::{location, micros, read, schema, version};
+pub use table::{
+    last_run, location, micros, read, read_each, read_run, runs, schema, version, LogReader, Overview, Polled,
+};
 use table::{open_log, read_table, to_batch};
 
 /// How often queued events are committed while a run goes.
@@ -444,6 +446,47 @@ async fn append(storage: &Storage, key: &str, table: Option<DeltaTable>, rows: &
         ]);
     }
     Ok(write.with_writer_properties(crate::write::writer_properties()).await?)
+}
+
+/// Ends, in the log under `storage`, the run `gone` that held the run lock and never released it
+/// (killed, or its machine stopped): its `update_progress` becomes FAILED, marked `interrupted`,
+/// so it does not stay RUNNING forever. Found by the run `by` when it took the lock.
+pub(crate) fn end_interrupted(storage: &Storage, pipeline: &str, gone: &LockedRun, by: &str) -> Result<()> {
+    let why = "interrupted: the run's process ended before the run did (killed, or its machine stopped)";
+    let row = LoggedEvent {
+        id: uuid::Uuid::new_v4().to_string(),
+        // After whatever the run logged before it stopped.
+        sequence: i64::MAX,
+        origin: Origin {
+            pipeline_name: pipeline.to_string(),
+            update_id: gone.id.clone(),
+            backend: gone.backend.clone(),
+            ..Origin::default()
+        },
+        timestamp: rfc3339(SystemTime::now()),
+        message: format!("Run {} was interrupted; run {by} found it so when it started.", gone.id),
+        level: "ERROR".into(),
+        maturity_level: "STABLE".into(),
+        error: Some(why.into()),
+        details: json!({"update_progress": {"state": "FAILED", "interrupted": true}}),
+        event_type: "update_progress".into(),
+    };
+    // On a thread of its own: the caller may be inside a runtime, where another cannot block.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| NativeError::Execution(format!("no runtime for the event log: {e}")))?;
+            rt.block_on(async {
+                // A log that was never written holds nothing of that run to end.
+                let Some(table) = open_log(storage).await? else { return Ok(()) };
+                append(storage, &storage.event_log_key(), Some(table), &[row]).await.map(|_| ())
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err(NativeError::Execution("ending the interrupted run panicked".into())))
+    })
 }
 
 /// Rewrites the table as one file of the events younger than `retention` (and those of the

@@ -96,34 +96,8 @@ pub fn micros(t: &str) -> i64 {
 
 /// Every event of `table`, ordered by time, then run and sequence.
 pub(super) async fn read_table(table: &DeltaTable) -> Result<Vec<LoggedEvent>> {
-    let ctx = datafusion::prelude::SessionContext::new();
-    table.update_datafusion_session(&ctx.state())?;
-    ctx.register_table("event_log", table.table_provider().await?)?;
-    use datafusion::functions::core::expr_fn::get_field;
-    use datafusion::prelude::col;
-    let columns = [
-        "id",
-        "sequence",
-        "origin",
-        "timestamp",
-        "message",
-        "level",
-        "maturity_level",
-        "error",
-        "details",
-        "event_type",
-    ];
-    let df = ctx.table("event_log").await?.select_columns(&columns)?.sort(vec![
-        col("timestamp").sort(true, false),
-        get_field(col("origin"), "update_id").sort(true, false),
-        col("sequence").sort(true, false),
-    ])?;
-    let batches = df.collect().await?;
-    let mut out = Vec::new();
-    for b in &batches {
-        out.extend(from_batch(b)?);
-    }
-    Ok(out)
+    let ctx = session(table, None).await?;
+    events_where(&ctx, None).await
 }
 
 pub(super) fn from_batch(b: &RecordBatch) -> Result<Vec<LoggedEvent>> {
@@ -248,4 +222,284 @@ pub(crate) async fn provider(
     let Some(table) = open_log(storage).await? else { return Ok(None) };
     table.update_datafusion_session(&ctx.state())?;
     Ok(Some(table.table_provider().await?))
+}
+
+/// What a reader needs first of a long log, read without decoding every event: the runs, each
+/// run's `update_progress` events, and every event of the runs a dataset last took part in (so
+/// each dataset's last state and the runs' states fold from a few thousand events, not from a
+/// million). [`LogReader`] then follows the log from the version it was read at.
+pub struct Overview {
+    /// Events in the log at that version.
+    pub events: u64,
+    /// Every run, oldest first: its id, backend and first event's time (RFC 3339).
+    pub runs: Vec<(String, String, String)>,
+    /// Ordered by time: every `update_progress` event, and every event of the runs in `detailed`.
+    pub read: Vec<LoggedEvent>,
+    /// The runs whose events are all in `read`: the last run each dataset took part in, the last
+    /// run each completed in, the runs without an end, and the last run.
+    pub detailed: std::collections::BTreeSet<String>,
+}
+
+/// Follows a pipeline's log commit by commit: the first read is an [`Overview`], each later one
+/// reads only the files committed since.
+pub struct LogReader {
+    storage: Storage,
+    table: Option<DeltaTable>,
+    files: std::collections::HashSet<String>,
+}
+
+/// What [`LogReader::poll`] found.
+pub enum Polled {
+    /// Nothing committed since the last read.
+    Unchanged,
+    /// The events committed since the last read, ordered by time.
+    Appended(Vec<LoggedEvent>),
+    /// The log was rewritten (compacted) or created: read it anew with [`LogReader::overview`].
+    Rewritten,
+}
+
+impl LogReader {
+    /// A reader of `p`'s log that has read nothing yet.
+    pub fn new(p: &Pipeline) -> Result<Self> {
+        Ok(LogReader { storage: Storage::of(p)?, table: None, files: Default::default() })
+    }
+
+    /// The log as it is now, summarized; later polls read from here.
+    pub async fn overview(&mut self) -> Result<Overview> {
+        self.table = open_log(&self.storage).await?;
+        self.files.clear();
+        let Some(table) = &self.table else {
+            return Ok(Overview { events: 0, runs: Vec::new(), read: Vec::new(), detailed: Default::default() });
+        };
+        self.files = files_of(table)?;
+        overview(table).await
+    }
+
+    /// What was committed since the last read.
+    pub async fn poll(&mut self) -> Result<Polled> {
+        let Some(mut table) = self.table.clone() else {
+            return Ok(if self.storage.is_table(&self.storage.event_log_key()).await? {
+                Polled::Rewritten
+            } else {
+                Polled::Unchanged
+            });
+        };
+        let before = table.version();
+        table.update_incremental(None).await?;
+        if table.version() == before {
+            return Ok(Polled::Unchanged);
+        }
+        let files = files_of(&table)?;
+        if !self.files.iter().all(|f| files.contains(f)) {
+            return Ok(Polled::Rewritten);
+        }
+        let new: Vec<String> = files.iter().filter(|f| !self.files.contains(*f)).cloned().collect();
+        let events = if new.is_empty() { Vec::new() } else { read_files(&table, new).await? };
+        self.files = files;
+        self.table = Some(table);
+        Ok(Polled::Appended(events))
+    }
+}
+
+fn files_of(table: &DeltaTable) -> Result<std::collections::HashSet<String>> {
+    Ok(table.snapshot()?.log_data().iter().map(|f| f.path().to_string()).collect())
+}
+
+/// A session with the log's table registered as `event_log` (only `paths` of it, if given).
+async fn session(table: &DeltaTable, paths: Option<Vec<String>>) -> Result<datafusion::prelude::SessionContext> {
+    let ctx = datafusion::prelude::SessionContext::new();
+    table.update_datafusion_session(&ctx.state())?;
+    let provider = match paths {
+        Some(paths) => table.table_provider().with_file_paths(paths).await?,
+        None => table.table_provider().await?,
+    };
+    ctx.register_table("event_log", provider)?;
+    Ok(ctx)
+}
+
+/// The events of the files `paths` of `table`, ordered by time.
+async fn read_files(table: &DeltaTable, paths: Vec<String>) -> Result<Vec<LoggedEvent>> {
+    let ctx = session(table, Some(paths)).await?;
+    events_where(&ctx, None).await
+}
+
+/// Expressions over the log's columns (built, not parsed: SQL text is the front end's).
+mod x {
+    pub use datafusion::functions::core::expr_fn::get_field;
+    pub use datafusion::functions_aggregate::expr_fn::{count, last_value, min};
+    pub use datafusion::functions_aggregate::first_last::last_value_udaf;
+    pub use datafusion::logical_expr::{col, lit, when, Expr, ExprFunctionExt};
+
+    /// `origin.<field>`.
+    pub fn origin(field: &str) -> Expr {
+        get_field(col("origin"), field)
+    }
+
+    /// Whether the JSON text of `details` holds `"<key>":"<value>"` for one of `values`.
+    pub fn details_say(key: &str, values: &[&str]) -> Expr {
+        let each = values.iter().map(|v| col("details").like(lit(format!("%\"{key}\":\"{v}\"%"))));
+        each.reduce(Expr::or).unwrap_or(lit(false))
+    }
+}
+
+/// The events of the log (registered as `event_log` in `ctx`) that `filter` keeps (all when
+/// `None`), ordered by time, then run and sequence.
+async fn events_where(ctx: &datafusion::prelude::SessionContext, filter: Option<x::Expr>) -> Result<Vec<LoggedEvent>> {
+    let mut out = Vec::new();
+    for b in ordered(ctx, filter).await?.collect().await? {
+        out.extend(from_batch(&b)?);
+    }
+    Ok(out)
+}
+
+async fn ordered(
+    ctx: &datafusion::prelude::SessionContext,
+    filter: Option<x::Expr>,
+) -> Result<datafusion::prelude::DataFrame> {
+    let columns = [
+        "id",
+        "sequence",
+        "origin",
+        "timestamp",
+        "message",
+        "level",
+        "maturity_level",
+        "error",
+        "details",
+        "event_type",
+    ];
+    let mut df = ctx.table("event_log").await?.select_columns(&columns)?;
+    if let Some(f) = filter {
+        df = df.filter(f)?;
+    }
+    Ok(df.sort(vec![
+        x::col("timestamp").sort(true, false),
+        x::origin("update_id").sort(true, false),
+        x::col("sequence").sort(true, false),
+    ])?)
+}
+
+/// The text column `i` of `b`.
+fn text_column(b: &RecordBatch, i: usize) -> Result<StringArray> {
+    use arrow::array::AsArray;
+    Ok(arrow::compute::cast(b.column(i), &DataType::Utf8)?.as_string::<i32>().clone())
+}
+
+async fn overview(table: &DeltaTable) -> Result<Overview> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+    use x::ExprFunctionExt;
+    let ctx = session(table, None).await?;
+    let log = ctx.table("event_log").await?;
+    // A run without an end is under way (or was killed and no run has come since): read whole.
+    let ended = x::col("event_type")
+        .eq(x::lit("update_progress"))
+        .and(x::details_say("state", &["COMPLETED", "FAILED", "STOPPED", "CANCELED"]));
+    let runs_df = log.clone().aggregate(
+        vec![x::origin("update_id").alias("run")],
+        vec![
+            x::min(x::origin("backend")).alias("backend"),
+            x::min(x::col("timestamp")).alias("started"),
+            x::count(x::lit(1)).alias("n"),
+            x::count(x::when(ended, x::lit(1)).end()?).alias("ends"),
+        ],
+    )?;
+    let mut runs = Vec::new();
+    let mut events = 0u64;
+    let mut detailed = std::collections::BTreeSet::new();
+    for b in runs_df.collect().await? {
+        let (run, backend) = (text_column(&b, 0)?, text_column(&b, 1)?);
+        let started = b.column(2).as_primitive::<TimestampMicrosecondType>();
+        let (n, ends) = (b.column(3).as_primitive::<Int64Type>(), b.column(4).as_primitive::<Int64Type>());
+        for i in 0..b.num_rows() {
+            events += n.value(i).max(0) as u64;
+            runs.push((started.value(i), run.value(i).to_string(), backend.value(i).to_string()));
+            if ends.value(i) == 0 {
+                detailed.insert(run.value(i).to_string());
+            }
+        }
+    }
+    runs.sort();
+    detailed.extend(runs.last().map(|r| r.1.clone()));
+    // Each dataset's last run (the run of its latest flow progress: its state), and the run of
+    // its last completed flow (its last refresh, rows and expectations).
+    let by_time = || vec![x::col("timestamp").sort(true, false)];
+    let last_df = log
+        .filter(x::col("event_type").eq(x::lit("flow_progress")).and(x::origin("dataset_name").is_not_null()))?
+        .aggregate(
+            vec![x::origin("dataset_name").alias("dataset")],
+            vec![
+                x::last_value(x::origin("update_id"), by_time()).alias("last"),
+                // Built whole: `filter` on a built aggregate would drop its ORDER BY.
+                x::last_value_udaf()
+                    .call(vec![x::origin("update_id")])
+                    .order_by(by_time())
+                    .filter(x::details_say("status", &["COMPLETED"]))
+                    .build()?
+                    .alias("completed"),
+            ],
+        )?;
+    for b in last_df.collect().await? {
+        for column in 1..3 {
+            let run = text_column(&b, column)?;
+            detailed.extend((0..b.num_rows()).filter(|i| !run.is_null(*i)).map(|i| run.value(i).to_string()));
+        }
+    }
+    let named = detailed.iter().map(|r| x::lit(r.clone())).collect();
+    let wanted = x::col("event_type").eq(x::lit("update_progress")).or(x::origin("update_id").in_list(named, false));
+    let read = events_where(&ctx, Some(wanted)).await?;
+    let runs = runs.into_iter().map(|(t, id, backend)| (id, backend, rfc3339_micros(t))).collect();
+    Ok(Overview { events, runs, read, detailed })
+}
+
+/// Every run of `log` with when it started, the latest first if `latest_first`.
+async fn started_runs(table: &DeltaTable, latest_first: bool, limit: Option<usize>) -> Result<Vec<String>> {
+    let ctx = session(table, None).await?;
+    let df = ctx
+        .table("event_log")
+        .await?
+        .aggregate(vec![x::origin("update_id").alias("run")], vec![x::min(x::col("timestamp")).alias("started")])?
+        .sort(vec![x::col("started").sort(!latest_first, false), x::col("run").sort(!latest_first, false)])?
+        .limit(0, limit)?;
+    let mut out = Vec::new();
+    for b in df.collect().await? {
+        out.extend(text_column(&b, 0)?.iter().flatten().map(str::to_string));
+    }
+    Ok(out)
+}
+
+/// The id of the run of `p` that started last (`None` before any).
+pub async fn last_run(p: &Pipeline) -> Result<Option<String>> {
+    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(None) };
+    Ok(started_runs(&table, true, Some(1)).await?.into_iter().next())
+}
+
+/// Every run of `p`, in the order they started.
+pub async fn runs(p: &Pipeline) -> Result<Vec<String>> {
+    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(Vec::new()) };
+    started_runs(&table, false, None).await
+}
+
+/// Every event of the run `id` of `p`, ordered by time.
+pub async fn read_run(p: &Pipeline, id: &str) -> Result<Vec<LoggedEvent>> {
+    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(Vec::new()) };
+    let ctx = session(&table, None).await?;
+    events_where(&ctx, Some(x::origin("update_id").eq(x::lit(id.to_string())))).await
+}
+
+/// Calls `f` with every event of `p`'s log in order of time, as they are read (one batch decoded
+/// at a time), until `f` returns false.
+pub async fn read_each(p: &Pipeline, mut f: impl FnMut(LoggedEvent) -> bool) -> Result<()> {
+    use futures::StreamExt;
+    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(()) };
+    let ctx = session(&table, None).await?;
+    let mut stream = ordered(&ctx, None).await?.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        for e in from_batch(&batch?)? {
+            if !f(e) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
 }

@@ -130,6 +130,10 @@ function drawRuns() {
     el("td", {}, r.id), el("td", {}, r.backend), el("td", {}, fmtTime(r.started)),
     el("td", {class: "num"}, fmtMs(r.duration_ms)), el("td", {}, stateSpan(r.state)))));
   document.getElementById("no-runs").hidden = runs.length > 0;
+  // The server lists the latest runs; older ones stay in the event log (`thund events --all`).
+  const more = document.getElementById("more-runs");
+  more.hidden = status.run_count <= runs.length;
+  more.textContent = `The last ${runs.length} of ${status.run_count} runs; \`thund events --all\` shows every one.`;
   const last = runs[0];
   const live = !!last && last.state === "RUNNING";
   document.getElementById("live").hidden = !live;
