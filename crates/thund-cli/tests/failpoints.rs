@@ -90,6 +90,9 @@ impl Root {
                 ("AWS_SECRET_ACCESS_KEY", "test".into()),
                 ("AWS_REGION", "us-east-1".into()),
                 ("AWS_EC2_METADATA_DISABLED", "true".into()),
+                // A killed run's lease holds the lock until it expires: short, so the run after
+                // a death waits seconds, not a minute.
+                ("THUND_LOCK_LEASE", "4".into()),
             ],
             storage: Some(format!("s3://thund-test/faults/{}_{now}/{scenario}", std::process::id())),
         })
@@ -192,7 +195,17 @@ fn play(root: &Root, s: &Scenario) {
                 text(&died)
             );
         }
-        let o = root.run(dir, &[]);
+        // On S3 the lock of a run that died is free once its lease expires: the next run says so
+        // and is tried again until then (a local lock is the OS's, free at once).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let o = loop {
+            let o = root.run(dir, &[]);
+            let leased = root.storage.is_some() && text(&o).contains("the lock is free in");
+            if o.status.success() || !leased || std::time::Instant::now() > deadline {
+                break o;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        };
         assert!(o.status.success(), "batch {i}: the run after {failpoint} failed: {}", text(&o));
     }
     same_rows(&root.query(dir, ROWS), &expected_rows(), &format!("rows after dying at {failpoint}"));
