@@ -57,7 +57,10 @@ pub struct LibraryGlob {
 /// `start` upwards that holds one.
 pub fn discover(start: &Path) -> Result<PathBuf> {
     if start.is_file() {
-        return Ok(start.to_path_buf());
+        // Absolute, so the project's folder is one too: a spec named relative to the working
+        // directory (`-p settings.json`) has the empty path as its parent otherwise.
+        return std::fs::canonicalize(start)
+            .map_err(|e| ThundError::Spec(vec![Diagnostic::global(format!("{}: {e}", start.display()))]));
     }
     let abs = std::fs::canonicalize(start)
         .map_err(|e| ThundError::Spec(vec![Diagnostic::global(format!("project folder {}: {e}", start.display()))]))?;

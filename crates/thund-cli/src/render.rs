@@ -93,7 +93,11 @@ pub fn batches(
         QueryFormat::Json => {
             let mut buf = Vec::new();
             {
-                let mut w = arrow::json::ArrayWriter::new(&mut buf);
+                // Every column in every row, a NULL as `null`: a reader of a result table looks
+                // its columns up by name in each row.
+                let mut w = arrow::json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build::<_, arrow::json::writer::JsonArray>(&mut buf);
                 for b in batches {
                     w.write(b)?;
                 }

@@ -589,6 +589,52 @@ fn a_dlt_project_runs_from_its_settings_lists_what_has_no_meaning_and_init_write
 }
 
 #[test]
+fn query_results_in_json_keep_every_column_of_every_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let sql = "SELECT * FROM VALUES (1, CAST(NULL AS STRING)), (CAST(NULL AS INT), 'b') AS t(a, b)";
+    let o = thund(&["query", "-p", p(&demo), sql, "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "[{\"a\":1,\"b\":null},{\"a\":null,\"b\":\"b\"}]\n");
+}
+
+/// Settings as published pipelines ship them: exported as a notebook (a first line `-- Databricks
+/// notebook source`), named relative to the working directory (`-p settings.json`), reading a
+/// Delta table by a relative path.
+#[test]
+fn settings_exported_as_a_notebook_and_named_relative_to_the_working_directory_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("settings.json"),
+        "-- Databricks notebook source\n{\n  \"name\": \"relative\",\n  \"photon\": true,\n  \"storage\": \"store\",\n\
+         \"libraries\": [{\"notebook\": {\"path\": \"copy\"}}]\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("copy.sql"), "CREATE MATERIALIZED VIEW copy AS SELECT sum(x) AS s FROM delta.`data/t`;\n")
+        .unwrap();
+    let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python readers")
+    });
+    let write = "import os, sys, pyarrow as pa\nfrom deltalake import write_deltalake\n\
+                 write_deltalake(sys.argv[1], pa.table({'x': [1, 2, 3]}))\nos._exit(0)\n";
+    let o = Command::new(python).arg("-c").arg(write).arg(dir.join("data/t")).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_thund")).args(args).current_dir(dir).env("NO_COLOR", "1").output().unwrap()
+    };
+    let o = run(&["validate", "-p", "settings.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("settings.json:4:1: `photon` has no meaning here"), "{}", text(&o));
+    let o = run(&["run", "-p", "settings.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["query", "-p", "settings.json", "SELECT s FROM copy", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "s\n6\n", "{}", text(&o));
+    assert!(dir.join("store/tables").is_dir(), "the storage is relative to the settings' folder");
+}
+
+#[test]
 fn thund_test_passes_on_the_sample_fails_on_broken_sql_and_refuses_a_broken_test_file() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = tmp.path().join("demo");

@@ -136,8 +136,32 @@ fn scalar(v: &Value) -> Option<String> {
     }
 }
 
+/// The settings inside a settings file exported as a notebook (first line `-- Databricks notebook
+/// source`, or `#`/`//` for Python and Scala): the header and cell separators blanked and `MAGIC`
+/// prefixes removed, every line kept where it was so messages point at the file's own lines.
+fn unwrap_notebook(text: &str) -> Option<String> {
+    let first = text.lines().find(|l| !l.trim().is_empty())?.trim();
+    let comment = ["--", "#", "//"].into_iter().find(|c| {
+        first.strip_prefix(c).is_some_and(|rest| rest.trim().eq_ignore_ascii_case("Databricks notebook source"))
+    })?;
+    let lines = text.lines().map(|line| {
+        let Some(rest) = line.trim_start().strip_prefix(comment) else { return line.to_string() };
+        let rest = rest.trim_start();
+        if rest.eq_ignore_ascii_case("Databricks notebook source") || rest.starts_with("COMMAND ---") {
+            return String::new();
+        }
+        match rest.strip_prefix("MAGIC") {
+            Some(magic) => magic.strip_prefix(' ').unwrap_or(magic).to_string(),
+            None => String::new(),
+        }
+    });
+    Some(lines.collect::<Vec<_>>().join("\n"))
+}
+
 /// Reads a settings file (`shown` names it in messages).
 pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
+    let unwrapped = unwrap_notebook(text);
+    let text = unwrapped.as_deref().unwrap_or(text);
     let at = |key: &str| SourceLocation::new(shown, line_of(text, key), 1);
     let error = |loc: SourceLocation, m: String| ThundError::Spec(vec![Diagnostic::at(&loc, m)]);
     let doc: Value = serde_yaml::from_str(text).map_err(|e| {
@@ -332,6 +356,31 @@ mod tests {
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].to_string().contains("nb.sql:11:1") && notes[0].message.contains("%python"), "{}", notes[0]);
         assert!(notebook_sql("SELECT 1", "a.sql", &mut notes).is_none());
+    }
+
+    #[test]
+    fn settings_exported_as_a_notebook_read_as_the_settings_inside_at_their_own_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.sql"), "CREATE MATERIALIZED VIEW a AS SELECT 1;\n").unwrap();
+        let path = dir.path().join("settings.json");
+        let wrapped = "-- Databricks notebook source\n{\n  \"name\": \"n\",\n  \"photon\": true,\n\
+                       \"libraries\": [{\"file\": {\"path\": \"a.sql\"}}]\n}\n";
+        let s = settings(&path, wrapped, "settings.json").unwrap();
+        assert_eq!(s.spec.name, "n");
+        assert_eq!(s.spec.libraries.len(), 1);
+        let photon = s.notes.iter().find(|n| n.message.contains("photon")).expect("a note on photon");
+        assert_eq!(photon.location.as_ref().map(|l| l.line), Some(4), "{photon:?}");
+        // Cells and MAGIC lines of a SQL notebook; a Python one's header.
+        let magic = "-- Databricks notebook source\n-- MAGIC {\"name\": \"m\",\n-- COMMAND ----------\n\
+                     -- MAGIC \"libraries\": [{\"file\": {\"path\": \"a.sql\"}}]}\n";
+        assert_eq!(settings(&path, magic, "settings.json").unwrap().spec.name, "m");
+        let python =
+            "# Databricks notebook source\n{\"name\": \"p\", \"libraries\": [{\"file\": {\"path\": \"a.sql\"}}]}\n";
+        assert_eq!(settings(&path, python, "settings.json").unwrap().spec.name, "p");
+        // A broken one still says where.
+        let broken = "-- Databricks notebook source\n{\n  \"name\": \"n\",,\n}\n";
+        let e = settings(&path, broken, "settings.json").err().expect("an error").to_string();
+        assert!(e.contains("settings.json:3:"), "{e}");
     }
 
     #[test]
