@@ -2,6 +2,8 @@
 //! Python `deltalake` package) reads, queried with SQL through `thund query`, filtered by `thund
 //! events`, bounded by its retention, and a failure to write it said, never silent.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -208,19 +210,7 @@ fn a_killed_run_is_ended_in_the_log_by_the_next_run() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = sample(tmp.path());
     ok(thund(&demo, &["run"], &[]));
-    let slow = demo.join("transformations/04_slow.sql");
-    std::fs::write(
-        &slow,
-        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n",
-    )
-    .unwrap();
-    let mut killed = Command::new(env!("CARGO_BIN_EXE_thund"))
-        .args(["run", "-p"])
-        .arg(&demo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut killed, slow) = common::start_a_run_that_never_ends(&demo);
     // Until its events are committed (every half second while a run goes).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let running = loop {

@@ -163,33 +163,46 @@ fn a_pipeline_on_s3_runs_incrementally_locks_and_is_readable_by_other_delta_read
     assert_eq!(String::from_utf8_lossy(&out.stdout), "[('a', 2, 25), ('b', 2, 11), ('c', 1, 7)]\n");
 }
 
+/// A project of its own under `prefix` in the test bucket, named `name`, whose SQL is `sql`.
+fn lease_project(prefix: &str, name: &str, sql: &str) -> tempfile::TempDir {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let storage = format!("s3://{BUCKET}/{prefix}/{}_{now}/pipe", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(
+        tmp.path().join("spark-pipeline.yml"),
+        format!("name: {name}\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(tmp.path().join("sql")).unwrap();
+    std::fs::write(tmp.path().join("sql/p.sql"), sql).unwrap();
+    tmp
+}
+
+/// `thund run` on `dir` with `extra` flags and a lease of `lease` seconds, started.
+fn spawn_run(endpoint: &str, dir: &Path, extra: &[&str], lease: &str) -> std::process::Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+    c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", lease).env("NO_COLOR", "1");
+    for (k, v) in aws_env(endpoint) {
+        c.env(k, v);
+    }
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+}
+
+fn signal(sig: &str, pid: u32) {
+    assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
+}
+
 #[test]
 fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_taken_over() {
     let Some(endpoint) = endpoint() else { return };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let storage = format!("s3://{BUCKET}/lease/{}_{now}/pipe", std::process::id());
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        format!("name: lease\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.join("sql")).unwrap();
-    std::fs::write(
-        dir.join("sql/p.sql"),
+    let tmp = lease_project(
+        "lease",
+        "lease",
         "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n\
          CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
-    )
-    .unwrap();
-    let spawn = |extra: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
-        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "6");
-        for (k, v) in aws_env(&endpoint) {
-            c.env(k, v);
-        }
-        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
-    };
+    );
+    let dir = tmp.path();
+    let spawn = |extra: &[&str]| spawn_run(&endpoint, dir, extra, "6");
     // A run whose lease is 6 s, still working after 9 s: its heartbeat (every 2 s) kept the lock.
     // The lease leaves room for a loaded machine: with 2 s, renewals to a busy S3 server were
     // sometimes late while other tests ran beside this one. The view runs until it is killed.
@@ -222,34 +235,15 @@ fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_
 #[test]
 fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
     let Some(endpoint) = endpoint() else { return };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let storage = format!("s3://{BUCKET}/lapsed/{}_{now}/pipe", std::process::id());
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        format!("name: lapsed\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.join("sql")).unwrap();
-    std::fs::write(
-        dir.join("sql/p.sql"),
+    let tmp = lease_project(
+        "lapsed",
+        "lapsed",
         "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n\
          CREATE MATERIALIZED VIEW after_slow AS SELECT s + 1 AS s FROM slow;\n\
          CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
-    )
-    .unwrap();
-    let spawn = |extra: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
-        c.args(["run", "-p", p(dir)]).args(extra).env("THUND_LOCK_LEASE", "2").env("NO_COLOR", "1");
-        for (k, v) in aws_env(&endpoint) {
-            c.env(k, v);
-        }
-        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
-    };
-    let signal = |sig: &str, pid: u32| {
-        assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
-    };
+    );
+    let dir = tmp.path();
+    let spawn = |extra: &[&str]| spawn_run(&endpoint, dir, extra, "2");
     // A run paused (as by a long GC pause or a frozen VM) past its lease while computing `slow`.
     let first = spawn(&[]);
     std::thread::sleep(std::time::Duration::from_millis(1000));
@@ -273,30 +267,13 @@ fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
 #[test]
 fn a_run_whose_lease_was_taken_over_during_its_last_stage_fails() {
     let Some(endpoint) = endpoint() else { return };
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let storage = format!("s3://{BUCKET}/lapsed-last/{}_{now}/pipe", std::process::id());
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        format!("name: lapsed\nstorage: {storage}\nlibraries:\n  - glob:\n      include: sql/**\n"),
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.join("sql")).unwrap();
-    std::fs::write(
-        dir.join("sql/p.sql"),
+    let tmp = lease_project(
+        "lapsed-last",
+        "lapsed",
         "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n",
-    )
-    .unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
-    c.args(["run", "-p", p(dir)]).env("THUND_LOCK_LEASE", "2").env("NO_COLOR", "1");
-    for (k, v) in aws_env(&endpoint) {
-        c.env(k, v);
-    }
-    let first = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    let signal = |sig: &str, pid: u32| {
-        assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
-    };
+    );
+    let dir = tmp.path();
+    let first = spawn_run(&endpoint, dir, &[], "2");
     std::thread::sleep(std::time::Duration::from_millis(1000));
     signal("-STOP", first.id());
     std::thread::sleep(std::time::Duration::from_millis(3500));

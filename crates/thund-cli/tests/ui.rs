@@ -1,6 +1,8 @@
 //! `thund ui`: its HTTP surface, and the page in a real headless Chromium (`ui_browser.py`, with
 //! Debian's `chromium` and `chromium-driver`, which `scripts/test.sh` installs).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -229,19 +231,7 @@ fn the_state_followed_commit_by_commit_equals_a_fresh_read_of_the_log() {
     assert_eq!(state_of(&early)["datasets"]["spark_catalog.default.checked_orders"]["state"], "FAILED");
 
     // A run killed while it computes `slow`: its events so far are in the log.
-    let slow = demo.join("transformations/04_slow.sql");
-    std::fs::write(
-        &slow,
-        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 100000000000) AS r(id);\n",
-    )
-    .unwrap();
-    let mut killed = Command::new(env!("CARGO_BIN_EXE_thund"))
-        .args(["run", "-p"])
-        .arg(&demo)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut killed, slow) = common::start_a_run_that_never_ends(&demo);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let killed_id = loop {
         let runs = state_of(&early)["runs"].as_array().unwrap().clone();
