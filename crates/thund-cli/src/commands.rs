@@ -397,16 +397,29 @@ fn print_summary(s: &RunSummary) {
     for dq in checked {
         for e in &dq.expectations {
             let total = e.passed_records + e.failed_records;
-            let rate = if total == 0 { 100.0 } else { 100.0 * e.passed_records as f64 / total as f64 };
             let action = format!("{:?}", e.action).to_ascii_lowercase();
             println!(
-                "{:w$}  {:24}  {:>7.1}%  {:>10}  {action}",
+                "{:w$}  {:24}  {:>8}  {:>10}  {action}",
                 e.dataset,
                 e.name,
-                rate,
+                pass_rate(e.passed_records, e.failed_records),
                 format!("{}/{total}", e.passed_records)
             );
         }
+    }
+}
+
+/// An expectation's pass rate to one decimal, which never rounds a failed row away: 3,045 of
+/// 3,046 is `>99.9%`, not `100.0%` (and 1 of 3,046 `<0.1%`, not `0.0%`).
+fn pass_rate(passed: u64, failed: u64) -> String {
+    let total = passed + failed;
+    let rate = if total == 0 { 100.0 } else { 100.0 * passed as f64 / total as f64 };
+    match (passed, failed) {
+        (_, 0) => "100.0%".into(),
+        (0, _) => "0.0%".into(),
+        _ if rate >= 99.95 => ">99.9%".into(),
+        _ if rate < 0.05 => "<0.1%".into(),
+        _ => format!("{rate:.1}%"),
     }
 }
 

@@ -552,8 +552,8 @@ fn a_dlt_project_runs_from_its_settings_lists_what_has_no_meaning_and_init_write
     let out = text(&o);
     assert!(out.contains("pipeline `orders_dlt` is valid: 6 datasets"), "{out}");
     for note in [
-        "settings.json:2:1: `id` has no meaning here",
-        "settings.json:9:1: `clusters` has no meaning here",
+        "settings.json:2:3: `id` has no meaning here",
+        "settings.json:9:3: `clusters` has no meaning here",
         "pipelines/orders_bronze.sql:22:1: a `%python` cell is not run",
     ] {
         assert!(out.contains(note), "{note}: {out}");
@@ -599,6 +599,25 @@ fn query_results_in_json_keep_every_column_of_every_row() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "[{\"a\":1,\"b\":null},{\"a\":null,\"b\":\"b\"}]\n");
 }
 
+/// A rate is never rounded to a whole pass: one failed row in 3,046 is not "100.0%".
+#[test]
+fn an_expectation_with_one_failed_row_is_not_shown_as_all_passed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: rate\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        dir.join("t.sql"),
+        "CREATE MATERIALIZED VIEW t (CONSTRAINT positive EXPECT (id > 0)) AS SELECT id FROM range(3046);\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let line = out.lines().find(|l| l.contains("positive")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains(">99.9%") && line.contains("3045/3046"), "{line}");
+}
+
 /// Settings as published pipelines ship them: exported as a notebook (a first line `-- Databricks
 /// notebook source`), named relative to the working directory (`-p settings.json`), reading a
 /// Delta table by a relative path.
@@ -626,7 +645,7 @@ fn settings_exported_as_a_notebook_and_named_relative_to_the_working_directory_r
     };
     let o = run(&["validate", "-p", "settings.json"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("settings.json:4:1: `photon` has no meaning here"), "{}", text(&o));
+    assert!(text(&o).contains("settings.json:4:3: `photon` has no meaning here"), "{}", text(&o));
     let o = run(&["run", "-p", "settings.json"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = run(&["query", "-p", "settings.json", "SELECT s FROM copy", "--format", "csv"]);

@@ -116,15 +116,24 @@ const NO_MEANING: [(&str, &str); 22] = [
     ("root_path", "paths are relative to the project"),
 ];
 
-/// The 1-based line where `key` is first written as a key (`"key":` or `key:`), or 1.
-fn line_of(text: &str, key: &str) -> u32 {
+/// Where `key` is first written as a key (`"key":` or `key:`) in `shown`, as a 1-based line and
+/// column (of its first character, the quote if quoted); the file's start if nowhere.
+fn key_at(shown: &str, text: &str, key: &str) -> SourceLocation {
     let quoted = format!("\"{key}\"");
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start().trim_start_matches("- ").trim_start_matches('{').trim_start();
-            t.starts_with(&quoted) || t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with(':'))
-        })
-        .map_or(1, |i| i as u32 + 1)
+    let found = text.lines().enumerate().find_map(|(i, l)| {
+        let t = l.trim_start().trim_start_matches("- ").trim_start_matches('{').trim_start();
+        let is_key = t.starts_with(&quoted) || t.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with(':'));
+        is_key.then(|| (i, l.len() - t.len()))
+    });
+    match found {
+        Some((i, at)) => SourceLocation::new(shown, i as u32 + 1, column(text.lines().nth(i).unwrap_or(""), at)),
+        None => SourceLocation::new(shown, 1, 1),
+    }
+}
+
+/// The 1-based column (in characters) of byte offset `at` of `line`.
+fn column(line: &str, at: usize) -> u32 {
+    line.get(..at).map_or(1, |before| before.chars().count() as u32 + 1)
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -162,7 +171,7 @@ fn unwrap_notebook(text: &str) -> Option<String> {
 pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
     let unwrapped = unwrap_notebook(text);
     let text = unwrapped.as_deref().unwrap_or(text);
-    let at = |key: &str| SourceLocation::new(shown, line_of(text, key), 1);
+    let at = |key: &str| key_at(shown, text, key);
     let error = |loc: SourceLocation, m: String| ThundError::Spec(vec![Diagnostic::at(&loc, m)]);
     let doc: Value = serde_yaml::from_str(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((1, 1));
@@ -281,14 +290,21 @@ fn library(
     } else {
         let kind = lib.as_mapping().and_then(|m| m.keys().next()).and_then(Value::as_str).unwrap_or("?");
         notes.push(Diagnostic::at(
-            &SourceLocation::new(shown, line_of(text, kind), 1),
+            &key_at(shown, text, kind),
             format!("a `{kind}` library has no meaning here: only SQL files define datasets"),
         ));
         return;
     };
-    // The line that writes the path (the path came from this text, so one does).
-    let line = text.lines().position(|l| l.contains(written)).map_or(1, |i| i as u32 + 1);
-    let loc = SourceLocation::new(shown, line, 1);
+    // Where the path is written (it came from this text, so it is), at its opening quote if any.
+    let loc = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| {
+            let at = l.find(written)?;
+            let at = if l[..at].ends_with(['"', '\'']) { at - 1 } else { at };
+            Some(SourceLocation::new(shown, i as u32 + 1, column(l, at)))
+        })
+        .unwrap_or_else(|| SourceLocation::new(shown, 1, 1));
     if kind == "glob" {
         let abs = folder.join(written.trim_start_matches("./"));
         match relative_to(&abs, root) {
@@ -369,7 +385,8 @@ mod tests {
         assert_eq!(s.spec.name, "n");
         assert_eq!(s.spec.libraries.len(), 1);
         let photon = s.notes.iter().find(|n| n.message.contains("photon")).expect("a note on photon");
-        assert_eq!(photon.location.as_ref().map(|l| l.line), Some(4), "{photon:?}");
+        let at = photon.location.as_ref().map(|l| (l.line, l.column));
+        assert_eq!(at, Some((4, 3)), "the line and column of `\"photon\"`: {photon:?}");
         // Cells and MAGIC lines of a SQL notebook; a Python one's header.
         let magic = "-- Databricks notebook source\n-- MAGIC {\"name\": \"m\",\n-- COMMAND ----------\n\
                      -- MAGIC \"libraries\": [{\"file\": {\"path\": \"a.sql\"}}]}\n";
