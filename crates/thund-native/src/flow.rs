@@ -62,6 +62,37 @@ pub(crate) enum FlowEffect {
     Nothing,
 }
 
+impl FlowEffect {
+    /// This effect followed by `next` in the same run (a redone batch, then a new one).
+    pub(crate) fn then(self, next: FlowEffect) -> FlowEffect {
+        use FlowEffect::*;
+        let dropped = |e: &FlowEffect| match e {
+            Windowed { dropped_by_watermark, .. } => *dropped_by_watermark,
+            _ => 0,
+        };
+        let rows = |e: &FlowEffect| match e {
+            Rows(n) | Windowed { rows: n, .. } => Some(*n),
+            View | Nothing => None,
+        };
+        match (rows(&self), rows(&next)) {
+            (None, None) => {
+                if matches!(self, View) || matches!(next, View) {
+                    View
+                } else {
+                    Nothing
+                }
+            }
+            (a, b) => {
+                let rows = a.unwrap_or(0) + b.unwrap_or(0);
+                match dropped(&self) + dropped(&next) {
+                    0 if !matches!(self, Windowed { .. }) && !matches!(next, Windowed { .. }) => Rows(rows),
+                    d => Windowed { rows, dropped_by_watermark: d },
+                }
+            }
+        }
+    }
+}
+
 /// The run's events, worded as SDP words them.
 pub(crate) struct RunEvents(EventSender);
 

@@ -488,3 +488,26 @@ fn with_a_rescued_data_column_records_that_do_not_fit_are_kept_aside() {
 
     // Without the option, the same kind of record is a clear error (see the test above).
 }
+
+/// A batch that failed after recording its input is redone over exactly that input by the next
+/// run — which then reads what arrived since, in the same run: one run after a crash leaves the
+/// table as up to date as any run does.
+#[test]
+fn a_run_after_a_failed_batch_redoes_it_and_then_reads_what_came_since() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);
+    write_batch(dir.path(), "b0", 0..10);
+    assert!(!run(dir.path()).0.failed());
+    write_batch(dir.path(), "b1", 10..20);
+    std::env::set_var("THUND_FAILPOINT", "stream-after-input@silver");
+    let (s, _) = run(dir.path());
+    std::env::remove_var("THUND_FAILPOINT");
+    assert_eq!(phase(&s, "silver"), RunPhase::Failed, "{:?}", s.flows);
+    write_batch(dir.path(), "b2", 20..30);
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let even: Vec<i64> = (0..30).filter(|i| i % 2 == 0).collect();
+    assert_eq!(ids(dir.path(), "SELECT id FROM silver"), even, "one run after the failure brings silver up to date");
+    assert_eq!(ids(dir.path(), "SELECT n FROM totals"), [15]);
+    let written = s.flows.iter().find(|f| f.flow.ends_with(".silver")).map(|f| f.rows_written);
+    assert_eq!(written, Some(10), "the redone batch's 5 rows and the new batch's 5: {:?}", s.flows);
+}

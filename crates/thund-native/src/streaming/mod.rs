@@ -78,8 +78,40 @@ pub(crate) async fn reset_if_asked(storage: &Storage, d: &Dataset, asked: bool) 
     Ok(())
 }
 
-/// One batch of a flow into a streaming table or sink; `dq` receives its expectation counts.
+/// A flow's batch into a streaming table or sink; `dq` receives its expectation counts. A batch
+/// a crash left redoes exactly its recorded input, so what arrived since is read by one more
+/// batch in the same run: a run brings the table up to date whatever it found.
 pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<FlowEffect> {
+    let (first, redone) = one_batch(job, dq).await?;
+    if !redone || job.dry {
+        return Ok(first);
+    }
+    let mut more = None;
+    let (second, _) = one_batch(job, &mut more).await?;
+    match (dq.as_mut(), more) {
+        (Some(dq), Some(more)) => add_quality(dq, more),
+        (None, more) => *dq = more,
+        (Some(_), None) => {}
+    }
+    Ok(first.then(second))
+}
+
+/// The counts of two batches of one flow, summed.
+fn add_quality(into: &mut DataQuality, more: DataQuality) {
+    into.dropped_records += more.dropped_records;
+    for m in more.expectations {
+        match into.expectations.iter_mut().find(|e| e.name == m.name && e.dataset == m.dataset) {
+            Some(e) => {
+                e.passed_records += m.passed_records;
+                e.failed_records += m.failed_records;
+            }
+            None => into.expectations.push(m),
+        }
+    }
+}
+
+/// One batch; whether it was a crashed batch redone (or abandoned, having nothing to redo).
+async fn one_batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<(FlowEffect, bool)> {
     let (d, f) = (job.dataset, job.flow);
     match &f.kind {
         FlowKind::Append { query, by_name } => {
@@ -94,8 +126,9 @@ pub(crate) async fn batch(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Re
     }
 }
 
-/// The exactly-once sequence of one batch of `kind` (the module doc has its steps).
-async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut kind: K) -> Result<FlowEffect> {
+/// The exactly-once sequence of one batch of `kind` (the module doc has its steps); whether it
+/// redid a crashed batch.
+async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut kind: K) -> Result<(FlowEffect, bool)> {
     let (ctx, storage, d, f) = (job.ctx, job.storage, job.dataset, job.flow);
     let target = Target::of(job).await?;
     let store = CheckpointStore::new(storage, storage.checkpoint_dir(&d.name, &f.name), kind.initial_state());
@@ -111,15 +144,16 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     let mut next = state.next();
     let batch =
         Batch { job, target: &target, state: &state, after_crash: pending.is_some(), redo: recovered.redo.as_ref() };
+    let redo = batch.redo.is_some();
     let Some(rows) = kind.plan(&batch, &mut next).await? else {
-        if batch.redo.is_some() && !job.dry {
+        if redo && !job.dry {
             store.abandon_pending().await?;
         }
-        return Ok(FlowEffect::Nothing);
+        return Ok((FlowEffect::Nothing, redo));
     };
     job.starting();
     if job.dry {
-        return Ok(FlowEffect::Rows(0));
+        return Ok((FlowEffect::Rows(0), redo));
     }
     let checker = match d.expectations.is_empty() {
         true => None,
@@ -146,5 +180,5 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     let rows = written?;
     crate::failpoint::hit("stream-after-commit", &f.name)?;
     store.commit(&next).await?;
-    kind.committed(&batch, &next, rows).await
+    Ok((kind.committed(&batch, &next, rows).await?, redo))
 }
