@@ -599,6 +599,39 @@ fn query_results_in_json_keep_every_column_of_every_row() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "[{\"a\":1,\"b\":null},{\"a\":null,\"b\":\"b\"}]\n");
 }
 
+/// `read_files` and `cloud_files` (Auto Loader) assume a CSV header line when they infer the
+/// schema; Spark's `` csv.`path` `` does not, and names the columns `_c0`, `_c1`, ….
+#[test]
+fn auto_loader_reads_a_csv_header_and_sparks_csv_reader_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: csv\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/a.csv"), "id,name\n1,x\n2,y\n").unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW files AS SELECT * FROM read_files('in/a.csv', format => 'csv');\n\
+         CREATE STREAMING TABLE loaded AS SELECT * FROM cloud_files('in', 'csv');\n\
+         CREATE MATERIALIZED VIEW declared AS SELECT * FROM read_files('in/a.csv', format => 'csv', schema => 'a STRING, b STRING');\n\
+         CREATE MATERIALIZED VIEW spark AS SELECT * FROM csv.`in/a.csv`;\n\
+         CREATE STREAMING TABLE headless AS SELECT * FROM STREAM read_files('in', format => 'csv', header => false);\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let csv = |sql: &str| {
+        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
+        assert!(o.status.success(), "{sql}: {}", text(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(csv("SELECT id, name FROM files ORDER BY id"), "id,name\n1,x\n2,y\n");
+    assert_eq!(csv("SELECT id, name FROM loaded ORDER BY id"), "id,name\n1,x\n2,y\n");
+    assert_eq!(csv("SELECT a, b FROM declared ORDER BY a"), "a,b\n1,x\n2,y\nid,name\n");
+    assert_eq!(csv("SELECT _c0, _c1 FROM spark ORDER BY _c0"), "_c0,_c1\n1,x\n2,y\nid,name\n");
+    assert_eq!(csv("SELECT _c0, _c1 FROM headless ORDER BY _c0"), "_c0,_c1\n1,x\n2,y\nid,name\n");
+}
+
 /// A rate is never rounded to a whole pass: one failed row in 3,046 is not "100.0%".
 #[test]
 fn an_expectation_with_one_failed_row_is_not_shown_as_all_passed() {

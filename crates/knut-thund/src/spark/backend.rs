@@ -298,7 +298,7 @@ impl ExecBackend for SparkBackend {
             // Without a storage root the server can only validate: a run that writes nothing is
             // no run, so say so instead of succeeding.
             return Err(ThundError::Usage(
-                "the spec has no `storage`: a run on Spark needs one for the server's checkpoints                  (add `storage: <folder or URL>` to the spec, or use `thund dry-run`)"
+                "the spec has no `storage`: a run on Spark needs one for the server's checkpoints (add `storage: <folder or URL>` to the spec, or use `thund dry-run`)"
                     .into(),
             ));
         }

@@ -196,6 +196,9 @@ pub struct Inference {
     pub strings: bool,
     /// Columns whose type is given (`cloudFiles.schemaHints`), added if the files lack them.
     pub hints: Option<Schema>,
+    /// CSV without a header line: its columns are named by position, `_c0`, `_c1`, … as Spark
+    /// names them.
+    pub positional: bool,
 }
 
 impl Inference {
@@ -205,7 +208,7 @@ impl Inference {
             None => None,
             Some(_) if f.format == "parquet" => {
                 return Err(NativeError::Execution(format!(
-                    "`cloudFiles.schemaHints` on parquet files under `{}`: parquet files carry their types;                      cast the columns in the query instead",
+                    "`cloudFiles.schemaHints` on parquet files under `{}`: parquet files carry their types; cast the columns in the query instead",
                     f.path
                 )))
             }
@@ -213,7 +216,8 @@ impl Inference {
                 NativeError::Execution(format!("`cloudFiles.schemaHints` of `{}`: {e}", f.path))
             })?),
         };
-        Ok(Inference { strings, hints })
+        let header = f.options.get("header").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        Ok(Inference { strings, hints, positional: f.format == "csv" && !header })
     }
 
     /// The inferred schema made what the options say.
@@ -221,9 +225,13 @@ impl Inference {
         let mut fields: Vec<Field> = inferred
             .fields()
             .iter()
-            .map(|f| match self.strings {
-                true => Field::new(f.name(), DataType::Utf8, true),
-                false => f.as_ref().clone(),
+            .enumerate()
+            .map(|(i, f)| {
+                let name = if self.positional { format!("_c{i}") } else { f.name().clone() };
+                match self.strings {
+                    true => Field::new(name, DataType::Utf8, true),
+                    false => f.as_ref().clone().with_name(name),
+                }
             })
             .collect();
         for hint in self.hints.iter().flat_map(|h| h.fields()) {

@@ -161,6 +161,7 @@ impl ReadCollector<'_> {
             self.errors.push(Diagnostic::at(&location, msg).with_hint(format!("formats: {}", FILE_FORMATS.join(", "))));
             return;
         }
+        assume_csv_header(&format, &mut options);
         self.reads.push(Read::Files(FileSource {
             format,
             path,
@@ -255,11 +256,11 @@ impl ReadCollector<'_> {
                     }
                     "failonnewcolumns" => {}
                     _ => problems.push(format!(
-                        "cloud_files: `{k}` `{v}` is not supported: a stream's schema is fixed on its first batch and                          new columns fail the batch (`failOnNewColumns`), unless `none` ignores them; a full refresh                          takes them"
+                        "cloud_files: `{k}` `{v}` is not supported: a stream's schema is fixed on its first batch and new columns fail the batch (`failOnNewColumns`), unless `none` ignores them; a full refresh takes them"
                     )),
                 },
                 Some(_) => problems.push(format!(
-                    "cloud_files: option `{k}` has no meaning here (the stream's schema and progress live in its                      checkpoint); remove it. Supported: cloudFiles.format, cloudFiles.inferColumnTypes,                      cloudFiles.schemaHints, cloudFiles.schemaEvolutionMode"
+                    "cloud_files: option `{k}` has no meaning here (the stream's schema and progress live in its checkpoint); remove it. Supported: cloudFiles.format, cloudFiles.inferColumnTypes, cloudFiles.schemaHints, cloudFiles.schemaEvolutionMode"
                 )),
                 None => {
                     options.insert(key, v);
@@ -276,6 +277,7 @@ impl ReadCollector<'_> {
             self.errors.extend(problems.into_iter().map(|m| Diagnostic::at(&location, m)));
             return;
         }
+        assume_csv_header(&format, &mut options);
         self.reads.push(Read::Files(FileSource {
             format,
             path,
@@ -285,6 +287,16 @@ impl ReadCollector<'_> {
             location,
             span,
         }));
+    }
+}
+
+/// `read_files` and `cloud_files` are Databricks' Auto Loader, which assumes CSV files have a
+/// header line when it infers their schema (published pipelines rely on it): without a `header`
+/// option or a declared `schema`, the header is read as one. (`` csv.`path` `` is Spark's reader,
+/// whose default is no header, with columns `_c0`, `_c1`, ….)
+fn assume_csv_header(format: &str, options: &mut BTreeMap<String, String>) {
+    if format == "csv" && !options.contains_key("schema") {
+        options.entry("header".into()).or_insert_with(|| "true".into());
     }
 }
 
