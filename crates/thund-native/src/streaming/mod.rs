@@ -9,6 +9,7 @@
 //!  recover   target (target: table │ Delta sink │ file sink) says whether a crashed intent landed;
 //!            the checkpoint (checkpoint: sources' offsets + the kind's KindState) is loaded; an
 //!            intent that did not land is redone: the batch reads up to the offsets it recorded
+//!            (and [`batch`] then runs one more batch for what arrived since)
 //!  plan      kind.plan: the rows of the new input          ── none: IDLE
 //!  expect    the dataset's expectations on those rows (expect::Checker), for every kind
 //!  input     pending.json: the batch's input (its sources' offsets)  failpoint stream-after-input
