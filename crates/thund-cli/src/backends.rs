@@ -24,10 +24,20 @@ pub trait Backend: ExecBackend {
 
     /// Runs `sql` over the pipeline's tables (`p`: the project, when there is one).
     fn query(&self, p: Option<&Pipeline>, sql: &str) -> anyhow::Result<QueryResult>;
+
+    /// Whether a run takes the pipeline's run lock itself; for one that does not, the CLI takes
+    /// it (`thund_native::lock_run`), so one run of a pipeline goes at a time on any backend.
+    fn locks_its_runs(&self) -> bool {
+        false
+    }
 }
 
 impl Backend for NativeBackend {
     fn needs_project(&self) -> bool {
+        true
+    }
+
+    fn locks_its_runs(&self) -> bool {
         true
     }
 

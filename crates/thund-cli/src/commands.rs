@@ -226,7 +226,7 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     // One run of a pipeline at a time, whatever its backend: the native backend takes the lock
     // itself; for another, it is taken here, before anything is logged.
     let mut held = None;
-    if !dry && prepared.capabilities.name != thund_native::BACKEND_NAME {
+    if !dry && !backend.locks_its_runs() {
         let lock = thund_native::lock_run(&prepared).map_err(|e| in_project(start, e.into()))?;
         held = Some(lock);
     }
@@ -402,24 +402,10 @@ fn print_summary(s: &RunSummary) {
                 "{:w$}  {:24}  {:>8}  {:>10}  {action}",
                 e.dataset,
                 e.name,
-                pass_rate(e.passed_records, e.failed_records),
+                crate::render::pass_rate(e.passed_records, e.failed_records),
                 format!("{}/{total}", e.passed_records)
             );
         }
-    }
-}
-
-/// An expectation's pass rate to one decimal, which never rounds a failed row away: 3,045 of
-/// 3,046 is `>99.9%`, not `100.0%` (and 1 of 3,046 `<0.1%`, not `0.0%`).
-fn pass_rate(passed: u64, failed: u64) -> String {
-    let total = passed + failed;
-    let rate = if total == 0 { 100.0 } else { 100.0 * passed as f64 / total as f64 };
-    match (passed, failed) {
-        (_, 0) => "100.0%".into(),
-        (0, _) => "0.0%".into(),
-        _ if rate >= 99.95 => ">99.9%".into(),
-        _ if rate < 0.05 => "<0.1%".into(),
-        _ => format!("{rate:.1}%"),
     }
 }
 
@@ -503,19 +489,14 @@ fn events(start: &Path, filter: &EventFilter, format: EventsFormat) -> anyhow::R
         return printer.end(&mut out);
     }
     // One run's events are read alone.
-    let id = match &filter.run {
-        Some(id) => id.clone(),
-        None => match rt.block_on(event_log::last_run(&p)).map_err(reading)? {
-            Some(last) => last,
-            None => bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name))),
-        },
-    };
-    let logged = rt.block_on(event_log::read_run(&p, &id)).map_err(reading)?;
-    if logged.is_empty() {
+    let Some((id, logged)) = rt.block_on(event_log::read_run(&p, filter.run.as_deref())).map_err(reading)? else {
+        let Some(id) = &filter.run else {
+            bail!(Failure::usage(format!("pipeline `{}` has no runs yet: run `thund run` first", p.name)))
+        };
         let runs = rt.block_on(event_log::runs(&p)).map_err(reading)?;
         let known = if runs.is_empty() { "none".to_string() } else { runs.join(", ") };
         bail!(Failure::usage(format!("no run `{id}` in the event log {location} (runs: {known})")))
-    }
+    };
     printer.run = Some(id.clone());
     printer.start(&mut out, &format!("run {id}"))?;
     for e in logged.iter().filter(|e| filter.keeps(e, Some(&id))) {

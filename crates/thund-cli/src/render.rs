@@ -112,3 +112,18 @@ pub fn batches(
         }
     })
 }
+
+/// An expectation's pass rate to one decimal, which never rounds a failed row away: 3,045 of
+/// 3,046 is `>99.9%`, not `100.0%` (and 1 of 3,046 `<0.1%`, not `0.0%`).
+pub fn pass_rate(passed: u64, failed: u64) -> String {
+    if failed == 0 {
+        return "100.0%".into();
+    }
+    let rate = 100.0 * passed as f64 / (passed + failed) as f64;
+    match rate {
+        _ if passed == 0 => "0.0%".into(),
+        r if r >= 99.95 => ">99.9%".into(),
+        r if r < 0.05 => "<0.1%".into(),
+        r => format!("{r:.1}%"),
+    }
+}

@@ -116,16 +116,6 @@ impl HeldRunLock {
     /// Releases the lock: the run ended (whether it succeeded or not).
     pub fn release(self) -> crate::error::Result<()> {
         let HeldRunLock { storage, lock } = self;
-        // On a thread of its own: the caller may be inside a runtime, where another cannot block.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-                    crate::error::NativeError::Storage(format!("cannot start a runtime to release the lock: {e}"))
-                })?;
-                rt.block_on(storage.release(lock))
-            })
-            .join()
-            .unwrap_or_else(|_| Err(crate::error::NativeError::Storage("releasing the run lock panicked".into())))
-        })
+        crate::storage::block_on_own_thread("release the run lock", storage.release(lock))
     }
 }

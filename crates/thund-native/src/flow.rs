@@ -63,31 +63,21 @@ pub(crate) enum FlowEffect {
 }
 
 impl FlowEffect {
-    /// This effect followed by `next` in the same run (a redone batch, then a new one).
+    /// This streaming batch's effect followed by `next`'s in the same run (a redone batch, then a
+    /// new one): their rows and late rows summed.
     pub(crate) fn then(self, next: FlowEffect) -> FlowEffect {
         use FlowEffect::*;
-        let dropped = |e: &FlowEffect| match e {
-            Windowed { dropped_by_watermark, .. } => *dropped_by_watermark,
-            _ => 0,
-        };
-        let rows = |e: &FlowEffect| match e {
-            Rows(n) | Windowed { rows: n, .. } => Some(*n),
-            View | Nothing => None,
-        };
-        match (rows(&self), rows(&next)) {
-            (None, None) => {
-                if matches!(self, View) || matches!(next, View) {
-                    View
-                } else {
-                    Nothing
-                }
-            }
+        match (self, next) {
+            (Nothing, e) | (e, Nothing) => e,
+            (Rows(a), Rows(b)) => Rows(a + b),
             (a, b) => {
-                let rows = a.unwrap_or(0) + b.unwrap_or(0);
-                match dropped(&self) + dropped(&next) {
-                    0 if !matches!(self, Windowed { .. }) && !matches!(next, Windowed { .. }) => Rows(rows),
-                    d => Windowed { rows, dropped_by_watermark: d },
-                }
+                let parts = |e: FlowEffect| match e {
+                    Rows(n) => (n, 0),
+                    Windowed { rows, dropped_by_watermark } => (rows, dropped_by_watermark),
+                    View | Nothing => (0, 0),
+                };
+                let ((r1, d1), (r2, d2)) = (parts(a), parts(b));
+                Windowed { rows: r1 + r2, dropped_by_watermark: d1 + d2 }
             }
         }
     }

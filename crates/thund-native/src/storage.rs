@@ -41,6 +41,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
+use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -473,10 +474,6 @@ fn unix_secs() -> u64 {
 /// conditional on the holder's own last write. The calls run on a runtime of their own: this
 /// happens before the run's runtime exists.
 fn remote_lock(storage: &Storage, run: &LockedRun) -> Result<RunLock> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| NativeError::Storage(format!("cannot start a runtime for the lock: {e}")))?;
     let key = "run.lock";
     let lease = lease_length();
     let me = Holder {
@@ -490,7 +487,7 @@ fn remote_lock(storage: &Storage, run: &LockedRun) -> Result<RunLock> {
     };
     let body = serde_json::to_vec(&me).map_err(|e| NativeError::Storage(e.to_string()))?;
     let path = ObjectPath::from(key);
-    let (version, interrupted) = rt.block_on(async {
+    let (version, interrupted) = block_on_own_thread("take the run lock", async {
         let created = storage.store.put_opts(&path, PutPayload::from(body.clone()), PutMode::Create.into()).await;
         match created {
             Ok(r) => Ok((UpdateVersion { e_tag: r.e_tag, version: r.version }, None)),
@@ -528,6 +525,23 @@ fn remote_lock(storage: &Storage, run: &LockedRun) -> Result<RunLock> {
         }
     })?;
     Ok(RunLock { held: Held::Lease(Lease::start(storage.clone(), me, version, lease)), interrupted })
+}
+
+/// Runs `work` to its end on a thread and runtime of its own, for a caller that is not async (the
+/// lock is taken before a run's runtime exists, released after it is gone) or that may be
+/// inside a runtime, where another cannot block.
+pub(crate) fn block_on_own_thread<T: Send>(what: &str, work: impl Future<Output = Result<T>> + Send) -> Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| NativeError::Storage(format!("cannot start a runtime to {what}: {e}")))?;
+            rt.block_on(work)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(NativeError::Storage(format!("the thread to {what} panicked"))))
+    })
 }
 
 /// A held remote lock: the heartbeat that renews it, and whether it was lost.

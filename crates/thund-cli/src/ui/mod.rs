@@ -198,8 +198,8 @@ async fn api(app: &App, path: &str) -> anyhow::Result<Option<Value>> {
             }
             drop(log);
             // A run older than the log's first read: its events alone are read.
-            let events = event_log::read_run(&app.pipeline, id).await?;
-            Ok(model::run(&app.pipeline.root, &events, id))
+            let events = event_log::read_run(&app.pipeline, Some(id)).await?.map(|(_, events)| events);
+            Ok(events.and_then(|events| model::run(&app.pipeline.root, &events, id)))
         }
         ["api", "datasets", name] => {
             let p = load(&app.start)?;

@@ -274,10 +274,11 @@ impl Run {
                     self.ended = Some(self.last_seen.clone());
                     self.error = e.error.clone();
                     // Its flows under way stopped with it (their tables keep their last commits).
+                    use knut_thund::backend::RunPhase;
+                    let under_way = |s: &str| RunPhase::ALL.into_iter().any(|p| p.as_str() == s && !p.is_terminal());
                     for f in self.flows.values_mut() {
-                        let done = ["COMPLETED", "FAILED", "SKIPPED", "STOPPED", "IDLE", "EXCLUDED"];
-                        if f.state.as_deref().is_some_and(|s| !done.contains(&s)) {
-                            f.state = Some("STOPPED".into());
+                        if f.state.as_deref().is_some_and(under_way) {
+                            f.state = Some(RunPhase::Stopped.as_str().into());
                         }
                     }
                 }
@@ -337,7 +338,7 @@ impl Run {
                             let total = passed + failed;
                             let rate = if total == 0 { 1.0 } else { passed as f64 / total as f64 };
                             json!({"name": x["name"], "passed_records": passed, "failed_records": failed,
-                                   "pass_rate": rate})
+                                   "pass_rate": rate, "rate": crate::render::pass_rate(passed, failed)})
                         })
                         .collect();
                 }

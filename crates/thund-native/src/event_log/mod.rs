@@ -52,9 +52,7 @@ use crate::storage::{LockedRun, Storage};
 
 mod table;
 pub(crate) use table::provider;
-pub use table::{
-    last_run, location, micros, read, read_each, read_run, runs, schema, version, LogReader, Overview, Polled,
-};
+pub use table::{location, micros, read, read_each, read_run, runs, schema, LogReader, Overview, Polled};
 use table::{open_log, read_table, to_batch};
 
 /// How often queued events are committed while a run goes.
@@ -471,21 +469,10 @@ pub(crate) fn end_interrupted(storage: &Storage, pipeline: &str, gone: &LockedRu
         details: json!({"update_progress": {"state": "FAILED", "interrupted": true}}),
         event_type: "update_progress".into(),
     };
-    // On a thread of its own: the caller may be inside a runtime, where another cannot block.
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| NativeError::Execution(format!("no runtime for the event log: {e}")))?;
-            rt.block_on(async {
-                // A log that was never written holds nothing of that run to end.
-                let Some(table) = open_log(storage).await? else { return Ok(()) };
-                append(storage, &storage.event_log_key(), Some(table), &[row]).await.map(|_| ())
-            })
-        })
-        .join()
-        .unwrap_or_else(|_| Err(NativeError::Execution("ending the interrupted run panicked".into())))
+    crate::storage::block_on_own_thread("end the interrupted run in the event log", async {
+        // A log that was never written holds nothing of that run to end.
+        let Some(table) = open_log(storage).await? else { return Ok(()) };
+        append(storage, &storage.event_log_key(), Some(table), &[row]).await.map(|_| ())
     })
 }
 

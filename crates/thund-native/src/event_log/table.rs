@@ -200,13 +200,6 @@ pub(super) async fn open_log(storage: &Storage) -> Result<Option<DeltaTable>> {
     Ok(Some(deltalake::open_table(storage.event_log_url()).await?))
 }
 
-/// The log's latest Delta version (`-1` before the first event): it changes exactly when events
-/// were added or compacted, so a reader polling the log rereads it only then.
-pub async fn version(p: &Pipeline) -> Result<i64> {
-    let storage = Storage::of(p)?;
-    storage.delta_version(&storage.event_log_key()).await
-}
-
 /// Where the event log of `p` is, for messages.
 pub fn location(p: &Pipeline) -> Result<String> {
     let storage = Storage::of(p)?;
@@ -250,7 +243,7 @@ pub struct LogReader {
 
 /// What [`LogReader::poll`] found.
 pub enum Polled {
-    /// Nothing committed since the last read.
+    /// No event committed since the last read.
     Unchanged,
     /// The events committed since the last read, ordered by time.
     Appended(Vec<LoggedEvent>),
@@ -294,10 +287,11 @@ impl LogReader {
             return Ok(Polled::Rewritten);
         }
         let new: Vec<String> = files.iter().filter(|f| !self.files.contains(*f)).cloned().collect();
-        let events = if new.is_empty() { Vec::new() } else { read_files(&table, new).await? };
+        // A commit may add no file (a vacuum's): no event came with it.
+        let events = if new.is_empty() { None } else { Some(read_files(&table, new).await?) };
         self.files = files;
         self.table = Some(table);
-        Ok(Polled::Appended(events))
+        Ok(events.map_or(Polled::Unchanged, Polled::Appended))
     }
 }
 
@@ -452,9 +446,13 @@ async fn overview(table: &DeltaTable) -> Result<Overview> {
     Ok(Overview { events, runs, read, detailed })
 }
 
-/// Every run of `log` with when it started, the latest first if `latest_first`.
-async fn started_runs(table: &DeltaTable, latest_first: bool, limit: Option<usize>) -> Result<Vec<String>> {
-    let ctx = session(table, None).await?;
+/// The runs of the log registered in `ctx`, in the order they started (the latest first if
+/// `latest_first`), at most `limit`.
+async fn started_runs(
+    ctx: &datafusion::prelude::SessionContext,
+    latest_first: bool,
+    limit: Option<usize>,
+) -> Result<Vec<String>> {
     let df = ctx
         .table("event_log")
         .await?
@@ -468,23 +466,27 @@ async fn started_runs(table: &DeltaTable, latest_first: bool, limit: Option<usiz
     Ok(out)
 }
 
-/// The id of the run of `p` that started last (`None` before any).
-pub async fn last_run(p: &Pipeline) -> Result<Option<String>> {
-    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(None) };
-    Ok(started_runs(&table, true, Some(1)).await?.into_iter().next())
-}
-
 /// Every run of `p`, in the order they started.
 pub async fn runs(p: &Pipeline) -> Result<Vec<String>> {
     let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(Vec::new()) };
-    started_runs(&table, false, None).await
+    started_runs(&session(&table, None).await?, false, None).await
 }
 
-/// Every event of the run `id` of `p`, ordered by time.
-pub async fn read_run(p: &Pipeline, id: &str) -> Result<Vec<LoggedEvent>> {
-    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(Vec::new()) };
+/// The id and events (ordered by time) of the run `id` of `p`, or of the run that started last
+/// when `id` is `None`; `None` if there is no such run. The log is opened once, and only that
+/// run's events are decoded.
+pub async fn read_run(p: &Pipeline, id: Option<&str>) -> Result<Option<(String, Vec<LoggedEvent>)>> {
+    let Some(table) = open_log(&Storage::of(p)?).await? else { return Ok(None) };
     let ctx = session(&table, None).await?;
-    events_where(&ctx, Some(x::origin("update_id").eq(x::lit(id.to_string())))).await
+    let id = match id {
+        Some(id) => id.to_string(),
+        None => match started_runs(&ctx, true, Some(1)).await?.into_iter().next() {
+            Some(last) => last,
+            None => return Ok(None),
+        },
+    };
+    let events = events_where(&ctx, Some(x::origin("update_id").eq(x::lit(id.clone())))).await?;
+    Ok((!events.is_empty()).then_some((id, events)))
 }
 
 /// Calls `f` with every event of `p`'s log in order of time, as they are read (one batch decoded

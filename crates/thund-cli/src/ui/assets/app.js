@@ -43,15 +43,6 @@ function problem(message) {
   p.textContent = message || "";
 }
 
-// A pass rate never rounds a failed row away: 3,045 of 3,046 is ">99.9%", not "100.0%".
-const fmtRate = (passed, failed) => {
-  const rate = passed + failed === 0 ? 100 : 100 * passed / (passed + failed);
-  if (failed === 0) return "100.0%";
-  if (passed === 0) return "0.0%";
-  if (rate >= 99.95) return ">99.9%";
-  if (rate < 0.05) return "<0.1%";
-  return `${rate.toFixed(1)}%`;
-};
 const fmtMs = ms => ms === null || ms === undefined ? "—" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(2)} s`;
 const fmtTime = t => t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "—";
 const stateOf = name => (status && status.datasets[name] && status.datasets[name].state) || null;
@@ -198,7 +189,8 @@ async function datasetView(name) {
       el("tr", {}, el("th", {}, "name"), el("th", {}, "on violation"), el("th", {}, "passed")),
       d.expectations.map(x => {
         const m = measured[x.name];
-        const rate = m ? fmtRate(m.passed_records, m.failed_records) : "not run yet";
+        // As the run summary writes it (never 100.0% with a failed row).
+        const rate = m ? m.rate : "not run yet";
         return el("tr", {"data-expectation": x.name},
           el("td", {}, x.name, el("div", {class: "where"}, x.predicate)), el("td", {}, x.action),
           el("td", {class: "rate"}, m ? el("span", {class: "bar"}, el("span", {style: `width:${100 * m.pass_rate}%`})) : null,
