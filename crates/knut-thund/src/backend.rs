@@ -61,6 +61,8 @@ pub struct Capabilities {
     pub sql_conf: bool,
     /// Joins of two streams (`STREAM(a) JOIN STREAM(b)`), which keep each side's rows in state.
     pub stream_joins: bool,
+    /// Streaming views that aggregate, have a watermark, join two streams or check expectations.
+    pub stateful_streaming_views: bool,
 }
 
 /// Which tables a backend stores transactionally (several writers' commits kept, MERGE).
@@ -103,6 +105,7 @@ impl Capabilities {
             schema_hints: false,
             sql_conf: false,
             stream_joins: false,
+            stateful_streaming_views: false,
         }
     }
 
@@ -150,6 +153,7 @@ impl Capabilities {
             Feature::CdcTruncates => !self.cdc || self.cdc_truncates,
             Feature::EventTime => self.event_time,
             Feature::StreamJoins => self.stream_joins,
+            Feature::StatefulStreamingViews => self.stateful_streaming_views,
             Feature::FileSources => self.file_sources,
             Feature::SchemaHints => self.schema_hints,
             Feature::RescuedData => self.rescued_data,

@@ -291,6 +291,11 @@ impl Job {
     }
 
     async fn define_view(&self, job: &FlowJob<'_>) -> Result<()> {
+        if job.flow.query().is_streaming() {
+            // A streaming view has rows only per batch of a flow that streams it, which plans
+            // it over its own new input (`streaming::sources::increments`).
+            return Ok(());
+        }
         let plan = plan_query(job.ctx, job.flow.query(), &self.pipeline.root).await?;
         self.views.register(job.ctx, &self.storage, job.dataset, job.flow, plan, self.dry).await
     }

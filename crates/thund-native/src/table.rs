@@ -16,7 +16,7 @@ use deltalake::operations::write::WriteBuilder;
 use deltalake::protocol::SaveMode;
 use deltalake::DeltaTable;
 use futures::StreamExt;
-use knut_thund::ir::{Dataset, Flow, QualifiedName};
+use knut_thund::ir::{ColumnDef, Dataset, Flow, QualifiedName};
 use url::Url;
 
 use crate::engine::table_ref;
@@ -288,21 +288,41 @@ pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: Logical
         df.schema().fields().iter().map(|fl| (fl.name().clone(), fl.data_type().clone())).collect();
     let mut exprs: Vec<Expr> = Vec::with_capacity(fields.len());
     let declared = &d.details.columns;
-    if !declared.is_empty() {
-        let got: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-        let want: Vec<&str> = declared.iter().map(|c| c.name.as_str()).collect();
-        let same = got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a.eq_ignore_ascii_case(b));
-        if !same {
-            return Err(err(format!(
-                "the query's columns ({}) do not match the declared schema of `{}` ({})",
-                got.join(", "),
-                d.name,
-                want.join(", ")
-            )));
+    // Declared columns are matched to the query's by name, as Spark and DLT match them, and keep
+    // the declared order: JSON inference, for one, orders columns by name.
+    let order: Vec<(usize, Option<&ColumnDef>)> = match declared.is_empty() {
+        true => (0..fields.len()).map(|i| (i, None)).collect(),
+        false => {
+            let position = |name: &str| fields.iter().position(|(n, _)| n.eq_ignore_ascii_case(name));
+            let missing: Vec<&str> =
+                declared.iter().filter(|c| position(&c.name).is_none()).map(|c| c.name.as_str()).collect();
+            let extra: Vec<&str> = fields
+                .iter()
+                .filter(|(n, _)| !declared.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if !missing.is_empty() || !extra.is_empty() {
+                let mut what = Vec::new();
+                if !missing.is_empty() {
+                    what.push(format!("the query has no {}", missing.join(", ")));
+                }
+                if !extra.is_empty() {
+                    what.push(format!("{} not declared", extra.join(", ")));
+                }
+                return Err(err(format!(
+                    "the query's columns ({}) do not match the declared schema of `{}` ({}): {}",
+                    fields.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "),
+                    d.name,
+                    declared.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+                    what.join("; ")
+                )));
+            }
+            declared.iter().filter_map(|c| position(&c.name).map(|i| (i, Some(c)))).collect()
         }
-    }
-    let mut changed = false;
-    for (i, (name, dt)) in fields.iter().enumerate() {
+    };
+    let mut changed = order.iter().enumerate().any(|(at, (i, _))| at != *i);
+    for (i, column) in order {
+        let (name, dt) = &fields[i];
         if let Some(bad) = name.chars().find(|c| INVALID_COLUMN_CHARS.contains(c)) {
             return Err(err(format!(
                 "column `{name}` of `{}` has the character {bad:?}, which Delta tables do not allow in names \
@@ -310,12 +330,12 @@ pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: Logical
                 d.name
             )));
         }
-        let target = match declared.get(i) {
+        let target = match column {
             Some(c) => Some(parse_type(&c.data_type).map_err(|m| err(format!("column `{}`: {m}", c.name)))?),
             None => None,
         };
         let target = target.map(|t| delta_storable(&t).unwrap_or(t)).or_else(|| delta_storable(dt));
-        let out_name = declared.get(i).map_or(name.as_str(), |c| c.name.as_str());
+        let out_name = column.map_or(name.as_str(), |c| c.name.as_str());
         match target {
             Some(t) if &t != dt => {
                 changed = true;

@@ -105,13 +105,16 @@ fn a_failing_flow_keeps_the_old_table_skips_downstream_and_spares_the_rest() {
 fn source_and_schema_problems_are_clear_errors_with_locations() {
     let dir = project(&[
         ("spark-pipeline.yml", SPEC),
+        ("in/1.json", "{\"zeta\": \"z\", \"alpha\": 7}\n"),
         (
             "sql/a.sql",
             "CREATE MATERIALIZED VIEW missing AS SELECT * FROM parquet.`data/nope.parquet`;\n\
              CREATE MATERIALIZED VIEW declared (a BIGINT, b STRING) AS SELECT 1 AS a, 'x' AS c;\n\
              CREATE MATERIALIZED VIEW unknown_fn AS SELECT frobnicate(1) AS v;\n\
              CREATE MATERIALIZED VIEW unnamed AS SELECT count(*) FROM VALUES (1) AS t(x);\n\
-             CREATE MATERIALIZED VIEW fine (a INT, b DECIMAL(10,2)) AS SELECT 1 AS a, 2.5 AS b;",
+             CREATE MATERIALIZED VIEW fine (a INT, b DECIMAL(10,2)) AS SELECT 1 AS a, 2.5 AS b;\n\
+             CREATE MATERIALIZED VIEW by_name (b STRING, a INT COMMENT 'x', c INT) AS SELECT 1 AS a, 'two' AS b, 3 AS c;\n\
+             CREATE STREAMING TABLE streamed (zeta STRING, alpha BIGINT) AS SELECT * FROM STREAM read_files('in', format => 'json');",
         ),
     ]);
     let (summary, _) = run(dir.path());
@@ -120,8 +123,8 @@ fn source_and_schema_problems_are_clear_errors_with_locations() {
     };
     let e = error(".missing");
     assert!(e.contains("sql/a.sql:1:") && e.contains("does not exist") && e.contains("nope.parquet"), "{e}");
-    let e = error(".declared");
-    assert!(e.contains("sql/a.sql:2:") && e.contains("do not match the declared schema"), "{e}");
+    let declared = error(".declared");
+    assert!(declared.contains("sql/a.sql:2:") && declared.contains("do not match the declared schema"), "{declared}");
     let e = error(".unknown_fn");
     assert!(e.contains("sql/a.sql:3:") && e.contains("frobnicate"), "{e}");
     let e = error(".unnamed");
@@ -132,6 +135,17 @@ fn source_and_schema_problems_are_clear_errors_with_locations() {
     let schema = b[0].schema();
     assert_eq!(schema.field(0).data_type(), &arrow::datatypes::DataType::Int32);
     assert_eq!(schema.field(1).data_type(), &arrow::datatypes::DataType::Decimal128(10, 2));
+    // Declared columns are matched by name and kept in the declared order, as on Spark (which
+    // gives `b | a | c` = `two | 1 | 3` for the same statement).
+    assert!(declared.contains("the query has no b; c not declared"), "{declared}");
+    let (names, values) = rows(&query(dir.path(), "SELECT * FROM by_name").unwrap());
+    assert_eq!(
+        (names, values),
+        (vec!["b".into(), "a".into(), "c".into()], vec![vec!["two".into(), "1".into(), "3".into()]])
+    );
+    // JSON inference orders `alpha` before `zeta`; the declared list puts `zeta` first.
+    let (names, values) = rows(&query(dir.path(), "SELECT * FROM streamed").unwrap());
+    assert_eq!((names, values), (vec!["zeta".into(), "alpha".into()], vec![vec!["z".into(), "7".into()]]));
 }
 
 #[test]

@@ -5,8 +5,9 @@ mod common;
 use std::path::Path;
 
 use common::*;
-use knut_thund::backend::{RunOptions, RunPhase};
+use knut_thund::backend::{ExecBackend, RunOptions, RunPhase};
 use knut_thund::plan::Selection;
+use thund_native::NativeBackend;
 
 const SPEC: &str = "name: s\nlibraries:\n  - glob:\n      include: sql/**\n";
 
@@ -510,4 +511,70 @@ fn a_run_after_a_failed_batch_redoes_it_and_then_reads_what_came_since() {
     assert_eq!(ids(dir.path(), "SELECT n FROM totals"), [15]);
     let written = s.flows.iter().find(|f| f.flow.ends_with(".silver")).map(|f| f.rows_written);
     assert_eq!(written, Some(10), "the redone batch's 5 rows and the new batch's 5: {:?}", s.flows);
+}
+
+#[test]
+fn a_streaming_view_is_streamed_through_each_reader_with_offsets_of_its_own() {
+    // `sv` filters and projects `bronze`'s new rows and joins a table; two streaming tables read
+    // it, one of them also reading `bronze` directly: every source keeps its own offset.
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("dims.csv", "id,label\n0,zero\n2,two\n4,four\n12,twelve\n"),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE MATERIALIZED VIEW dims AS SELECT * FROM read_files('dims.csv', format => 'csv');\n\
+             CREATE TEMPORARY STREAMING LIVE VIEW sv AS SELECT b.id, b.v * 2 AS v2, d.label\n\
+               FROM STREAM(LIVE.bronze) b LEFT JOIN LIVE.dims d ON b.id = d.id WHERE b.id % 2 = 0;\n\
+             CREATE STREAMING LIVE VIEW sv_big AS SELECT id, v2 FROM STREAM(sv) WHERE v2 >= 40;\n\
+             CREATE STREAMING TABLE evens AS SELECT * FROM STREAM(sv);\n\
+             CREATE STREAMING TABLE both_ways;\n\
+             CREATE FLOW via_view AS INSERT INTO both_ways BY NAME SELECT id, 'view' AS way FROM STREAM(sv_big);\n\
+             CREATE FLOW direct AS INSERT INTO both_ways BY NAME SELECT id, 'direct' AS way FROM STREAM(bronze);",
+        ),
+    ]);
+    write_batch(dir.path(), "day1", 0..6);
+    let (s1, _) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    assert_eq!(ids(dir.path(), "SELECT id FROM evens"), vec![0, 2, 4]);
+    let labels = rows(&query(dir.path(), "SELECT id, v2, label FROM evens ORDER BY id").unwrap()).1;
+    assert_eq!(labels[1], ["2", "40", "two"]);
+    assert_eq!(ids(dir.path(), "SELECT id FROM both_ways WHERE way = 'view'"), vec![2, 4]);
+
+    // Nothing new: every reader of the view is IDLE.
+    let (s2, _) = run(dir.path());
+    assert_eq!(phase(&s2, "evens"), RunPhase::Idle);
+    assert_eq!(phase(&s2, "via_view"), RunPhase::Idle);
+
+    write_batch(dir.path(), "day2", 10..14);
+    let (s3, _) = run(dir.path());
+    assert!(!s3.failed(), "{:?}", s3.flows);
+    assert_eq!(ids(dir.path(), "SELECT id FROM evens"), vec![0, 2, 4, 10, 12]);
+    assert_eq!(
+        rows(&query(dir.path(), "SELECT label FROM evens WHERE id = 12").unwrap()).1,
+        vec![vec!["twelve".to_string()]]
+    );
+    assert_eq!(ids(dir.path(), "SELECT id FROM both_ways WHERE way = 'view'"), vec![2, 4, 10, 12]);
+    assert_eq!(
+        ids(dir.path(), "SELECT id FROM both_ways WHERE way = 'direct'"),
+        vec![0, 1, 2, 3, 4, 5, 10, 11, 12, 13]
+    );
+}
+
+#[test]
+fn a_streaming_view_that_keeps_state_is_refused_natively_at_its_line() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE TEMPORARY VIEW counted AS SELECT id, count(*) AS n FROM STREAM(bronze) GROUP BY id;\n\
+             CREATE STREAMING TABLE t AS SELECT * FROM STREAM(counted);",
+        ),
+    ]);
+    let err = NativeBackend::new().check(&load(dir.path())).unwrap_err().to_string();
+    assert!(
+        err.contains("a.sql:2:") && err.contains("streaming view `spark_catalog.default.counted` aggregates"),
+        "{err}"
+    );
 }

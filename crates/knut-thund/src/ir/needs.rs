@@ -34,6 +34,9 @@ pub enum Feature {
     EventTime,
     /// A join of two streams.
     StreamJoins,
+    /// A streaming view that keeps state across batches (it aggregates, has a watermark or
+    /// joins two streams) or checks expectations.
+    StatefulStreamingViews,
     /// `read_files(…)`, `` fmt.`path` ``.
     FileSources,
     /// `cloudFiles.schemaHints`.
@@ -76,6 +79,7 @@ impl Feature {
             Feature::CdcTruncates => "APPLY AS TRUNCATE WHEN",
             Feature::EventTime => "event time",
             Feature::StreamJoins => "stream-stream joins",
+            Feature::StatefulStreamingViews => "stateful streaming views",
             Feature::FileSources => "file sources",
             Feature::SchemaHints => "cloudFiles.schemaHints",
             Feature::RescuedData => "rescuedDataColumn",
@@ -243,7 +247,11 @@ impl Pipeline {
             }
         }
         for f in &self.flows {
-            needs.extend(f.needs(by_name.get(&f.target).copied()));
+            let target = by_name.get(&f.target).copied();
+            needs.extend(f.needs(target));
+            if let Some(view) = target.filter(|d| d.kind.is_view() && f.query().is_streaming()) {
+                needs.extend(streaming_view_needs(view, f));
+            }
         }
         for (key, value) in &self.configuration {
             if let Some(why) = crate::sql_conf::refusal(key, value) {
@@ -252,4 +260,35 @@ impl Pipeline {
         }
         needs
     }
+}
+
+/// What a streaming view needs beyond streaming: a view is inlined into each flow that streams
+/// it, batch by batch, so state of its own (groups, a watermark, a join's other side) and checks
+/// of its rows need a backend that keeps them.
+fn streaming_view_needs(view: &Dataset, f: &Flow) -> Vec<Need> {
+    let q = f.query();
+    let stateful = match (crate::event_time::shape(q), &q.event_time, crate::event_time::stream_stream_join(q)) {
+        (Ok(shape), _, _) if shape.aggregation.is_some() => shape.aggregation.map(|at| (at, "aggregates")),
+        (_, Some(et), _) => Some((et.location.clone(), "has a watermark")),
+        (_, _, Some(at)) => Some((at, "joins two streams")),
+        _ => None,
+    };
+    let mut needs = Vec::new();
+    if let Some((at, what)) = stateful {
+        let detail = format!(
+            "streaming view `{}` {what}; {{backend}} runs streaming views that only filter, project and join tables: \
+             move this into the streaming table that reads it",
+            view.name
+        );
+        needs.push(Need::new(Feature::StatefulStreamingViews, &view.name, &at, &detail));
+    }
+    if let Some(e) = view.expectations.first() {
+        let detail = format!(
+            "streaming view `{}` checks expectations; {{backend}} checks them on tables and batch views: put them on \
+             the streaming table that reads it",
+            view.name
+        );
+        needs.push(Need::new(Feature::StatefulStreamingViews, &view.name, &e.location, &detail));
+    }
+    needs
 }

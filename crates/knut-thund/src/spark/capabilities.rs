@@ -42,6 +42,8 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
         schema_hints: false,
         // Spark keeps both sides in state and matches rows across batches.
         stream_joins: true,
+        // The view's query is one more relation of the reading flow's streaming query.
+        stateful_streaming_views: true,
         // The server applies every setting itself.
         sql_conf: true,
         // AUTO CDC's `IGNORE NULL UPDATES` and `APPLY AS TRUNCATE WHEN` stay refused: the 4.3.0

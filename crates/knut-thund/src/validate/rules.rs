@@ -13,7 +13,7 @@ use crate::ir::{Dataset, DatasetKind, Flow, OutputMode, Read};
 pub(crate) type Rule = fn(&Graph<'_>, &mut Problems);
 
 /// Every rule, in the order their problems are found (they are reported in file order).
-pub(crate) const RULES: [Rule; 9] = [
+pub(crate) const RULES: [Rule; 10] = [
     datasets_are_defined_once,
     expectations_are_named_once_per_dataset,
     output_modes_are_for_streaming_tables,
@@ -21,6 +21,7 @@ pub(crate) const RULES: [Rule; 9] = [
     flows_write_to_defined_tables_and_sinks,
     each_flow_kind_follows_its_own_rules,
     reads_name_readable_datasets,
+    views_are_read_as_they_are_defined,
     event_time_is_what_spark_accepts,
     each_dataset_has_the_flows_its_kind_takes,
 ];
@@ -153,6 +154,50 @@ fn reads_name_readable_datasets(g: &Graph<'_>, out: &mut Problems) {
                 .with_hint("make it a temporary view too, or the source a persistent one");
                 out.add(Some(&f.target), d);
             }
+        }
+    }
+}
+
+/// A view whose query reads a stream is a streaming view: it is read with `STREAM(v)`, by a
+/// streaming flow, and a view over batch reads is read in batch. Spark refuses either mix
+/// (INCOMPATIBLE_STREAMING_VIEW_READ, INCOMPATIBLE_BATCH_VIEW_READ); a persistent view, stored
+/// in the catalog, cannot read a stream at all (STREAMING_RELATION_FOR_PERSISTED_VIEW).
+fn views_are_read_as_they_are_defined(g: &Graph<'_>, out: &mut Problems) {
+    let streaming_view = |d: &Dataset| g.p.flows_into(&d.name).any(|f| f.query().is_streaming());
+    for (f, target) in g.flows_with_targets() {
+        if target.kind == DatasetKind::PersistentView && f.query().is_streaming() {
+            let d = Diagnostic::at(
+                &f.location,
+                format!(
+                    "persistent view `{}` reads a stream; a view in the catalog can only read in batch",
+                    target.name
+                ),
+            )
+            .with_hint(
+                "make it a TEMPORARY VIEW (read with STREAM(…) by streaming tables), or read its sources in batch",
+            );
+            out.add(Some(&f.target), d);
+        }
+        for r in &f.query().reads {
+            let Read::Dataset { name, streaming, location, .. } = r else { continue };
+            let Some(src) = g.by_name.get(name).filter(|s| s.kind.is_view()) else { continue };
+            let short = &src.name.name;
+            let problem = match (*streaming, streaming_view(src)) {
+                (true, false) => Diagnostic::at(
+                    location,
+                    format!("`STREAM({short})` reads view `{name}`, which reads no stream (a batch view)"),
+                )
+                .with_hint(format!(
+                    "read it in batch (`FROM {short}`), or make the view read its source with STREAM(…)"
+                )),
+                (false, true) => Diagnostic::at(
+                    location,
+                    format!("`{short}` is a streaming view (its query reads a stream); read it with `STREAM({short})`"),
+                )
+                .with_hint("only flows into streaming tables and sinks read streams; a materialized view reads the table the stream feeds"),
+                _ => continue,
+            };
+            out.add(Some(&f.target), problem);
         }
     }
 }

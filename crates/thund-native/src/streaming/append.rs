@@ -18,7 +18,7 @@ use crate::table::{align_to_target, conform};
 static STREAM_SEQ: AtomicUsize = AtomicUsize::new(0);
 
 /// A name for a batch's input of one stream, unique in the session.
-pub(super) fn stream_table_name(prefix: &str) -> String {
+pub(crate) fn stream_table_name(prefix: &str) -> String {
     format!("{prefix}_{}", STREAM_SEQ.fetch_add(1, Ordering::Relaxed))
 }
 
@@ -57,20 +57,19 @@ pub(super) async fn over_new_input(
     next: &mut Checkpoint,
 ) -> Result<Option<LogicalPlan>> {
     let (ctx, storage, p, f) = (batch.job.ctx, batch.job.storage, batch.job.pipeline, batch.job.flow);
-    let inputs = increments(ctx, storage, &p.root, &query.reads, batch.state, batch.redo)
-        .await
-        .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
-    if !inputs.iter().any(|i| i.input.has_data) {
+    let inputs = increments(ctx, p, storage, &query.reads, batch.state, batch.redo).await.map_err(|e| match e {
+        e @ NativeError::Plan { .. } => e, // a streaming view's query, at its own line
+        e => NativeError::Plan { location: f.location.to_string(), message: e.to_string() },
+    })?;
+    if !inputs.iter().any(|i| i.has_data) {
         return Ok(None);
     }
     let mut streams = StreamTables::new();
     for i in inputs {
         let name = stream_table_name("__thund_stream");
-        ctx.register_table(name.as_str(), i.input.provider)?;
+        ctx.register_table(name.as_str(), i.provider)?;
         streams.insert(i.read, name);
-        if let Some(o) = i.input.offset {
-            next.sources.insert(i.key, o);
-        }
+        next.sources.extend(i.offsets);
     }
     let planned = plan_query_with_streams(ctx, query, &p.root, &streams).await;
     for n in streams.values() {

@@ -21,13 +21,16 @@ use datafusion::datasource::file_format::json::JsonFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
-use datafusion::datasource::MemTable;
+use datafusion::datasource::{MemTable, ViewTable};
 use datafusion::prelude::SessionContext;
 use deltalake::DeltaTable;
-use knut_thund::ir::{FileSource, QualifiedName, Read};
+use futures::future::BoxFuture;
+use knut_thund::ir::{FileSource, Pipeline, QualifiedName, Query, Read};
 
+use crate::engine::{plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
 use crate::storage::{resolve_project_path, Storage};
+use crate::streaming::append::stream_table_name;
 use crate::streaming::checkpoint::{source_key, Checkpoint, SourceOffset};
 
 /// New input of one streaming source for the next batch.
@@ -370,38 +373,106 @@ pub async fn files_increment(
 pub struct Increment {
     /// The read's index in the query's reads.
     pub read: usize,
-    /// The source's key in the checkpoint.
-    pub key: String,
-    /// Its new rows and offset.
-    pub input: NewInput,
+    /// A provider over only the new rows (empty when there are none).
+    pub provider: Arc<dyn TableProvider>,
+    /// Whether there are new rows at all.
+    pub has_data: bool,
+    /// The offsets after this batch, by checkpoint key: one for a source, one per source for a
+    /// streaming view (each of its reads is a source of the flow).
+    pub offsets: Vec<(String, SourceOffset)>,
 }
 
-/// The increment of every streaming read of a query, in the order the query names them.
+/// The increment of every streaming read of a query, in the order the query names them. A
+/// `STREAM(v)` of a streaming view is the view's query over the new input of its own streams:
+/// the view is inlined into each flow that streams it, and each of its sources keeps its offset
+/// in that flow's checkpoint, under the view's name.
 pub async fn increments(
     ctx: &SessionContext,
+    p: &Pipeline,
     storage: &Storage,
-    root: &Path,
     reads: &[Read],
     state: &Checkpoint,
     redo: Option<&BTreeMap<String, SourceOffset>>,
 ) -> Result<Vec<Increment>> {
-    let mut out = Vec::new();
-    for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
-        let key = source_key(r);
-        let last = state.sources.get(&key);
-        // A batch redone reads up to what it recorded; a source it recorded nothing for had
-        // nothing new then, so it reads nothing new now.
-        let nothing = match (r, last) {
-            (_, Some(last)) => last.clone(),
-            (Read::Dataset { .. }, None) => SourceOffset::Table { version: -1, table_id: None },
-            (Read::Files(_), None) => SourceOffset::Files { processed: BTreeSet::new(), schema: None },
-        };
-        let upto = redo.map(|r| r.get(&key).unwrap_or(&nothing));
-        let input = match r {
-            Read::Dataset { name, .. } => table_increment(ctx, storage, name, last, upto).await?,
-            Read::Files(f) => files_increment(ctx, f, root, last, upto).await?,
-        };
-        out.push(Increment { read, key, input });
+    increments_under(ctx, p, storage, reads, state, redo, String::new()).await
+}
+
+/// [`increments`] with checkpoint keys under `prefix` (the views streamed through).
+fn increments_under<'a>(
+    ctx: &'a SessionContext,
+    p: &'a Pipeline,
+    storage: &'a Storage,
+    reads: &'a [Read],
+    state: &'a Checkpoint,
+    redo: Option<&'a BTreeMap<String, SourceOffset>>,
+    prefix: String,
+) -> BoxFuture<'a, Result<Vec<Increment>>> {
+    Box::pin(async move {
+        let mut out = Vec::new();
+        for (read, r) in reads.iter().enumerate().filter(|(_, r)| r.is_streaming()) {
+            if let Some(view) = streaming_view(p, r) {
+                out.push(view_increment(ctx, p, storage, read, view, state, redo, &prefix).await?);
+                continue;
+            }
+            let key = format!("{prefix}{}", source_key(r));
+            let last = state.sources.get(&key);
+            // A batch redone reads up to what it recorded; a source it recorded nothing for had
+            // nothing new then, so it reads nothing new now.
+            let nothing = match (r, last) {
+                (_, Some(last)) => last.clone(),
+                (Read::Dataset { .. }, None) => SourceOffset::Table { version: -1, table_id: None },
+                (Read::Files(_), None) => SourceOffset::Files { processed: BTreeSet::new(), schema: None },
+            };
+            let upto = redo.map(|r| r.get(&key).unwrap_or(&nothing));
+            let input = match r {
+                Read::Dataset { name, .. } => table_increment(ctx, storage, name, last, upto).await?,
+                Read::Files(f) => files_increment(ctx, f, &p.root, last, upto).await?,
+            };
+            let offsets = input.offset.map(|o| vec![(key, o)]).unwrap_or_default();
+            out.push(Increment { read, provider: input.provider, has_data: input.has_data, offsets });
+        }
+        Ok(out)
+    })
+}
+
+/// The streaming view that `r` streams, with its query, if it streams one.
+fn streaming_view<'p>(p: &'p Pipeline, r: &Read) -> Option<(&'p QualifiedName, &'p Query)> {
+    let Read::Dataset { name, streaming: true, .. } = r else { return None };
+    let d = p.datasets.iter().find(|d| &d.name == name && d.kind.is_view())?;
+    let f = p.flows_into(&d.name).next()?;
+    f.query().is_streaming().then(|| (&d.name, f.query()))
+}
+
+/// The new rows of streaming view `view` (read `read` of the flow's query): its query over the
+/// new input of each of its streams.
+#[allow(clippy::too_many_arguments)]
+async fn view_increment(
+    ctx: &SessionContext,
+    p: &Pipeline,
+    storage: &Storage,
+    read: usize,
+    (name, query): (&QualifiedName, &Query),
+    state: &Checkpoint,
+    redo: Option<&BTreeMap<String, SourceOffset>>,
+    prefix: &str,
+) -> Result<Increment> {
+    let inner = increments_under(ctx, p, storage, &query.reads, state, redo, format!("{prefix}view:{name}/")).await?;
+    let has_data = inner.iter().any(|i| i.has_data);
+    let offsets: Vec<(String, SourceOffset)> = inner.iter().flat_map(|i| i.offsets.iter().cloned()).collect();
+    if !has_data {
+        // Nothing to plan the view over (an unborn source has no schema yet); nothing is read.
+        let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
+        return Ok(Increment { read, provider: Arc::new(empty), has_data, offsets });
     }
-    Ok(out)
+    let mut streams = StreamTables::new();
+    for i in inner {
+        let table = stream_table_name("__thund_view_stream");
+        ctx.register_table(table.as_str(), i.provider)?;
+        streams.insert(i.read, table);
+    }
+    let planned = plan_query_with_streams(ctx, query, &p.root, &streams).await;
+    for t in streams.values() {
+        let _ = ctx.deregister_table(t.as_str());
+    }
+    Ok(Increment { read, provider: Arc::new(ViewTable::new(planned?, None)), has_data, offsets })
 }

@@ -59,10 +59,12 @@ impl BatchKind for Windowed<'_> {
     async fn plan(&mut self, batch: &Batch<'_, '_>, next: &mut Checkpoint) -> Result<Option<LogicalPlan>> {
         let (ctx, storage, p, f) = (batch.job.ctx, batch.job.storage, batch.job.pipeline, batch.job.flow);
         let w = &self.windows;
-        let inputs = increments(ctx, storage, &p.root, &self.query.reads, batch.state, batch.redo)
-            .await
-            .map_err(|e| NativeError::Plan { location: f.location.to_string(), message: e.to_string() })?;
-        if !inputs.iter().any(|i| i.input.has_data) {
+        let inputs =
+            increments(ctx, p, storage, &self.query.reads, batch.state, batch.redo).await.map_err(|e| match e {
+                e @ NativeError::Plan { .. } => e,
+                e => NativeError::Plan { location: f.location.to_string(), message: e.to_string() },
+            })?;
+        if !inputs.iter().any(|i| i.has_data) {
             return Ok(None);
         }
         let (watermark, open_windows) = windows_of(&batch.state.state);
@@ -74,8 +76,8 @@ impl BatchKind for Windowed<'_> {
             let provider = match w.read == i.read {
                 true => {
                     // The user's query sees only the rows of the windows this batch closes.
-                    let source = i.input.provider.schema();
-                    let new = ctx.read_table(i.input.provider)?.collect().await?;
+                    let source = i.provider.schema();
+                    let new = ctx.read_table(i.provider)?.collect().await?;
                     let open = load_state(storage, open_windows.as_deref()).await?;
                     let step = w.step(&source, &new, open, watermark.unwrap_or(0))?;
                     next.state = KindState::Windowed { watermark: Some(step.watermark), open_windows: None };
@@ -92,13 +94,11 @@ impl BatchKind for Windowed<'_> {
                     self.step = Some((step.state_schema, step.open, step.dropped));
                     closing
                 }
-                false => i.input.provider,
+                false => i.provider,
             };
             ctx.register_table(name.as_str(), provider)?;
             streams.insert(i.read, name);
-            if let Some(o) = i.input.offset {
-                next.sources.insert(i.key, o);
-            }
+            next.sources.extend(i.offsets);
         }
         let query = w.rewrite(self.query)?;
         let mut planned = plan_query_with_streams(ctx, &query, &p.root, &streams).await;

@@ -100,6 +100,10 @@ fn statement(
     if c.eat_word("SET") {
         // `SET k = v`: conf for the flows defined after it in this file.
         let k = c.property_atom()?;
+        if c.at_end() {
+            // `SET k;` shows a value in a notebook and sets nothing; DLT pipelines keep such lines.
+            return Ok(());
+        }
         c.expect(&Token::Eq)?;
         let v = c.slice(c.pos, c.toks.len()).trim().trim_matches('\'').to_string();
         conf.insert(k, v);
@@ -129,11 +133,19 @@ fn statement(
     c.expect_word("CREATE")?;
     let or_refresh = c.eat_words(&["OR", "REFRESH"]);
     let or_replace = !or_refresh && c.eat_words(&["OR", "REPLACE"]);
-    // DLT spells a materialized view `LIVE TABLE`, a streaming table `STREAMING LIVE TABLE`.
-    if c.eat_words(&["MATERIALIZED", "VIEW"]) || c.eat_words(&["LIVE", "TABLE"]) {
+    // DLT spells a materialized view `LIVE TABLE`, a streaming table `STREAMING LIVE TABLE` (once
+    // `INCREMENTAL LIVE TABLE`). Its `TEMPORARY` tables are tables left out of the catalog; a
+    // pipeline here publishes every table, so they are tables all the same.
+    let temporary_table = c.eat_words(&["TEMPORARY", "LIVE", "TABLE"]);
+    if temporary_table || c.eat_words(&["MATERIALIZED", "VIEW"]) || c.eat_words(&["LIVE", "TABLE"]) {
         return dataset(c, names, DatasetKind::MaterializedView, start, conf, out);
     }
-    if c.eat_words(&["STREAMING", "TABLE"]) || c.eat_words(&["STREAMING", "LIVE", "TABLE"]) {
+    if c.eat_words(&["STREAMING", "TABLE"])
+        || c.eat_words(&["STREAMING", "LIVE", "TABLE"])
+        || c.eat_words(&["TEMPORARY", "STREAMING", "LIVE", "TABLE"])
+        || c.eat_words(&["TEMPORARY", "STREAMING", "TABLE"])
+        || c.eat_words(&["INCREMENTAL", "LIVE", "TABLE"])
+    {
         return dataset(c, names, DatasetKind::StreamingTable, start, conf, out);
     }
     if or_refresh {
@@ -143,10 +155,11 @@ fn statement(
         )));
     }
     // Views take no `SET` conf: they are inlined into their readers, whose conf applies.
-    // DLT: `TEMPORARY [STREAMING] LIVE VIEW` and `LIVE VIEW` are views private to the pipeline
-    // (a streaming one is read with `STREAM(…)`, as any view over a stream).
+    // DLT: `[TEMPORARY] [STREAMING] LIVE VIEW` are views private to the pipeline (a streaming one
+    // reads `STREAM(…)` and is read with `STREAM(…)`, as any view over a stream).
     let dlt_view = c.eat_words(&["TEMPORARY", "LIVE", "VIEW"])
         || c.eat_words(&["TEMPORARY", "STREAMING", "LIVE", "VIEW"])
+        || c.eat_words(&["STREAMING", "LIVE", "VIEW"])
         || c.eat_words(&["LIVE", "VIEW"]);
     if dlt_view || c.eat_words(&["TEMPORARY", "VIEW"]) || c.eat_words(&["TEMP", "VIEW"]) {
         return dataset(c, names, DatasetKind::TemporaryView, start, &BTreeMap::new(), out);
@@ -164,7 +177,7 @@ fn statement(
         return flow(c, names, start, conf, out);
     }
     Err(Diagnostic::at(&start, format!("unsupported statement starting with `CREATE {}`", c.found().trim_matches('`')))
-        .with_hint("pipeline files hold CREATE MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW | SINK | FLOW, SET and USE; DLT's LIVE TABLE, STREAMING LIVE TABLE, TEMPORARY LIVE VIEW and APPLY CHANGES INTO too"))
+        .with_hint("pipeline files hold CREATE MATERIALIZED VIEW | STREAMING TABLE | [TEMPORARY] VIEW | SINK | FLOW, SET and USE; DLT's [TEMPORARY] [STREAMING] LIVE TABLE | VIEW, INCREMENTAL LIVE TABLE and APPLY CHANGES INTO too"))
 }
 
 fn end_of_statement(c: &Cursor<'_>) -> PResult<()> {
@@ -319,6 +332,11 @@ mod tests {
              CREATE TEMPORARY LIVE VIEW c AS SELECT * FROM LIVE.a JOIN Live.b USING (id);\n\
              CREATE TEMPORARY STREAMING LIVE VIEW c2 AS SELECT * FROM STREAM(LIVE.b);\n\
              CREATE OR REFRESH STREAMING TABLE t;\n\
+             SET pipelines.trigger.interval;\n\
+             CREATE STREAMING LIVE VIEW c3 AS SELECT * FROM STREAM(LIVE.b);\n\
+             CREATE OR REFRESH TEMPORARY STREAMING LIVE TABLE b3 AS SELECT * FROM STREAM(LIVE.c3);\n\
+             CREATE INCREMENTAL LIVE TABLE b4 AS SELECT * FROM STREAM(LIVE.c3);\n\
+             CREATE TEMPORARY LIVE TABLE a2 AS SELECT * FROM LIVE.a;\n\
              APPLY CHANGES INTO LIVE.t FROM STREAM(LIVE.b) KEYS (id) APPLY AS DELETE WHEN op = 'D'\n\
                SEQUENCE BY seq COLUMNS * EXCEPT (op) STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (note);",
         );
@@ -333,6 +351,10 @@ mod tests {
                 DatasetKind::TemporaryView,
                 DatasetKind::TemporaryView,
                 DatasetKind::StreamingTable,
+                DatasetKind::TemporaryView,
+                DatasetKind::StreamingTable,
+                DatasetKind::StreamingTable,
+                DatasetKind::MaterializedView,
             ]
         );
         let reads = |i: usize| -> Vec<String> {
