@@ -578,3 +578,52 @@ fn a_streaming_view_that_keeps_state_is_refused_natively_at_its_line() {
         "{err}"
     );
 }
+
+/// Runs `code` with the test's python, which has the `deltalake` writer: an independent writer of
+/// the Delta tables a stream reads.
+fn python(code: &str) {
+    let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs the python deltalake writer"
+        )
+    });
+    let out = std::process::Command::new(python).arg("-c").arg(code).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_delta_table_at_a_path_is_streamed_by_what_each_commit_appends() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING LIVE TABLE copied AS SELECT * FROM STREAM delta.`ext`;\n\
+             CREATE STREAMING LIVE TABLE scaled AS SELECT id * 10 AS id10 FROM STREAM(delta.`ext`) WHERE v <> 'b';",
+        ),
+    ]);
+    let ext = dir.path().join("ext");
+    let write = |ids: &str, vs: &str, mode: &str| {
+        python(&format!(
+            "import deltalake, pyarrow as pa\n\
+             deltalake.write_deltalake({:?}, pa.table({{'id': pa.array([{ids}], pa.int64()), 'v': [{vs}]}}), mode='{mode}')",
+            ext.display().to_string()
+        ))
+    };
+    write("1, 2", "'a', 'b'", "error");
+    assert!(!run(dir.path()).0.failed());
+    write("3", "'c'", "append");
+    write("4", "'d'", "append");
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(s.flows.iter().find(|f| f.flow.ends_with(".copied")).unwrap().rows_written, 2);
+    assert_eq!(ids(dir.path(), "SELECT id FROM copied"), [1, 2, 3, 4]);
+    assert_eq!(ids(dir.path(), "SELECT id10 FROM scaled"), [10, 30, 40]);
+    assert_eq!(phase(&run(dir.path()).0, "copied"), RunPhase::Idle);
+
+    // A delete rewrites files: the stream cannot tell new rows from old ones and stops, at its line.
+    python(&format!("import deltalake\ndeltalake.DeltaTable({:?}).delete('id = 1')", ext.display().to_string()));
+    let (s, _) = run(dir.path());
+    let err = s.flows.iter().find(|f| f.flow.ends_with(".copied")).and_then(|f| f.error.clone()).unwrap_or_default();
+    assert!(err.contains("sql/a.sql:1:") && err.contains("removed data since it was last read"), "{err}");
+    assert_eq!(ids(dir.path(), "SELECT id FROM copied"), [1, 2, 3, 4], "nothing written by the failed batch");
+}

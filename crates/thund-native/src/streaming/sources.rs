@@ -116,6 +116,74 @@ pub async fn table_increment(
     Ok(NewInput { provider, has_data: true, offset })
 }
 
+/// The rows a Delta table outside the pipeline (`` STREAM(delta.`path`) ``) committed after
+/// `last`: the files its newest snapshot has that the one at `last`'s version had not. Data
+/// removed since (a rewrite) ends the stream, as Delta's streaming source does by default.
+pub async fn delta_path_increment(
+    ctx: &SessionContext,
+    f: &FileSource,
+    root: &Path,
+    last: Option<&SourceOffset>,
+    upto: Option<&SourceOffset>,
+) -> Result<NewInput> {
+    let path = resolve_project_path(&f.path, root);
+    let url = url::Url::from_directory_path(&path)
+        .map_err(|_| NativeError::Execution(format!("bad delta path `{}`", path.display())))?;
+    let last_version = match last {
+        Some(SourceOffset::Table { version, .. }) => *version,
+        Some(SourceOffset::Files { .. }) => {
+            return Err(NativeError::Storage(format!("checkpoint of `{}` is not a table offset", f.path)))
+        }
+        None => -1,
+    };
+    let mut table = deltalake::open_table(url.clone())
+        .await
+        .map_err(|e| NativeError::Execution(format!("streaming source `delta.`{}``: {e}", f.path)))?;
+    if let Some(SourceOffset::Table { version, .. }) = upto {
+        // A batch redone reads up to the version it recorded.
+        if *version < 0 {
+            let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
+            return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset: last.cloned() });
+        }
+        if table.version().is_some_and(|v| (v as i64) > *version) {
+            table = deltalake::open_table_with_version(url.clone(), *version as u64).await?;
+        }
+    }
+    table.update_datafusion_session(&ctx.state())?;
+    let now = table.version().map_or(-1, |v| v as i64);
+    let table_id = Some(table.snapshot()?.metadata().id().to_string());
+    if let Some(SourceOffset::Table { table_id: Some(before), .. }) = last {
+        if Some(before) != table_id.as_ref() {
+            return Err(NativeError::Execution(format!(
+                "streaming source `delta.`{}`` is another table than the one this stream read (it was replaced); full-refresh the streaming table",
+                f.path
+            )));
+        }
+    }
+    let files_now = active_files(&table)?;
+    let new: Vec<String> = match last_version {
+        v if v >= 0 && v < now => {
+            let before = active_files(&deltalake::open_table_with_version(url, v as u64).await?)?;
+            if !before.is_subset(&files_now) {
+                return Err(NativeError::Execution(format!(
+                    "streaming source `delta.`{}`` removed data since it was last read (a rewrite or a delete); a stream reads only appended rows: full-refresh the streaming table to read it again",
+                    f.path
+                )));
+            }
+            files_now.difference(&before).cloned().collect()
+        }
+        v if v >= 0 => Vec::new(),
+        _ => files_now.into_iter().collect(),
+    };
+    let offset = Some(SourceOffset::Table { version: now, table_id });
+    if new.is_empty() {
+        let empty = MemTable::try_new(table.table_provider().await?.schema(), vec![vec![]])?;
+        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
+    }
+    let provider = table.table_provider().with_file_paths(new).await?;
+    Ok(NewInput { provider, has_data: true, offset })
+}
+
 /// What the commits after a version did to a source table's data.
 enum Commits {
     /// Only added files (paths decoded as the snapshot lists them).
@@ -421,11 +489,13 @@ fn increments_under<'a>(
             let nothing = match (r, last) {
                 (_, Some(last)) => last.clone(),
                 (Read::Dataset { .. }, None) => SourceOffset::Table { version: -1, table_id: None },
+                (Read::Files(f), None) if f.format == "delta" => SourceOffset::Table { version: -1, table_id: None },
                 (Read::Files(_), None) => SourceOffset::Files { processed: BTreeSet::new(), schema: None },
             };
             let upto = redo.map(|r| r.get(&key).unwrap_or(&nothing));
             let input = match r {
                 Read::Dataset { name, .. } => table_increment(ctx, storage, name, last, upto).await?,
+                Read::Files(f) if f.format == "delta" => delta_path_increment(ctx, f, &p.root, last, upto).await?,
                 Read::Files(f) => files_increment(ctx, f, &p.root, last, upto).await?,
             };
             let offsets = input.offset.map(|o| vec![(key, o)]).unwrap_or_default();

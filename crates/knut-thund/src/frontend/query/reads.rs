@@ -300,6 +300,40 @@ fn assume_csv_header(format: &str, options: &mut BTreeMap<String, String>) {
     }
 }
 
+/// `` fmt.`path` ``: a name of two parts, a file format and a back-quoted path.
+fn is_format_path(parts: &[&Ident]) -> bool {
+    parts.len() == 2
+        && parts[1].quote_style == Some('`')
+        && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str())
+}
+
+impl ReadCollector<'_> {
+    /// `` fmt.`path` `` (Spark's reader), or `` STREAM(delta.`path`) ``: a stream of what a Delta
+    /// table at a path commits.
+    fn format_path(&mut self, format: &Ident, path: &Ident, streaming: bool, span: Span) {
+        let location = self.at(format);
+        let format = format.value.to_ascii_lowercase();
+        if streaming && format != "delta" {
+            let d = Diagnostic::at(&location, format!("`STREAM({format}.`…`)` does not stream files")).with_hint(
+                format!("stream a folder of files with `STREAM read_files('{}', format => '{format}')`", path.value),
+            );
+            self.errors.push(d);
+            return;
+        }
+        let path = path.value.clone();
+        let options = BTreeMap::new();
+        self.reads.push(Read::Files(FileSource {
+            format,
+            path,
+            options,
+            streaming,
+            syntax: FileSyntax::FormatPath,
+            location,
+            span,
+        }));
+    }
+}
+
 fn literal(e: &Expr) -> Option<String> {
     match e {
         Expr::Value(v) => match &v.value {
@@ -328,6 +362,9 @@ impl Visitor for ReadCollector<'_> {
             Some(a) if single && parts[0].value.eq_ignore_ascii_case("stream") => match a.args.as_slice() {
                 [FunctionArg::Unnamed(FunctionArgExpr::Expr(e))] => match e {
                     Expr::Identifier(i) => self.dataset(&[i], true, span),
+                    Expr::CompoundIdentifier(ids) if is_format_path(&ids.iter().collect::<Vec<_>>()) => {
+                        self.format_path(&ids[0], &ids[1], true, span)
+                    }
                     Expr::CompoundIdentifier(ids) => self.dataset(&ids.iter().collect::<Vec<_>>(), true, span),
                     Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("cloud_files") => {
                         let args = match &f.args {
@@ -364,24 +401,8 @@ impl Visitor for ReadCollector<'_> {
                 self.cloud_files(parts[0], &a.args, span);
             }
             Some(_) => {} // another table function (range, explode, …): reads no dataset
-            None => {
-                let is_format_path = parts.len() == 2
-                    && parts[1].quote_style == Some('`')
-                    && FILE_FORMATS.contains(&parts[0].value.to_ascii_lowercase().as_str());
-                if is_format_path {
-                    self.reads.push(Read::Files(FileSource {
-                        format: parts[0].value.to_ascii_lowercase(),
-                        path: parts[1].value.clone(),
-                        options: BTreeMap::new(),
-                        streaming: false,
-                        syntax: FileSyntax::FormatPath,
-                        location: self.at(parts[0]),
-                        span,
-                    }));
-                } else {
-                    self.dataset(&parts, false, span);
-                }
-            }
+            None if is_format_path(&parts) => self.format_path(parts[0], parts[1], false, span),
+            None => self.dataset(&parts, false, span),
         }
         ControlFlow::Continue(())
     }
