@@ -5,9 +5,11 @@
 //!   each file: ${key} substitution → tokens → statements → Dataset/Flow (+ reads per query)
 //! ```
 //! Problems are collected across all files and returned together, each with file:line.
-//! A Python definitions file is an error, never skipped: its datasets would silently be missing.
+//! A Python file that defines datasets is an error naming each, never skipped: they would silently
+//! be missing. One that defines none (a data generator) is noted and left out (`python`).
 
 pub mod dlt;
+pub mod python;
 pub(crate) mod query;
 pub(crate) mod statement;
 pub(crate) mod text;
@@ -109,10 +111,11 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
         match file.extension().and_then(|e| e.to_str()) {
             Some("sql") => {}
             Some("py") => {
-                problems.push(
-                    Diagnostic::at(&SourceLocation::new(&rel, 1, 1), "Python definition files are not supported; the datasets it defines are missing from this pipeline")
-                        .with_hint("define them in SQL, or remove the file from `libraries`"),
-                );
+                match read_text(&file, &rel)?.map(|text| python::check(&rel, &text)) {
+                    Ok(Ok(note)) => notes.push(note),
+                    Ok(Err(missing)) => problems.extend(missing),
+                    Err(d) => problems.push(d),
+                }
                 continue;
             }
             Some("ipynb") => {
@@ -254,12 +257,12 @@ mod tests {
     fn reports_python_files_and_undefined_keys_together() {
         let dir = project(&[
             ("pipeline.yml", "name: p\nlibraries:\n  - glob:\n      include: t/**\n"),
-            ("t/a.py", "@dp.table\ndef a(): ...\n"),
+            ("t/a.py", "@dp.table\ndef a(): ...\nfrom pyspark import pipelines as dp\n"),
             ("t/b.sql", "CREATE MATERIALIZED VIEW b AS\nSELECT ${nope}"),
         ]);
         let err = load(dir.path()).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("t/a.py:1:1: Python definition files are not supported"), "{text}");
+        assert!(text.contains("t/a.py:1:1: `a` is defined in Python (`@dp.table`)"), "{text}");
         assert!(text.contains("t/b.sql:2:8"), "{text}");
     }
 
