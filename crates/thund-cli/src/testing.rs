@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::backends::Backend;
 use crate::failure::{Failure, ProjectError};
 use anyhow::{bail, Context};
-use arrow::array::Array;
+use arrow::array::{Array, AsArray};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
@@ -230,28 +230,59 @@ fn sink_rows_sql(sink: &knut_thund::ir::SinkSpec) -> String {
 }
 
 fn json_row(r: &Row) -> String {
-    let map: serde_json::Map<String, serde_json::Value> = r
-        .iter()
-        .map(|(k, v)| {
-            let v = match v {
-                Value::Null => serde_json::Value::Null,
-                Value::Bool(b) => serde_json::Value::Bool(*b),
-                Value::Int(i) => serde_json::Value::from(*i),
-                Value::Float(x) => {
-                    serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, serde_json::Value::Number)
-                }
-                Value::Text(s) => serde_json::Value::String(s.clone()),
-            };
-            (k.clone(), v)
-        })
-        .collect();
+    let map: serde_json::Map<String, serde_json::Value> = r.iter().map(|(k, v)| (k.clone(), json_value(v))).collect();
     serde_json::Value::Object(map).to_string()
 }
 
-/// The value of a cell, typed by its column: numbers as numbers, dates and times as their text.
+fn json_value(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(i) => serde_json::Value::from(*i),
+        Value::Float(x) => serde_json::Number::from_f64(*x).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::Text(s) => serde_json::Value::String(s.clone()),
+        Value::List(items) => serde_json::Value::Array(items.iter().map(json_value).collect()),
+        Value::Struct(fields) => {
+            serde_json::Value::Object(fields.iter().map(|(k, v)| (k.clone(), json_value(v))).collect())
+        }
+    }
+}
+
+/// The value of a cell, typed by its column: numbers as numbers, dates and times as their text,
+/// arrays and structs as lists and structs of such values.
 fn cell(array: &dyn Array, formatter: &ArrayFormatter<'_>, row: usize) -> Value {
     if array.is_null(row) {
         return Value::Null;
+    }
+    let nested = |values: &dyn Array, rows: std::ops::Range<usize>| -> Value {
+        match ArrayFormatter::try_new(values, &FormatOptions::default()) {
+            Ok(f) => Value::List(rows.map(|i| cell(values, &f, i)).collect()),
+            Err(e) => Value::Text(e.to_string()),
+        }
+    };
+    match array.data_type() {
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            let offsets = list.value_offsets();
+            return nested(list.values().as_ref(), offsets[row] as usize..offsets[row + 1] as usize);
+        }
+        DataType::LargeList(_) => {
+            let list = array.as_list::<i64>();
+            let offsets = list.value_offsets();
+            return nested(list.values().as_ref(), offsets[row] as usize..offsets[row + 1] as usize);
+        }
+        DataType::Struct(fields) => {
+            let s = array.as_struct();
+            let values = fields.iter().zip(s.columns()).map(|(field, column)| {
+                let v = match nested(column.as_ref(), row..row + 1) {
+                    Value::List(mut one) => one.pop().unwrap_or(Value::Null),
+                    other => other,
+                };
+                (field.name().clone(), v)
+            });
+            return Value::Struct(values.collect());
+        }
+        _ => {}
     }
     let text = formatter.value(row).to_string();
     match array.data_type() {
@@ -301,6 +332,11 @@ fn same(expected: &Value, got: &Value) -> bool {
         (Value::Int(a), Value::Float(b)) => close(*a as f64, *b),
         (Value::Float(a), Value::Int(b)) => close(*a, *b as f64),
         (Value::Float(a), Value::Float(b)) => close(*a, *b),
+        (Value::List(a), Value::List(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y)),
+        // A struct written in a test names the fields it checks, in any order.
+        (Value::Struct(a), Value::Struct(b)) => {
+            a.iter().all(|(k, x)| b.iter().any(|(n, y)| n.eq_ignore_ascii_case(k) && same(x, y)))
+        }
         (a, b) => a == b,
     }
 }

@@ -840,6 +840,61 @@ fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_b
     assert!(String::from_utf8_lossy(&o.stdout).contains("2 passed, 0 failed"), "{}", text(&o));
 }
 
+#[test]
+fn thund_test_takes_arrays_and_structs_as_inputs_and_expects_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
+    for d in ["sql", "tests/fixtures"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.join("sql/a.sql"),
+        "CREATE MATERIALIZED VIEW customers AS SELECT * FROM json.`data/customers.json`;\n\
+         CREATE MATERIALIZED VIEW cities AS SELECT id, address.city AS city, cardinality(tags) AS n_tags, address FROM customers;\n\
+         CREATE STREAMING TABLE orders AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+         CREATE STREAMING TABLE first_items AS SELECT id, items[0] AS first, shipping.zip AS zip, items FROM STREAM(orders);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("tests/fixtures/customers.jsonl"),
+        "{\"id\": 2, \"tags\": [\"x\"], \"address\": {\"city\": \"Oslo\", \"zip\": \"0150\"}}\n",
+    )
+    .unwrap();
+    let tests = "tests:
+  - name: nested inline and JSON-lines rows
+    dataset: cities
+    inputs:
+      customers:
+        - {id: 1, tags: [a, b, c], address: {city: Reykjavík, zip: '101'}}
+    expect:
+      rows: [{id: 1, city: Reykjavík, n_tags: 3, address: {zip: '101', city: Reykjavík}}]
+  - name: from a JSON-lines file
+    dataset: cities
+    inputs:
+      customers: {json: tests/fixtures/customers.jsonl}
+    expect:
+      rows: [{id: 2, city: Oslo, n_tags: 1}]
+  - name: a stream of nested rows, batch by batch
+    dataset: first_items
+    batches:
+      - inputs: {orders: [{id: 1, items: [10, 20], shipping: {zip: '9000'}}]}
+        expect: {rows: [{id: 1, first: 10, zip: '9000', items: [10, 20]}]}
+      - inputs: {orders: [{id: 2, items: [30], shipping: {zip: '9001'}}]}
+        expect: {rows: [{id: 1, first: 10, items: [10, 20]}, {id: 2, first: 30, items: [30]}]}
+";
+    std::fs::write(dir.join("tests/t.yml"), tests).unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("3 passed, 0 failed"), "{}", text(&o));
+
+    // A nested value that differs fails, showing the list as written.
+    std::fs::write(dir.join("tests/t.yml"), tests.replace("items: [30]}]}", "items: [31]}]}")).unwrap();
+    let o = thund(&["test", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("missing rows:") && text(&o).contains("items: [31]"), "{}", text(&o));
+}
+
 /// A test of a sink writes its rows under the test's scratch storage; the project's real sinks
 /// (a parquet folder and a Delta table) keep exactly the files they had.
 #[test]

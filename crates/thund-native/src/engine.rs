@@ -155,7 +155,30 @@ pub(crate) async fn plan_query_with_streams(
         return Err(plan_err(e));
     }
     let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
-    ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))
+    let plan = ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
+    zero_based_subscripts(plan).map_err(|e| plan_err(e.to_string()))
+}
+
+/// `a[i]` of an array counts from 0 in Spark SQL and from 1 in DataFusion, which plans it as
+/// `array_element(a, i)`: one is added to the index. (Spark has no `array_element` function, so
+/// every one in a plan is a subscript; a map's `m[k]` is planned as another function.)
+fn zero_based_subscripts(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    use datafusion::logical_expr::expr::ScalarFunction;
+    use datafusion::logical_expr::{lit, Expr as DfExpr};
+    let shift = |e: DfExpr| -> datafusion::error::Result<Transformed<DfExpr>> {
+        e.transform_up(|e| match e {
+            DfExpr::ScalarFunction(ScalarFunction { func, mut args })
+                if func.name() == "array_element" && args.len() == 2 =>
+            {
+                let index = args.pop().expect("two arguments");
+                args.push(index + lit(1i64));
+                Ok(Transformed::yes(DfExpr::ScalarFunction(ScalarFunction { func, args })))
+            }
+            e => Ok(Transformed::no(e)),
+        })
+    };
+    Ok(plan.transform_up_with_subqueries(|p| p.map_expressions(shift))?.data)
 }
 
 /// DataFusion's planning errors, phrased for pipeline authors.

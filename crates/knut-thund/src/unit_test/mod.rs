@@ -52,6 +52,10 @@ pub enum Value {
     Float(f64),
     /// Text (dates and timestamps are written as text, `2026-03-01`).
     Text(String),
+    /// An array (`[1, 2]` in YAML or JSON).
+    List(Vec<Value>),
+    /// A struct, its fields in the order written (`{street: Main, no: 3}`).
+    Struct(Vec<(String, Value)>),
 }
 
 impl std::fmt::Display for Value {
@@ -62,6 +66,14 @@ impl std::fmt::Display for Value {
             Value::Int(i) => write!(f, "{i}"),
             Value::Float(x) => write!(f, "{x:?}"),
             Value::Text(s) => write!(f, "{s:?}"),
+            Value::List(items) => {
+                let items: Vec<String> = items.iter().map(Value::to_string).collect();
+                write!(f, "[{}]", items.join(", "))
+            }
+            Value::Struct(fields) => {
+                let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                write!(f, "{{{}}}", fields.join(", "))
+            }
         }
     }
 }
@@ -208,7 +220,11 @@ fn yaml_value(v: &serde_yaml::Value) -> Option<Value> {
             None => Value::Float(n.as_f64()?),
         },
         serde_yaml::Value::String(s) => Value::Text(s.clone()),
-        _ => return None,
+        serde_yaml::Value::Sequence(items) => Value::List(items.iter().map(yaml_value).collect::<Option<_>>()?),
+        serde_yaml::Value::Mapping(fields) => Value::Struct(
+            fields.iter().map(|(k, v)| Some((k.as_str()?.to_string(), yaml_value(v)?))).collect::<Option<_>>()?,
+        ),
+        serde_yaml::Value::Tagged(_) => return None,
     })
 }
 
@@ -381,7 +397,9 @@ pub fn parse(text: &str, shown: &str, p: &Pipeline) -> Result<Vec<TestCase>, Vec
 fn row(r: &BTreeMap<String, serde_yaml::Value>) -> Result<Row, String> {
     r.iter()
         .map(|(k, v)| {
-            yaml_value(v).map(|v| (k.clone(), v)).ok_or_else(|| format!("`{k}` is not a number, text, boolean or null"))
+            yaml_value(v).map(|v| (k.clone(), v)).ok_or_else(|| {
+                format!("`{k}` is not a number, text, boolean, null, list or struct (with text field names)")
+            })
         })
         .collect()
 }

@@ -101,6 +101,18 @@ fn literal(v: &Value, float_column: bool) -> String {
             format!("CAST(X'{hex}' AS STRING)")
         }
         Value::Text(t) => format!("'{t}'"),
+        Value::List(items) => {
+            let float = items.iter().any(|v| matches!(v, Value::Float(_)));
+            let items: Vec<String> = items.iter().map(|v| literal(v, float)).collect();
+            format!("array({})", items.join(", "))
+        }
+        Value::Struct(fields) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}, {}", literal(&Value::Text(k.clone()), false), literal(v, false)))
+                .collect();
+            format!("named_struct({})", fields.join(", "))
+        }
     }
 }
 
