@@ -85,7 +85,7 @@ pub fn batches(
                     return Ok(format!("{}\n", names.join(",")));
                 }
                 for b in batches {
-                    w.write(b)?;
+                    w.write(&nested_as_text(b)?)?;
                 }
             }
             String::from_utf8(buf)?
@@ -125,5 +125,79 @@ pub fn pass_rate(passed: u64, failed: u64) -> String {
         r if r >= 99.95 => ">99.9%".into(),
         r if r < 0.05 => "<0.1%".into(),
         r => format!("{r:.1}%"),
+    }
+}
+
+/// `b` with its array, struct and map columns as text, written as Spark's `show` writes them
+/// (`[1, NULL, 3]`, `{Oslo, 0150}`, `{k -> 1}`): CSV has no nested values.
+fn nested_as_text(b: &RecordBatch) -> anyhow::Result<RecordBatch> {
+    use arrow::array::{ArrayRef, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let nested = |t: &DataType| {
+        matches!(t, DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) | DataType::Map(..))
+    };
+    if !b.schema().fields().iter().any(|f| nested(f.data_type())) {
+        return Ok(b.clone());
+    }
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        if nested(f.data_type()) {
+            let text: StringArray =
+                (0..c.len()).map(|row| (!c.is_null(row)).then(|| show_value(c.as_ref(), row))).collect(); // NULL: an empty field
+            fields.push(Field::new(f.name(), DataType::Utf8, true));
+            columns.push(std::sync::Arc::new(text));
+        } else {
+            fields.push(f.as_ref().clone());
+            columns.push(c.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// One value as Spark's `show` writes it: NULL inside a nested value, lists in brackets, a
+/// struct's values (not its names) and a map's `key -> value` pairs in braces.
+fn show_value(array: &dyn arrow::array::Array, row: usize) -> String {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::DataType;
+    // `logical_nulls`: a column of the NULL type has no null buffer, yet every value is NULL.
+    if array.logical_nulls().is_some_and(|n| n.is_null(row)) {
+        return "NULL".into();
+    }
+    let join = |values: &dyn Array, rows: std::ops::Range<usize>| -> Vec<String> {
+        rows.map(|i| show_value(values, i)).collect()
+    };
+    match array.data_type() {
+        DataType::List(_) => {
+            let l = array.as_list::<i32>();
+            let o = l.value_offsets();
+            format!("[{}]", join(l.values().as_ref(), o[row] as usize..o[row + 1] as usize).join(", "))
+        }
+        DataType::LargeList(_) => {
+            let l = array.as_list::<i64>();
+            let o = l.value_offsets();
+            format!("[{}]", join(l.values().as_ref(), o[row] as usize..o[row + 1] as usize).join(", "))
+        }
+        DataType::Struct(_) => {
+            let s = array.as_struct();
+            let values: Vec<String> = s.columns().iter().map(|c| show_value(c.as_ref(), row)).collect();
+            format!("{{{}}}", values.join(", "))
+        }
+        DataType::Map(..) => {
+            let m = array.as_map();
+            let o = m.value_offsets();
+            let pairs: Vec<String> = (o[row] as usize..o[row + 1] as usize)
+                .map(|i| format!("{} -> {}", show_value(m.keys().as_ref(), i), show_value(m.values().as_ref(), i)))
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
+        }
+        _ => {
+            let options = arrow::util::display::FormatOptions::default()
+                .with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.f"))
+                .with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.f"));
+            arrow::util::display::ArrayFormatter::try_new(array, &options)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|e| e.to_string())
+        }
     }
 }

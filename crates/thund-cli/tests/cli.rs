@@ -574,16 +574,35 @@ fn a_dlt_project_runs_from_its_settings_lists_what_has_no_meaning_and_init_write
     let o = thund(&["init", "--from-dlt", p(&settings)]);
     assert_eq!(o.status.code(), Some(2), "an existing spec is not overwritten: {}", text(&o));
 
-    // A Python library is an error that says what it means, with the file.
-    std::fs::write(dir.join("pipelines/more.py"), "import dlt\n").unwrap();
-    let with_python =
-        text_of(&settings).replace(r#""libraries": ["#, r#""libraries": [{"file": {"path": "pipelines/more.py"}},"#);
+    // A Python notebook that defines no dataset (a data generator) is noted, not run, and the
+    // pipeline runs; one that defines a dataset is an error naming it, at its line.
+    std::fs::write(
+        dir.join("pipelines/more.py"),
+        "# Databricks notebook source\nimport dlt\nrows = [(1, 'a')]\nspark.createDataFrame(rows).write.mode('append').json('/tmp/x')\n",
+    )
+    .unwrap();
+    let with_python = text_of(&settings)
+        .replace(r#""libraries": ["#, r#""libraries": [{"notebook": {"path": "/Repos/me/pipelines/more"}},"#);
     std::fs::write(&settings, with_python).unwrap();
+    let o = thund(&["validate", "-p", p(&settings)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("pipelines/more.py:1:1: a Python library that defines no datasets is not run"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(
+        dir.join("pipelines/more.py"),
+        "# Databricks notebook source\nimport dlt\n\n# COMMAND ----------\n\n@dlt.table(name=\"extra\")\ndef generated():\n    return spark.range(3)\n",
+    )
+    .unwrap();
     let o = thund(&["validate", "-p", p(&settings)]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     assert!(
-        out.contains("Python definition files are not supported") && out.contains("--> pipelines/more.py:1:1"),
+        out.contains(
+            "`extra` is defined in Python (`@dlt.table`), which is not run here: it is missing from this pipeline"
+        ) && out.contains("--> pipelines/more.py:6:1"),
         "{out}"
     );
 }
@@ -597,6 +616,24 @@ fn query_results_in_json_keep_every_column_of_every_row() {
     let o = thund(&["query", "-p", p(&demo), sql, "--format", "json"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "[{\"a\":1,\"b\":null},{\"a\":null,\"b\":\"b\"}]\n");
+}
+
+/// CSV has no nested values: arrays, structs and maps are written as Spark's `show` writes them
+/// (the strings below are Spark 4.1.4's `show(truncate=False)` of the same query).
+#[test]
+fn query_results_in_csv_write_nested_values_as_spark_shows_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let sql = "SELECT array(1, NULL, 3) AS a, named_struct('city', 'Oslo', 'zip', NULL, 'inner', named_struct('x', array('p', 'q'))) AS s, \
+               map('k', 1, 'j', 2) AS m, array('a,b', 'c\"d') AS q, CAST(NULL AS ARRAY<INT>) AS n, \
+               array(DATE'2026-01-02', NULL) AS d, array(TIMESTAMP'2026-01-02 03:04:05') AS t, 7 AS plain";
+    let o = thund(&["query", "-p", p(&demo), sql, "--format", "csv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "a,s,m,q,n,d,t,plain\n\"[1, NULL, 3]\",\"{Oslo, NULL, {[p, q]}}\",\"{k -> 1, j -> 2}\",\"[a,b, c\"\"d]\",,\"[2026-01-02, NULL]\",[2026-01-02 03:04:05],7\n"
+    );
 }
 
 /// `read_files` and `cloud_files` (Auto Loader) assume a CSV header line when they infer the
