@@ -283,6 +283,9 @@ pub struct EventDetails {
     /// when they arrived: Spark's `numRowsDroppedByWatermark`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_rows_dropped_by_watermark: Option<u64>,
+    /// A warning about the flow (its table's stored schema no longer matches its definition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Expectation metrics of one flow, shaped like DLT's event log

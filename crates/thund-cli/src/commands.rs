@@ -350,7 +350,11 @@ fn follow(mut run: Box<dyn RunHandle>, json: bool) -> anyhow::Result<RunSummary>
                 continue;
             }
             let time = rfc3339(e.timestamp);
-            let phase = e.phase.map(|p| p.as_str()).unwrap_or("");
+            let phase = match (e.phase, &e.details.warning) {
+                (Some(p), _) => p.as_str(),
+                (None, Some(_)) => "WARNING",
+                (None, None) => "",
+            };
             let mut line = format!("{} {phase:<9} {}", &time[11..23], e.message);
             if let Some(n) = e.details.rows_written {
                 line.push_str(&format!(" ({n} rows"));

@@ -35,7 +35,10 @@ impl Live {
     /// Shows one event: a flow's line changes phase; anything else prints above the lines.
     pub fn event(&mut self, e: &RunEvent) {
         let Some(phase) = e.phase.filter(|_| e.element != "run") else {
-            let _ = self.multi.println(&e.message);
+            let _ = match e.details.warning {
+                Some(_) => self.multi.println(format!("warning: {}", e.message)),
+                None => self.multi.println(&e.message),
+            };
             return;
         };
         let bar = self.bars.entry(e.element.clone()).or_insert_with(|| {

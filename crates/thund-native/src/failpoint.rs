@@ -15,6 +15,7 @@
 //! | `reset-after-data`        | full refresh: the table is gone, its checkpoints not           |
 //! | `stream-after-input`      | a streaming batch of any kind: its input recorded in `pending.json`, nothing written |
 //! | `stream-after-intent`     | a streaming batch of any kind: `pending.json` written with the kind's state |
+//! | `stream-after-new-columns` | a streaming table whose definition changed: its new columns committed, the batch not |
 //! | `sink-after-rename`       | a file sink: the batch's files renamed into place, no marker   |
 //! | `stream-after-commit`     | the rows committed (Delta commit or sink marker), checkpoint not |
 //! | `cdc-after-history`, `cdc-after-vectors`, `cdc-after-commit` | an AUTO CDC batch (`streaming/cdc`), after its intent, before `stream-after-commit` |

@@ -29,6 +29,15 @@ pub(crate) struct FlowJob<'a> {
 }
 
 impl FlowJob<'_> {
+    /// Reports a warning about the flow (e.g. its table's schema changed), in the run's output
+    /// and its event log.
+    pub fn warn(&self, warning: &str) {
+        let mut ev = RunEvent::now(self.flow.name.to_string(), None, format!("Flow {}: {warning}.", self.flow.name));
+        ev.details.warning = Some(warning.to_string());
+        ev.details.location = Some(self.flow.location.to_string());
+        self.events.emit(ev);
+    }
+
     /// Reports that the flow is being planned.
     pub fn planning(&self) {
         self.events.flow(self.flow, RunPhase::Planning, EventDetails::default());

@@ -328,6 +328,7 @@ impl Ending {
             data_quality: self.data_quality.clone(),
             location: None,
             num_rows_dropped_by_watermark: self.dropped_by_watermark,
+            warning: None,
         };
         events.flow(f, self.phase, details);
         FlowOutcome {

@@ -138,6 +138,93 @@ pub(crate) async fn align_to_target(
     Ok(df.select(exprs)?.into_unoptimized_plan())
 }
 
+/// How a streaming table's stored columns differ from what its own query now returns (its
+/// definition changed since the table was written).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SchemaChange {
+    /// Columns the query returns that the table lacks: added, NULL in the earlier rows.
+    pub added: Vec<String>,
+    /// Columns of the table the query no longer returns: kept, NULL in the new rows.
+    pub dropped: Vec<String>,
+}
+
+impl SchemaChange {
+    /// The warning a run gives for the change, if there is one.
+    pub fn warning(&self, d: &Dataset) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.added.is_empty() {
+            parts.push(format!("adds {} (NULL in the rows written before)", self.added.join(", ")));
+        }
+        if !self.dropped.is_empty() {
+            parts.push(format!("no longer returns {} (kept, NULL in the new rows)", self.dropped.join(", ")));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "the definition of streaming table `{}` changed since its rows were written: it {}; \
+                 `thund run --full-refresh {}` rewrites every row with the new definition",
+                d.name,
+                parts.join(" and "),
+                d.name.name
+            )
+        })
+    }
+}
+
+/// The rows of a streaming table's own flow shaped to the table it appends to, as DLT evolves a
+/// streaming table whose query changed: the table's columns in its order (NULL where the query
+/// no longer returns one), then the query's new columns. Unchanged columns pass as they are.
+pub(crate) async fn evolve_to_target(
+    ctx: &SessionContext,
+    plan: LogicalPlan,
+    target: &DeltaTable,
+) -> Result<(LogicalPlan, SchemaChange)> {
+    let target_schema = target.table_provider().await?.schema();
+    let df = DataFrame::new(ctx.state(), plan);
+    let got: Vec<String> = df.schema().fields().iter().map(|fl| fl.name().clone()).collect();
+    let has = |names: &[String], n: &str| names.iter().any(|g| g.eq_ignore_ascii_case(n));
+    let stored: Vec<String> = target_schema.fields().iter().map(|fl| fl.name().clone()).collect();
+    let change = SchemaChange {
+        added: got.iter().filter(|g| !has(&stored, g)).cloned().collect(),
+        dropped: stored.iter().filter(|w| !has(&got, w)).cloned().collect(),
+    };
+    if change == SchemaChange::default() {
+        return Ok((df.into_unoptimized_plan(), change));
+    }
+    let mut exprs: Vec<Expr> = target_schema
+        .fields()
+        .iter()
+        .map(|w| match got.iter().find(|g| g.eq_ignore_ascii_case(w.name())) {
+            Some(g) => ident(g).alias(w.name()),
+            None => cast(datafusion::prelude::lit(datafusion::scalar::ScalarValue::Null), w.data_type().clone())
+                .alias(w.name()),
+        })
+        .collect();
+    exprs.extend(change.added.iter().map(ident));
+    Ok((df.select(exprs)?.into_unoptimized_plan(), change))
+}
+
+/// `table` with the columns of `schema` it lacks added (nullable) in a commit of their own,
+/// before a batch that writes them: a crash in between leaves the columns, empty, and the batch
+/// redone writes them.
+pub(crate) async fn with_new_columns(table: DeltaTable, schema: &arrow::datatypes::Schema) -> Result<DeltaTable> {
+    use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
+    let stored = table.table_provider().await?.schema();
+    let new: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .filter(|f| !stored.fields().iter().any(|s| s.name().eq_ignore_ascii_case(f.name())))
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    if new.is_empty() {
+        return Ok(table);
+    }
+    let normalized =
+        deltalake::kernel::schema::cast::normalize_for_delta(&Arc::new(arrow::datatypes::Schema::new(new)));
+    let fields: Vec<deltalake::kernel::StructField> =
+        normalized.fields().iter().map(|f| f.as_ref().try_into_kernel()).collect::<std::result::Result<_, _>>()?;
+    Ok(table.add_columns().with_fields(fields).await?)
+}
+
 /// Appends the plan's rows in one Delta commit that also records the flow's batch number (an
 /// application transaction), which is how a restart tells whether the batch landed.
 pub(crate) async fn write_append(

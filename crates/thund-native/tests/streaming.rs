@@ -627,3 +627,65 @@ fn a_delta_table_at_a_path_is_streamed_by_what_each_commit_appends() {
     assert!(err.contains("sql/a.sql:1:") && err.contains("removed data since it was last read"), "{err}");
     assert_eq!(ids(dir.path(), "SELECT id FROM copied"), [1, 2, 3, 4], "nothing written by the failed batch");
 }
+
+/// A streaming table whose query changed evolves as DLT's do: new columns are added (NULL in the
+/// rows written before), columns no longer returned are kept (NULL in the new rows), and the run
+/// says so. A dry run changes nothing; a run killed after the new columns' commit but before its
+/// batch leaves a table the next run completes.
+#[test]
+fn a_changed_streaming_table_definition_evolves_its_table_and_says_so() {
+    let v1 = "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+              CREATE STREAMING TABLE silver AS SELECT id, v FROM STREAM(bronze);";
+    let v2 = "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+              CREATE STREAMING TABLE silver AS SELECT id, v * 2 AS v2, 'new' AS tag FROM STREAM(bronze);";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", v1)]);
+    write_batch(dir.path(), "b0", 0..2);
+    assert!(!run(dir.path()).0.failed());
+    std::fs::write(dir.path().join("sql/a.sql"), v2).unwrap();
+    write_batch(dir.path(), "b1", 2..4);
+
+    let (dry, _) = run_with(dir.path(), RunOptions { dry: true, ..Default::default() });
+    assert!(!dry.failed(), "{:?}", dry.flows);
+    let (columns, _) = rows(&query(dir.path(), "SELECT * FROM silver").unwrap());
+    assert_eq!(columns, ["id", "v"], "a dry run changes no table");
+
+    std::env::set_var("THUND_FAILPOINT", "stream-after-new-columns@silver");
+    let (s, events) = run(dir.path());
+    std::env::remove_var("THUND_FAILPOINT");
+    assert_eq!(phase(&s, "silver"), RunPhase::Failed, "{:?}", s.flows);
+    let warning = events.iter().find_map(|e| e.details.warning.clone()).unwrap_or_default();
+    assert!(
+        warning.contains("adds v2, tag (NULL in the rows written before)")
+            && warning.contains("no longer returns v (kept, NULL in the new rows)")
+            && warning.contains("--full-refresh silver"),
+        "{warning}"
+    );
+    // The columns landed before the kill: the run that completes the batch says what remains.
+    let (s, events) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let warning = events.iter().find_map(|e| e.details.warning.clone()).unwrap_or_default();
+    assert!(warning.contains("it no longer returns v") && !warning.contains("adds"), "{warning}");
+    let (columns, values) = rows(&query(dir.path(), "SELECT * FROM silver ORDER BY id").unwrap());
+    assert_eq!(columns, ["id", "v", "v2", "tag"]);
+    let null = String::new();
+    assert_eq!(
+        values,
+        [
+            vec!["0".into(), "0".into(), null.clone(), null.clone()],
+            vec!["1".into(), "10".into(), null.clone(), null.clone()],
+            vec!["2".into(), null.clone(), "40".into(), "new".into()],
+            vec!["3".into(), null.clone(), "60".into(), "new".into()],
+        ]
+    );
+    // `v` stays a column the query does not return: each batch says so until a full refresh.
+    write_batch(dir.path(), "b2", 4..5);
+    let selection = Selection { full_refresh: vec!["silver".into()], ..Default::default() };
+    let (s, _) = run_with(dir.path(), RunOptions { selection, ..Default::default() });
+    assert!(!s.failed(), "{:?}", s.flows);
+    let (columns, values) = rows(&query(dir.path(), "SELECT * FROM silver ORDER BY id").unwrap());
+    // Only silver was selected: bronze reads b2 in the next run.
+    assert_eq!((columns, values.len()), (vec!["id".to_string(), "v2".into(), "tag".into()], 4));
+    write_batch(dir.path(), "b3", 5..6);
+    let (s, events) = run(dir.path());
+    assert!(!s.failed() && events.iter().all(|e| e.details.warning.is_none()), "{:?}", s.flows);
+}

@@ -292,6 +292,7 @@ impl StoredEventLog {
         let level = match e.phase {
             Some(RunPhase::Failed) => "ERROR",
             Some(RunPhase::Skipped | RunPhase::Stopped) => "WARN",
+            _ if e.details.warning.is_some() => "WARN",
             _ if flow.is_some() && e.details.rows_written.is_some() => "METRICS",
             _ => "INFO",
         };

@@ -13,7 +13,7 @@ use super::sources::increments;
 use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
 use crate::flow::FlowJob;
-use crate::table::{align_to_target, conform};
+use crate::table::{align_to_target, conform, evolve_to_target};
 
 static STREAM_SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -46,6 +46,13 @@ pub(super) async fn shaped(batch: &Batch<'_, '_>, plan: LogicalPlan, by_name: bo
     let plan = conform(ctx, d, f, plan)?;
     match &batch.target.existing {
         Some(t) if !f.implicit => align_to_target(ctx, f, plan, t, by_name).await,
+        Some(t) if !batch.target.is_file_sink() => {
+            let (plan, change) = evolve_to_target(ctx, plan, t).await?;
+            if let Some(warning) = change.warning(d) {
+                batch.job.warn(&warning);
+            }
+            Ok(plan)
+        }
         _ => Ok(plan),
     }
 }

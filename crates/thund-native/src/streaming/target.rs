@@ -101,7 +101,16 @@ impl Target {
                     Place::Table => true,
                     Place::DeltaSink | Place::Files(_) => false,
                 };
-                write_append(ctx, &self.url, d, plan, self.existing.clone(), txn, register).await
+                // A changed definition's new columns join the table first (`evolve_to_target`).
+                let existing = match self.existing.clone() {
+                    Some(t) => {
+                        let t = crate::table::with_new_columns(t, plan.schema().as_arrow()).await?;
+                        crate::failpoint::hit("stream-after-new-columns", &job.flow.name)?;
+                        Some(t)
+                    }
+                    None => None,
+                };
+                write_append(ctx, &self.url, d, plan, existing, txn, register).await
             }
         }
     }
