@@ -134,7 +134,7 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(ran.len() + skipped.len(), cases.len());
-    for must in ["dlt-orders", "event-time", "sdp-basics", "stream-files"] {
+    for must in ["dlt-legacy", "dlt-orders", "event-time", "sdp-basics", "stream-files"] {
         assert!(ran.contains(&must.to_string()), "{must} must run on Spark; ran {ran:?}, skipped {skipped:?}");
     }
 }

@@ -58,9 +58,14 @@ pub fn fill_spec(dir: &Path, storage: &Path, data: &Path, database: Option<&str>
         .replace("${DATA}", &data.to_string_lossy());
     match (database, dlt) {
         (Some(db), true) => {
-            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            // A settings file exported as a notebook keeps its header line.
+            let (header, json) = match text.split_once('\n') {
+                Some((first, rest)) if first.contains("Databricks notebook source") => (format!("{first}\n"), rest),
+                _ => (String::new(), text.as_str()),
+            };
+            let mut v: serde_json::Value = serde_json::from_str(json).unwrap();
             v["target"] = serde_json::Value::String(db.to_string());
-            text = serde_json::to_string_pretty(&v).unwrap();
+            text = format!("{header}{}", serde_json::to_string_pretty(&v).unwrap());
         }
         (Some(db), false) => text.push_str(&format!("database: {db}\n")),
         (None, _) => {}
