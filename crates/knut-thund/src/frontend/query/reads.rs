@@ -314,9 +314,14 @@ impl ReadCollector<'_> {
         let location = self.at(format);
         let format = format.value.to_ascii_lowercase();
         if streaming && format != "delta" {
-            let d = Diagnostic::at(&location, format!("`STREAM({format}.`…`)` does not stream files")).with_hint(
-                format!("stream a folder of files with `STREAM read_files('{}', format => '{format}')`", path.value),
-            );
+            let d = Diagnostic::at(
+                &location,
+                format!("STREAM({format}.`{}`) is not a stream: only a Delta table at a path is", path.value),
+            )
+            .with_hint(format!(
+                "stream a folder of files with `STREAM read_files('{}', format => '{format}')`",
+                path.value
+            ));
             self.errors.push(d);
             return;
         }

@@ -480,6 +480,28 @@ mod tests {
     }
 
     #[test]
+    fn a_delta_table_at_a_path_streams_and_other_formats_at_a_path_do_not() {
+        let d = parse(
+            "CREATE STREAMING TABLE a AS SELECT * FROM STREAM delta.`/lake/t`;\n\
+             CREATE STREAMING TABLE b AS SELECT * FROM STREAM(delta.`rel/t`);\n\
+             CREATE STREAMING TABLE c AS SELECT * FROM STREAM(parquet.`/in`);",
+        );
+        let files: Vec<(String, bool)> = d
+            .flows
+            .iter()
+            .flat_map(|f| f.query().reads.iter())
+            .map(|r| match r {
+                Read::Files(f) => (format!("{}:{}", f.format, f.path), f.streaming),
+                Read::Dataset { name, .. } => (name.to_string(), false),
+            })
+            .collect();
+        assert_eq!(files, [("delta:/lake/t".to_string(), true), ("delta:rel/t".to_string(), true)]);
+        assert_eq!(d.problems.len(), 1, "{:?}", d.problems);
+        assert!(d.problems[0].to_string().starts_with("t.sql:3:"), "{}", d.problems[0]);
+        assert!(d.problems[0].message.contains("STREAM(parquet.`/in`) is not a stream"), "{}", d.problems[0]);
+    }
+
+    #[test]
     fn use_changes_name_resolution() {
         let d = parse("USE CATALOG cat; USE SCHEMA sch; CREATE MATERIALIZED VIEW x AS SELECT * FROM y");
         assert!(d.problems.is_empty(), "{:?}", d.problems);
