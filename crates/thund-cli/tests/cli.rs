@@ -822,24 +822,29 @@ fn thund_test_feeds_streams_batch_by_batch_and_checks_expectation_counts_and_aut
     assert!(text(&o).contains("batch 2: expectation `small`: 1 rows failed, expected 2"), "{}", text(&o));
 }
 
-#[test]
-fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_batch() {
+/// A project with `sql` as `sql/a.sql` and a `tests/fixtures/` folder, for `thund test`.
+fn unit_tested_project(sql: &str) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
     for d in ["sql", "tests/fixtures"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
-    std::fs::write(
-        dir.join("sql/a.sql"),
+    std::fs::write(dir.join("sql/a.sql"), sql).unwrap();
+    tmp
+}
+
+#[test]
+fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_batch() {
+    let tmp = unit_tested_project(
         "CREATE MATERIALIZED VIEW prices AS SELECT * FROM read_files('data/prices.csv', format => 'csv', header => true);\n\
          CREATE MATERIALIZED VIEW priced AS SELECT o.id, o.qty * p.price AS total FROM orders o JOIN prices p ON o.sku = p.sku;\n\
          CREATE MATERIALIZED VIEW orders AS SELECT * FROM json.`data/orders.json`;\n\
          CREATE STREAMING TABLE events AS SELECT id, CAST(ts AS TIMESTAMP) AS ts FROM STREAM read_files('ev', format => 'json');\n\
          CREATE STREAMING TABLE per_window AS SELECT window.start AS ws, count(*) AS n\n  \
            FROM STREAM(events) WATERMARK ts DELAY OF INTERVAL 1 MINUTE GROUP BY window(ts, '5 minutes');\n",
-    )
-    .unwrap();
+    );
+    let dir = tmp.path();
     std::fs::write(dir.join("tests/fixtures/prices.csv"), "sku,price\na,2.5\n\"b,2\",10\n").unwrap();
     std::fs::write(
         dir.join("tests/fixtures/orders.jsonl"),
@@ -879,20 +884,13 @@ fn thund_test_takes_inputs_from_csv_and_json_files_and_closes_windows_batch_by_b
 
 #[test]
 fn thund_test_takes_arrays_and_structs_as_inputs_and_expects_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    std::fs::write(dir.join("spark-pipeline.yml"), "name: t\nlibraries:\n  - glob:\n      include: sql/**\n").unwrap();
-    for d in ["sql", "tests/fixtures"] {
-        std::fs::create_dir_all(dir.join(d)).unwrap();
-    }
-    std::fs::write(
-        dir.join("sql/a.sql"),
+    let tmp = unit_tested_project(
         "CREATE MATERIALIZED VIEW customers AS SELECT * FROM json.`data/customers.json`;\n\
          CREATE MATERIALIZED VIEW cities AS SELECT id, address.city AS city, cardinality(tags) AS n_tags, address FROM customers;\n\
          CREATE STREAMING TABLE orders AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
          CREATE STREAMING TABLE first_items AS SELECT id, items[0] AS first, shipping.zip AS zip, items FROM STREAM(orders);\n",
-    )
-    .unwrap();
+    );
+    let dir = tmp.path();
     std::fs::write(
         dir.join("tests/fixtures/customers.jsonl"),
         "{\"id\": 2, \"tags\": [\"x\"], \"address\": {\"city\": \"Oslo\", \"zip\": \"0150\"}}\n",

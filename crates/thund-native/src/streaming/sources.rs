@@ -107,12 +107,17 @@ pub async fn table_increment(
     };
     let new: Vec<String> = added.into_iter().collect();
     let offset = Some(SourceOffset::Table { version: now, table_id });
-    if new.is_empty() {
+    files_of(&table, new, offset).await
+}
+
+/// The rows of `files` of `table` (none: an empty input with the table's schema).
+async fn files_of(table: &DeltaTable, files: Vec<String>, offset: Option<SourceOffset>) -> Result<NewInput> {
+    if files.is_empty() {
         let schema = table.table_provider().await?.schema();
         let empty = MemTable::try_new(schema, vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
     }
-    let provider = table.table_provider().with_file_paths(new).await?;
+    let provider = table.table_provider().with_file_paths(files).await?;
     Ok(NewInput { provider, has_data: true, offset })
 }
 
@@ -175,13 +180,7 @@ pub async fn delta_path_increment(
         v if v >= 0 => Vec::new(),
         _ => files_now.into_iter().collect(),
     };
-    let offset = Some(SourceOffset::Table { version: now, table_id });
-    if new.is_empty() {
-        let empty = MemTable::try_new(table.table_provider().await?.schema(), vec![vec![]])?;
-        return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
-    }
-    let provider = table.table_provider().with_file_paths(new).await?;
-    Ok(NewInput { provider, has_data: true, offset })
+    files_of(&table, new, Some(SourceOffset::Table { version: now, table_id })).await
 }
 
 /// What the commits after a version did to a source table's data.
