@@ -156,29 +156,7 @@ pub(crate) async fn plan_query_with_streams(
     }
     let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
     let plan = ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
-    zero_based_subscripts(plan).map_err(|e| plan_err(e.to_string()))
-}
-
-/// `a[i]` of an array counts from 0 in Spark SQL and from 1 in DataFusion, which plans it as
-/// `array_element(a, i)`: one is added to the index. (Spark has no `array_element` function, so
-/// every one in a plan is a subscript; a map's `m[k]` is planned as another function.)
-fn zero_based_subscripts(plan: LogicalPlan) -> datafusion::error::Result<LogicalPlan> {
-    use datafusion::common::tree_node::{Transformed, TreeNode};
-    use datafusion::logical_expr::expr::ScalarFunction;
-    use datafusion::logical_expr::{lit, Expr as DfExpr};
-    let shift = |e: DfExpr| -> datafusion::error::Result<Transformed<DfExpr>> {
-        e.transform_up(|e| match e {
-            DfExpr::ScalarFunction(ScalarFunction { func, mut args })
-                if func.name() == "array_element" && args.len() == 2 =>
-            {
-                let index = args.pop().expect("two arguments");
-                args.push(index + lit(1i64));
-                Ok(Transformed::yes(DfExpr::ScalarFunction(ScalarFunction { func, args })))
-            }
-            e => Ok(Transformed::no(e)),
-        })
-    };
-    Ok(plan.transform_up_with_subqueries(|p| p.map_expressions(shift))?.data)
+    crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
 }
 
 /// DataFusion's planning errors, phrased for pipeline authors.
@@ -268,11 +246,143 @@ impl VisitorMut for SparkFunctions {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
-        if let Some(new) = rewrite_date_part(expr) {
+        if let Some(new) = rewrite_date_part(expr)
+            .or_else(|| rewrite_position(expr))
+            .or_else(|| rewrite_struct(expr))
+            .or_else(|| rewrite_any_value(expr))
+        {
             *expr = new;
+        }
+        if let Expr::Value(v) = expr {
+            if let Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) = &mut v.value {
+                *s = spark_unescape(s);
+            }
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `struct(a, s.b, 1)` → `named_struct('a', a, 'b', s.b, 'col3', 1)`: Spark names a struct's
+/// fields after the columns given, and `col1`, `col2`, … otherwise (DataFusion: `c0`, `c1`, …).
+fn rewrite_struct(expr: &Expr) -> Option<Expr> {
+    // The parser reads `struct(…)` as a struct literal.
+    let Expr::Struct { values, fields } = expr else { return None };
+    if !fields.is_empty() {
+        return None;
+    }
+    let mut args = Vec::new();
+    for (i, e) in values.iter().enumerate() {
+        let (name, value) = match e {
+            Expr::Named { expr, name } => (name.value.clone(), expr.as_ref().clone()),
+            Expr::Identifier(id) => (id.value.clone(), e.clone()),
+            Expr::CompoundIdentifier(ids) => (ids.last()?.value.clone(), e.clone()),
+            _ => (format!("col{}", i + 1), e.clone()),
+        };
+        args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(Value::SingleQuotedString(name)))));
+        args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(value)));
+    }
+    Some(Expr::Function(sqlparser::ast::Function {
+        name: ObjectName::from(vec![Ident::new("named_struct")]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args,
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    }))
+}
+
+/// `any_value(x)` → `first_value(x)`: Spark's is the group's first value, NULL included
+/// (DataFusion's skips NULLs).
+fn rewrite_any_value(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("any_value") || list.args.len() != 1 {
+        return None;
+    }
+    let mut call = f.clone();
+    call.name = ObjectName::from(vec![Ident::new("first_value")]);
+    Some(Expr::Function(call))
+}
+
+/// A string literal's text as Spark's parser reads it (`unescapeSQLString`): `\\` is one
+/// backslash, `\n` a newline, `\u0041` an `A`, …; `\%` and `\_` keep their backslash (LIKE
+/// escapes), and any other escaped character stands for itself. So `'(\\d+)'` is the regular
+/// expression `(\d+)`, as on Spark.
+fn spark_unescape(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '\\' || i + 1 == chars.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let next = chars[i + 1];
+        let hex = |from: usize| -> Option<char> {
+            let digits: String = chars.get(from..from + 4)?.iter().collect();
+            char::from_u32(u32::from_str_radix(&digits, 16).ok()?)
+        };
+        let octal = |from: usize| -> Option<char> {
+            let digits: String = chars.get(from..from + 3)?.iter().collect();
+            (digits.chars().all(|d| ('0'..='7').contains(&d)) && digits.starts_with(['0', '1']))
+                .then(|| u32::from_str_radix(&digits, 8).ok().and_then(char::from_u32))
+                .flatten()
+        };
+        match next {
+            'u' if hex(i + 2).is_some() => {
+                out.extend(hex(i + 2));
+                i += 6;
+                continue;
+            }
+            '0'..='7' if octal(i + 1).is_some() => {
+                out.extend(octal(i + 1));
+                i += 4;
+                continue;
+            }
+            '0' => out.push('\u{0}'),
+            'b' => out.push('\u{8}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'Z' => out.push('\u{1A}'),
+            '%' | '_' => {
+                out.push('\\');
+                out.push(next);
+            }
+            other => out.push(other),
+        }
+        i += 2;
+    }
+    out
+}
+
+/// `position(substr, str)` and `locate(substr, str)` → `strpos(str, substr)`: DataFusion takes
+/// `position`'s arguments the other way (the `POSITION(substr IN str)` syntax is planned right).
+fn rewrite_position(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    if name != "position" && name != "locate" {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [substr, string] = list.args.as_slice() else { return None };
+    let mut call = f.clone();
+    call.name = ObjectName::from(vec![Ident::new("strpos")]);
+    let mut args = list.clone();
+    args.args = vec![string.clone(), substr.clone()];
+    call.args = FunctionArguments::List(args);
+    Some(Expr::Function(call))
 }
 
 /// Plans a front-end-parsed expression (an expectation, an AUTO CDC clause) against `schema`,
@@ -428,4 +538,19 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod unescape_tests {
+    use super::spark_unescape;
+
+    #[test]
+    fn string_literals_unescape_as_sparks_parser_does() {
+        assert_eq!(spark_unescape(r"(\\d+)"), r"(\d+)");
+        assert_eq!(spark_unescape(r"a\nb\tc"), "a\nb\tc");
+        assert_eq!(spark_unescape(r"\u0041\101\q"), "AAq");
+        assert_eq!(spark_unescape(r"100\%\_"), r"100\%\_");
+        assert_eq!(spark_unescape(r"end\"), r"end\");
+        assert_eq!(spark_unescape("plain"), "plain");
+    }
 }

@@ -49,6 +49,7 @@ mod error;
 pub mod event_log;
 mod expect;
 mod failpoint;
+mod fidelity;
 mod flow;
 mod freshness;
 mod functions;

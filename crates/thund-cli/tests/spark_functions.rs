@@ -1,0 +1,469 @@
+//! Spark's own function examples, run natively and on Spark: the differential measure of how
+//! often the embedded engine gives Spark's answer.
+//!
+//! Every function the server lists (`SHOW FUNCTIONS`) documents examples (`DESCRIBE FUNCTION
+//! EXTENDED`, the `> SELECT …;` lines). They are collected from the server at test time, so
+//! nothing Spark answers is copied into the repository. Each example runs on Spark (twice: an
+//! example whose answers differ is nondeterministic and not compared) and natively, and its
+//! outcome is one of:
+//!
+//! - **equal**: the same column types (Spark's names for them) and the same rows;
+//! - **names differ**: equal but for the names of unaliased columns (reported, not yet a failure);
+//! - **refused**: the native engine errors (a refusal is honest: the pipeline stops at its line);
+//! - **different**: the native engine answers something else without an error — a wrong table in
+//!   a user's pipeline. Each one fails the test unless it is listed in `spark_functions/known_different`,
+//!   a list that may only shrink: an entry that no longer differs fails the test too, so it is
+//!   taken out when it is fixed;
+//! - **Spark errors** (an example that shows an error) and **nondeterministic** ones are counted
+//!   and not compared.
+//!
+//! The count of equal examples may not fall below `spark_functions/floor`. The counts per category
+//! are printed (shown in the CI log: `.config/nextest.toml`).
+
+#[path = "../../thund-native/tests/common/mod.rs"]
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::DataType;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use knut_thund::spark::SparkBackend;
+use thund_native::EngineOptions;
+
+/// One documented example.
+struct Example {
+    function: String,
+    category: &'static str,
+    sql: String,
+}
+
+/// What an example gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    Equal,
+    NamesDiffer,
+    Refused,
+    Different,
+    SparkError,
+    Nondeterministic,
+}
+
+const OUTCOMES: [Outcome; 6] = [
+    Outcome::Equal,
+    Outcome::NamesDiffer,
+    Outcome::Refused,
+    Outcome::Different,
+    Outcome::SparkError,
+    Outcome::Nondeterministic,
+];
+
+/// A function's category, from the class Spark implements it with.
+fn category(class: &str) -> &'static str {
+    let name = class.rsplit('.').next().unwrap_or(class);
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    if class.contains(".aggregate.") {
+        "aggregate"
+    } else if has(&["Rank", "RowNumber", "Lag", "Lead", "NthValue", "NTile", "CumeDist"]) {
+        "window"
+    } else if class.contains("xml") || name.starts_with("Xml") || name.starts_with("XPath") {
+        "xml"
+    } else if has(&["Json", "Csv"]) {
+        "json/csv"
+    } else if has(&["Explode", "Inline", "Stack", "Generator"]) {
+        "generator"
+    } else if has(&["Transform", "Filter", "Aggregate", "ZipWith", "Exists", "Forall", "Reduce", "MapZip"]) {
+        "higher-order"
+    } else if has(&["Regexp", "RLike", "Like"]) {
+        "regex"
+    } else if has(&[
+        "Date",
+        "Time",
+        "Timestamp",
+        "Interval",
+        "Year",
+        "Month",
+        "Day",
+        "Hour",
+        "Minute",
+        "Second",
+        "Week",
+        "Quarter",
+        "Unix",
+        "Zone",
+        "Epoch",
+        "Trunc",
+    ]) {
+        "datetime"
+    } else if has(&["Array", "Map", "Struct", "Element", "Size", "Sequence", "Slice", "Flatten", "Sort", "Shuffle"]) {
+        "collection"
+    } else if has(&["Hash", "Md5", "Sha", "Crc", "Murmur"]) {
+        "hash"
+    } else if has(&[
+        "String",
+        "Substr",
+        "Concat",
+        "Upper",
+        "Lower",
+        "Trim",
+        "Pad",
+        "Split",
+        "Ascii",
+        "Chr",
+        "Base64",
+        "Format",
+        "Translate",
+        "Levenshtein",
+        "SoundEx",
+        "Overlay",
+        "Locate",
+        "InitCap",
+        "Repeat",
+        "Replace",
+        "Left",
+        "Right",
+        "Length",
+        "Encode",
+        "Decode",
+        "Mask",
+        "Space",
+        "Position",
+        "Contains",
+        "StartsWith",
+        "EndsWith",
+        "Instr",
+        "Unhex",
+        "Hex",
+        "Bin",
+        "Char",
+        "Elt",
+        "FindInSet",
+        "Sentences",
+        "Collat",
+        "Luhn",
+        "Url",
+    ]) {
+        "string"
+    } else if has(&[
+        "Abs",
+        "Sin",
+        "Cos",
+        "Tan",
+        "Log",
+        "Exp",
+        "Sqrt",
+        "Cbrt",
+        "Pow",
+        "Round",
+        "Ceil",
+        "Floor",
+        "Sign",
+        "Pi",
+        "Degrees",
+        "Radians",
+        "Rint",
+        "Factorial",
+        "Greatest",
+        "Least",
+        "Hypot",
+        "Conv",
+        "Pmod",
+        "Remainder",
+        "Divide",
+        "Multiply",
+        "Add",
+        "Subtract",
+        "UnaryMinus",
+        "UnaryPositive",
+        "Bitwise",
+        "Shift",
+        "BitCount",
+        "Width",
+        "Number",
+        "Euler",
+        "Cot",
+        "Csc",
+        "Sec",
+        "Atan",
+        "Asin",
+        "Acos",
+        "Sinh",
+        "Cosh",
+        "Tanh",
+        "Signum",
+    ]) {
+        "math"
+    } else if has(&["Cast", "Try", "Nvl", "Coalesce", "IsNull", "IsNotNull", "NaN", "If", "CaseWhen", "Null"]) {
+        "conditional/cast"
+    } else if has(&["And", "Or", "Not", "Equal", "LessThan", "GreaterThan", "In", "Between"]) {
+        "predicate"
+    } else {
+        "other"
+    }
+}
+
+/// The `> SELECT …;` examples of one `DESCRIBE FUNCTION EXTENDED` text.
+fn examples_in(text: &str) -> Vec<String> {
+    let Some(section) = text.split("Examples:").nth(1) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in section.lines() {
+        let t = line.trim();
+        if let Some(sql) = t.strip_prefix("> ") {
+            current = Some(sql.to_string());
+        } else if let Some(sql) = current.as_mut() {
+            if !t.is_empty() && !sql.trim_end().ends_with(';') {
+                sql.push('\n');
+                sql.push_str(t);
+            }
+        }
+        if let Some(sql) = current.take_if(|s| s.trim_end().ends_with(';')) {
+            out.push(sql.trim_end().trim_end_matches(';').to_string());
+        }
+    }
+    out
+}
+
+fn collect_examples(spark: &SparkBackend) -> Vec<Example> {
+    let functions = spark.query("SHOW FUNCTIONS").expect("SHOW FUNCTIONS");
+    let names: Vec<String> = typed(&functions).2.into_iter().map(|r| r[0].clone()).collect();
+    let mut out = Vec::new();
+    for f in names {
+        let Ok(described) = spark.query(&format!("DESCRIBE FUNCTION EXTENDED `{}`", f.replace('`', "``"))) else {
+            continue;
+        };
+        let lines: Vec<String> = typed(&described).2.into_iter().map(|r| r[0].clone()).collect();
+        let class = lines.iter().find_map(|l| l.strip_prefix("Class: ")).unwrap_or("").to_string();
+        for sql in lines.iter().flat_map(|l| examples_in(l)) {
+            out.push(Example { function: f.clone(), category: category(&class), sql });
+        }
+    }
+    out
+}
+
+/// Spark's name for a column type.
+fn spark_type(t: &DataType) -> String {
+    match t {
+        DataType::Null => "VOID".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
+            "BINARY".into()
+        }
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
+            format!("ARRAY<{}>", spark_type(f.data_type()))
+        }
+        DataType::Struct(fields) => {
+            let fs: Vec<String> =
+                fields.iter().map(|f| format!("{}:{}", f.name(), spark_type(f.data_type()))).collect();
+            format!("STRUCT<{}>", fs.join(","))
+        }
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("MAP<{},{}>", spark_type(kv[0].data_type()), spark_type(kv[1].data_type()))
+            }
+            other => format!("MAP<{other}>"),
+        },
+        other => format!("{other}"),
+    }
+}
+
+/// Column names, Spark type names and rows (sorted; NULL as `NULL`) of a result.
+fn typed(batches: &[RecordBatch]) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+    let options = FormatOptions::default().with_null("NULL");
+    let (mut names, mut types, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+    for b in batches {
+        names = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+        types = b.schema().fields().iter().map(|f| spark_type(f.data_type())).collect();
+        // A column Arrow cannot show (a timestamp whose zone is not a zone) shows as its error.
+        let formatters: Vec<Result<ArrayFormatter, String>> = b
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).map_err(|e| e.to_string()))
+            .collect();
+        for r in 0..b.num_rows() {
+            rows.push(
+                formatters
+                    .iter()
+                    .map(|f| match f {
+                        Ok(f) => f.value(r).to_string(),
+                        Err(e) => format!("<{e}>"),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    rows.sort();
+    (names, types, rows)
+}
+
+/// The outcome of one example, with what the native engine said when it differs or refuses.
+fn outcome(
+    spark: &SparkBackend,
+    native: &dyn Fn(&str) -> Result<Vec<RecordBatch>, String>,
+    sql: &str,
+) -> (Outcome, String) {
+    let Ok(first) = spark.query(sql) else { return (Outcome::SparkError, String::new()) };
+    let spark_answer = typed(&first);
+    match spark.query(sql) {
+        Ok(again) if typed(&again) == spark_answer => {}
+        _ => return (Outcome::Nondeterministic, String::new()),
+    }
+    let native_answer = match native(sql) {
+        Ok(b) => typed(&b),
+        Err(e) => return (Outcome::Refused, e),
+    };
+    // A result of no rows has no batches natively but a schema-only batch on Spark.
+    let same_values = same_rows(&spark_answer.1, &native_answer.2, &spark_answer.2)
+        && (native_answer.1 == spark_answer.1 || spark_answer.2.is_empty() && native_answer.1.is_empty());
+    match (same_values, native_answer.0 == spark_answer.0) {
+        (true, true) => (Outcome::Equal, String::new()),
+        (true, false) => (Outcome::NamesDiffer, format!("{:?} vs Spark's {:?}", native_answer.0, spark_answer.0)),
+        (false, _) => (
+            Outcome::Different,
+            format!(
+                "native {:?} {:?}, Spark {:?} {:?}",
+                native_answer.1, native_answer.2, spark_answer.1, spark_answer.2
+            ),
+        ),
+    }
+}
+
+/// Whether two sorted row sets are equal, a DOUBLE or FLOAT column's values to within a relative
+/// 1e-12 (the last bits of a sum depend on the order it adds in, on Spark as here).
+fn same_rows(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool {
+    let close = |t: &String, x: &String, y: &String| {
+        x == y
+            || (t == "DOUBLE" || t == "FLOAT")
+                && match (x.parse::<f64>(), y.parse::<f64>()) {
+                    (Ok(x), Ok(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+                    _ => false,
+                }
+    };
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(r, s)| r.len() == s.len() && r.iter().zip(s).zip(types).all(|((x, y), t)| close(t, x, y)))
+}
+
+fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        println!("SKIPPED: Spark's function examples (THUND_SKIP_SPARK is set)");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let spark = SparkBackend::new(&url);
+    let examples = collect_examples(&spark);
+    assert!(examples.len() > 900, "only {} examples collected from the server", examples.len());
+
+    let dir = common::project(&[
+        ("spark-pipeline.yml", "name: functions\nlibraries:\n  - glob:\n      include: sql/**\n"),
+        ("sql/a.sql", "CREATE MATERIALIZED VIEW one AS SELECT 1 AS x;"),
+    ]);
+    let p = common::load(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let native = |sql: &str| -> Result<Vec<RecordBatch>, String> {
+        rt.block_on(thund_native::query(&p, sql, &EngineOptions::default()))
+            .map(|r| r.batches)
+            .map_err(|e| e.to_string())
+    };
+
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_functions");
+    let known: Vec<String> = read_lines(&here.join("known_different"));
+    let floor: usize = read_lines(&here.join("floor"))[0].trim().parse().expect("floor is a number");
+
+    let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
+    let mut different = Vec::new();
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &examples {
+        let (o, detail) = outcome(&spark, &native, &e.sql);
+        *counts.entry(e.category).or_default().entry(o).or_default() += 1;
+        match o {
+            Outcome::Different => different.push((e.sql.replace('\n', " "), e.function.clone(), detail)),
+            Outcome::Refused => *refused.entry(e.function.clone()).or_default() += 1,
+            _ => {}
+        }
+    }
+
+    println!("Spark {url}: {} documented examples", examples.len());
+    println!(
+        "{:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",
+        "category", "equal", "names", "refused", "DIFFERENT", "spark error", "nondet"
+    );
+    let mut totals: BTreeMap<Outcome, usize> = BTreeMap::new();
+    for (category, c) in &counts {
+        let n = |o: Outcome| c.get(&o).copied().unwrap_or(0);
+        println!(
+            "{category:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",
+            n(Outcome::Equal),
+            n(Outcome::NamesDiffer),
+            n(Outcome::Refused),
+            n(Outcome::Different),
+            n(Outcome::SparkError),
+            n(Outcome::Nondeterministic)
+        );
+        for o in OUTCOMES {
+            *totals.entry(o).or_default() += n(o);
+        }
+    }
+    let t = |o: Outcome| totals.get(&o).copied().unwrap_or(0);
+    let compared = t(Outcome::Equal) + t(Outcome::NamesDiffer) + t(Outcome::Refused) + t(Outcome::Different);
+    println!(
+        "{:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",
+        "all",
+        t(Outcome::Equal),
+        t(Outcome::NamesDiffer),
+        t(Outcome::Refused),
+        t(Outcome::Different),
+        t(Outcome::SparkError),
+        t(Outcome::Nondeterministic)
+    );
+    println!(
+        "Spark's values natively: {:.1}% of {compared} deterministic examples ({:.1}% with Spark's column names too)",
+        100.0 * (t(Outcome::Equal) + t(Outcome::NamesDiffer)) as f64 / compared as f64,
+        100.0 * t(Outcome::Equal) as f64 / compared as f64
+    );
+    let refused_list: Vec<String> = refused.iter().map(|(f, n)| format!("{f} ({n})")).collect();
+    println!("refused natively: {}", refused_list.join(", "));
+
+    let mut problems = Vec::new();
+    for (sql, function, detail) in &different {
+        println!("DIFFERENT {function}: {sql}\n    {detail}");
+        if !known.contains(sql) {
+            problems.push(format!("`{sql}` ({function}) gives another answer natively, without an error: {detail}"));
+        }
+    }
+    for k in &known {
+        if !different.iter().any(|(sql, _, _)| sql == k) {
+            problems
+                .push(format!("`{k}` is listed in spark_functions/known_different but no longer differs: take it out"));
+        }
+    }
+    let equal = t(Outcome::Equal) + t(Outcome::NamesDiffer);
+    if equal < floor {
+        problems.push(format!("{equal} examples give Spark's values natively, fewer than the floor of {floor}"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
