@@ -1,6 +1,5 @@
 //! The client against a real Spark Connect server (`scripts/spark-server.sh start`; the test
 //! command exports its URL as `THUND_SPARK_REMOTE`).
-#![cfg(feature = "spark")]
 
 use std::time::{Duration, Instant};
 

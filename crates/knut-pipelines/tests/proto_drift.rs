@@ -1,7 +1,6 @@
 //! Protocol drift: every message field and enum value of our `.proto` subset must have the same
 //! name, number and type in the pyspark wheel of each target Spark version — except the fields
 //! listed in `SINCE`, which must be absent from older wheels (so the list stays true).
-#![cfg(feature = "spark")]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
