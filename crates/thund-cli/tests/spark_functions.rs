@@ -27,10 +27,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::DataType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use knut_thund::spark::SparkBackend;
-use thund_native::EngineOptions;
+use thund_native::{spark_type_name, EngineOptions};
 
 /// One documented example.
 struct Example {
@@ -270,50 +269,13 @@ fn collect_examples(spark: &SparkBackend) -> Vec<Example> {
     out
 }
 
-/// Spark's name for a column type.
-fn spark_type(t: &DataType) -> String {
-    match t {
-        DataType::Null => "VOID".into(),
-        DataType::Boolean => "BOOLEAN".into(),
-        DataType::Int8 => "TINYINT".into(),
-        DataType::Int16 => "SMALLINT".into(),
-        DataType::Int32 => "INT".into(),
-        DataType::Int64 => "BIGINT".into(),
-        DataType::Float32 => "FLOAT".into(),
-        DataType::Float64 => "DOUBLE".into(),
-        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
-            "BINARY".into()
-        }
-        DataType::Date32 | DataType::Date64 => "DATE".into(),
-        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
-        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
-        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
-            format!("ARRAY<{}>", spark_type(f.data_type()))
-        }
-        DataType::Struct(fields) => {
-            let fs: Vec<String> =
-                fields.iter().map(|f| format!("{}:{}", f.name(), spark_type(f.data_type()))).collect();
-            format!("STRUCT<{}>", fs.join(","))
-        }
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(kv) if kv.len() == 2 => {
-                format!("MAP<{},{}>", spark_type(kv[0].data_type()), spark_type(kv[1].data_type()))
-            }
-            other => format!("MAP<{other}>"),
-        },
-        other => format!("{other}"),
-    }
-}
-
 /// Column names, Spark type names and rows (sorted; NULL as `NULL`) of a result.
 fn typed(batches: &[RecordBatch]) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
     let options = FormatOptions::default().with_null("NULL");
     let (mut names, mut types, mut rows) = (Vec::new(), Vec::new(), Vec::new());
     for b in batches {
         names = b.schema().fields().iter().map(|f| f.name().clone()).collect();
-        types = b.schema().fields().iter().map(|f| spark_type(f.data_type())).collect();
+        types = b.schema().fields().iter().map(|f| spark_type_name(f.data_type())).collect();
         // A column Arrow cannot show (a timestamp whose zone is not a zone) shows as its error.
         let formatters: Vec<Result<ArrayFormatter, String>> = b
             .columns()
