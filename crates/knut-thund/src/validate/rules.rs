@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{did_you_mean, Graph, Problems};
 use crate::error::Diagnostic;
 use crate::event_time::shape;
-use crate::ir::{Dataset, DatasetKind, Flow, OutputMode, Read};
+use crate::ir::{Dataset, DatasetKind, Flow, OutputMode, QualifiedName, Read};
 
 /// A rule: what it finds in a graph.
 pub(crate) type Rule = fn(&Graph<'_>, &mut Problems);
@@ -163,7 +163,12 @@ fn reads_name_readable_datasets(g: &Graph<'_>, out: &mut Problems) {
 /// (INCOMPATIBLE_STREAMING_VIEW_READ, INCOMPATIBLE_BATCH_VIEW_READ); a persistent view, stored
 /// in the catalog, cannot read a stream at all (STREAMING_RELATION_FOR_PERSISTED_VIEW).
 fn views_are_read_as_they_are_defined(g: &Graph<'_>, out: &mut Problems) {
-    let streaming_view = |d: &Dataset| g.p.flows_into(&d.name).any(|f| f.query().is_streaming());
+    // One pass over the flows, not one per read of a view.
+    let streaming_views: BTreeSet<&QualifiedName> = g
+        .flows_with_targets()
+        .filter(|(f, target)| target.kind.is_view() && f.query().is_streaming())
+        .map(|(f, _)| &f.target)
+        .collect();
     for (f, target) in g.flows_with_targets() {
         if target.kind == DatasetKind::PersistentView && f.query().is_streaming() {
             let d = Diagnostic::at(
@@ -182,7 +187,7 @@ fn views_are_read_as_they_are_defined(g: &Graph<'_>, out: &mut Problems) {
             let Read::Dataset { name, streaming, location, .. } = r else { continue };
             let Some(src) = g.by_name.get(name).filter(|s| s.kind.is_view()) else { continue };
             let short = &src.name.name;
-            let problem = match (*streaming, streaming_view(src)) {
+            let problem = match (*streaming, streaming_views.contains(&src.name)) {
                 (true, false) => Diagnostic::at(
                     location,
                     format!("`STREAM({short})` reads view `{name}`, which reads no stream (a batch view)"),
