@@ -57,6 +57,77 @@ fn ids(dir: &Path, table: &str) -> Vec<u64> {
     String::from_utf8(out.stdout).unwrap().lines().skip(1).map(|l| l.parse().unwrap()).collect()
 }
 
+/// How long a calm run's flows run here: kills land at a random moment of that long after a
+/// killed run's first flow starts RUNNING (in microseconds).
+struct KillWindow {
+    len: u64,
+}
+
+impl KillWindow {
+    /// Runs the pipeline in `dir` to its end and times its events.
+    fn measure(dir: &Path) -> KillWindow {
+        let (events, mut child) = events_of(dir);
+        let mut first_running = None;
+        for e in events.iter() {
+            if first_running.is_none() && is_flow_running(&e) {
+                first_running = Some(Instant::now());
+            }
+        }
+        assert!(child.wait().unwrap().success());
+        let ran = first_running.expect("a flow ran").elapsed().as_micros() as u64;
+        KillWindow { len: ran + 1 }
+    }
+
+    fn pick(&self, rng: &mut Lcg) -> Duration {
+        Duration::from_micros(rng.next() % self.len)
+    }
+}
+
+/// Starts a run with its events on stdout (`--format jsonl`); they arrive on the channel as the
+/// run prints them.
+fn events_of(dir: &Path) -> (std::sync::mpsc::Receiver<serde_json::Value>, std::process::Child) {
+    use std::io::BufRead;
+    let mut child = thund(dir).args(["--format", "jsonl"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(e) = serde_json::from_str(&line) else { break };
+            if tx.send(e).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, child)
+}
+
+fn is_flow_running(e: &serde_json::Value) -> bool {
+    e["element"] != "run" && e["phase"] == "RUNNING"
+}
+
+/// Starts a run, waits for its first flow to be RUNNING (by its events, not the clock), then
+/// kills it (SIGKILL) after `delay`. Whether the kill hit a flow running: the run's events, read
+/// to the end after the kill (every one was printed before the process died), show no end of
+/// the run. (The event log cannot tell: it commits every 500 ms, longer than these runs.)
+fn kill_after(dir: &Path, delay: Duration) -> bool {
+    let (events, mut child) = events_of(dir);
+    let mut seen = Vec::new();
+    for e in events.iter() {
+        let running = is_flow_running(&e);
+        seen.push(e);
+        if running {
+            break;
+        }
+    }
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+    seen.extend(events.iter());
+    let flow_ran = seen.iter().any(is_flow_running);
+    let run_ended = seen.iter().any(|e| e["element"] == "run" && e["phase"] != "STARTING");
+    flow_ran && !run_ended
+}
+
 #[test]
 fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -66,30 +137,21 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     std::fs::create_dir_all(dir.join("sql")).unwrap();
     std::fs::write(dir.join("sql/a.sql"), SQL).unwrap();
 
-    // The first run creates the tables; the second, a run like the ones killed below, tells how
-    // long one takes here (the first is slower, and kills timed by it often came too late).
-    // Kills land anywhere within that span.
+    // The first run creates the tables; the second, a run like the ones killed below, tells when
+    // its flows run here (the first is slower, and kills timed by it often came too late).
     write_batch(dir, 0);
     assert!(thund(dir).status().unwrap().success());
     write_batch(dir, 1);
-    let t = Instant::now();
-    assert!(thund(dir).status().unwrap().success());
-    let span = t.elapsed().as_micros() as u64 * 12 / 10;
+    let window = KillWindow::measure(dir);
 
     let seed = seed();
     let mut rng = Lcg(seed);
     let mut kills_during_run = 0;
     for i in 2..=21 {
         write_batch(dir, i);
-        let mut child = thund(dir).spawn().unwrap();
-        std::thread::sleep(Duration::from_micros(rng.next() % span));
-        if child.try_wait().unwrap().is_none() {
-            kills_during_run += 1;
-        }
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kills_during_run += usize::from(kill_after(dir, window.pick(&mut rng)));
     }
-    eprintln!("{kills_during_run} of 20 kills hit a running process (seed {seed})");
+    eprintln!("{kills_during_run} of 20 kills hit a running flow (seed {seed})");
     // Recovery run: finishes whatever the killed runs left.
     let status = thund(dir).status().unwrap();
     assert!(status.success(), "recovery run failed (seed {seed})");
@@ -99,7 +161,7 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     let even: Vec<u64> = (0..220).filter(|i| i % 2 == 0).collect();
     assert_eq!(ids(dir, "silver"), even, "silver after kills (seed {seed})");
     assert_eq!(ids(dir, "parquet.`out`"), all, "parquet sink after kills (seed {seed})");
-    assert!(kills_during_run >= 10, "only {kills_during_run} of 20 kills hit a running process (seed {seed})");
+    assert!(kills_during_run >= 10, "only {kills_during_run} of 20 kills hit a running flow (seed {seed})");
 }
 
 const WINDOWS: &str = "CREATE STREAMING TABLE raw AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
@@ -155,28 +217,25 @@ fn sql_project(dir: &Path, sql: &str) {
     std::fs::write(dir.join("sql/a.sql"), sql).unwrap();
 }
 
-/// Runs `batches` batches written by `write` to the end, one run each; returns a span a little
-/// longer than the first run, within which random kills land.
-fn uninterrupted(dir: &Path, batches: u64, write: fn(&Path, u64)) -> u64 {
+/// Runs `batches` batches written by `write` to the end, one run each; returns when the second
+/// run's flows ran (the first, which creates the tables, is slower than the runs killed later),
+/// the window random kills aim at.
+fn uninterrupted(dir: &Path, batches: u64, write: fn(&Path, u64)) -> KillWindow {
     write(dir, 0);
-    let t = Instant::now();
     assert!(thund(dir).status().unwrap().success());
-    let span = t.elapsed().as_micros() as u64 * 12 / 10;
-    for i in 1..batches {
+    write(dir, 1);
+    let window = KillWindow::measure(dir);
+    for i in 2..batches {
         write(dir, i);
         assert!(thund(dir).status().unwrap().success());
     }
-    span
+    window
 }
 
-/// Starts a run, kills it (SIGKILL) at a random moment within `span`, then runs to the end.
-/// Whether the kill hit a running process.
-fn kill_then_finish(dir: &Path, rng: &mut Lcg, span: u64, seed: u64) -> bool {
-    let mut child = thund(dir).spawn().unwrap();
-    std::thread::sleep(Duration::from_micros(rng.next() % span));
-    let hit = child.try_wait().unwrap().is_none();
-    let _ = child.kill();
-    let _ = child.wait();
+/// Starts a run, kills it (SIGKILL) at a random moment of `window`, then runs to the end.
+/// Whether the kill hit a running flow.
+fn kill_then_finish(dir: &Path, rng: &mut Lcg, window: &KillWindow, seed: u64) -> bool {
+    let hit = kill_after(dir, window.pick(rng));
     assert!(thund(dir).status().unwrap().success(), "run after a kill failed (seed {seed})");
     hit
 }
@@ -186,7 +245,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
     let (killed, calm) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     sql_project(killed.path(), WINDOWS);
     sql_project(calm.path(), WINDOWS);
-    let span = uninterrupted(calm.path(), 12, write_events);
+    let window = uninterrupted(calm.path(), 12, write_events);
 
     let seed = seed();
     let mut rng = Lcg(seed);
@@ -196,9 +255,9 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
         // Each batch is killed once at a random moment, then finished, so every batch of input is
         // one batch of the windowed flows, as in the uninterrupted runs (the watermark moves per
         // batch: merging two batches into one would change which rows are late).
-        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, span, seed));
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &window, seed));
     }
-    eprintln!("{kills_during_run} of 12 kills hit a running process (seed {seed})");
+    eprintln!("{kills_during_run} of 12 kills hit a running flow (seed {seed})");
     for sql in [
         "SELECT * FROM counts ORDER BY ws, device",
         "SELECT * FROM hops ORDER BY ws",
@@ -208,7 +267,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
         assert!(expected.lines().count() > 5, "{sql}: {expected}");
         assert_eq!(csv(killed.path(), sql), expected, "{sql} after kills (seed {seed})");
     }
-    assert!(kills_during_run >= 6, "only {kills_during_run} of 12 kills hit a running process (seed {seed})");
+    assert!(kills_during_run >= 6, "only {kills_during_run} of 12 kills hit a running flow (seed {seed})");
 }
 
 // `current` marks its rows with deletion vectors, `history` rewrites its files (the default): a
@@ -246,7 +305,7 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     for d in [&killed, &failed, &calm] {
         sql_project(d.path(), CDC);
     }
-    let span = uninterrupted(calm.path(), 10, write_changes);
+    let window = uninterrupted(calm.path(), 10, write_changes);
 
     let seed = seed();
     let mut rng = Lcg(seed);
@@ -263,21 +322,22 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     ];
     for i in 0..10 {
         write_changes(killed.path(), i);
-        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, span, seed));
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &window, seed));
 
         // The same batch dies exactly at one step (abort, as a kill), then runs to the end.
         write_changes(failed.path(), i);
         let step = steps[i as usize % steps.len()];
         let died = thund(failed.path()).env("THUND_FAILPOINT", step).env("THUND_FAILPOINT_KILL", "1").status().unwrap();
-        assert!(!died.success(), "the run did not stop at {step}");
+        // Aborted at the step (no exit code: a signal), not failed or finished.
+        assert_eq!(died.code(), None, "the run did not die at {step}: {died:?}");
         assert!(thund(failed.path()).status().unwrap().success(), "run after dying at {step} failed");
     }
-    eprintln!("{kills_during_run} of 10 kills hit a running process (seed {seed})");
+    eprintln!("{kills_during_run} of 10 kills hit a running flow (seed {seed})");
     for sql in ["SELECT * FROM current ORDER BY id", "SELECT * FROM history ORDER BY id, seq"] {
         let expected = csv(calm.path(), sql);
         assert!(expected.lines().count() > 10, "{sql}: {expected}");
         assert_eq!(csv(killed.path(), sql), expected, "{sql} after kills (seed {seed})");
         assert_eq!(csv(failed.path(), sql), expected, "{sql} after dying at each step");
     }
-    assert!(kills_during_run >= 5, "only {kills_during_run} of 10 kills hit a running process (seed {seed})");
+    assert!(kills_during_run >= 5, "only {kills_during_run} of 10 kills hit a running flow (seed {seed})");
 }

@@ -188,6 +188,78 @@ fn spawn_run(endpoint: &str, dir: &Path, extra: &[&str], lease: &str) -> std::pr
     c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
 }
 
+/// A run started with its events on stdout (`--format jsonl`), read as they arrive: the tests
+/// below wait on what the run says, not on the clock.
+struct LiveRun {
+    child: std::process::Child,
+    events: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl LiveRun {
+    fn start(endpoint: &str, dir: &Path, extra: &[&str], lease: &str) -> LiveRun {
+        use std::io::BufRead;
+        let mut args = vec!["--format", "jsonl"];
+        args.extend_from_slice(extra);
+        let mut child = spawn_run(endpoint, dir, &args, lease);
+        let stdout = child.stdout.take().unwrap();
+        let (tx, events) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let Ok(e) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+                if tx.send(e).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveRun { child, events }
+    }
+
+    /// Waits until the run's flow into `dataset` is RUNNING (so the run holds the lock).
+    fn wait_running(&mut self, dataset: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let suffix = format!(".{dataset}");
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(e) if e["phase"] == "RUNNING" && e["element"].as_str().is_some_and(|n| n.ends_with(&suffix)) => {
+                    return
+                }
+                Ok(_) => {}
+                Err(e) => panic!("the run never ran `{dataset}`: {e}"),
+            }
+        }
+    }
+
+    fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the end of the run: its exit code and what it printed (events and stderr).
+    fn finish(mut self) -> (Option<i32>, String) {
+        use std::io::Read;
+        let mut err = String::new();
+        self.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let code = self.child.wait().unwrap().code();
+        let events: Vec<String> = self.events.iter().map(|e| e.to_string()).collect();
+        (code, format!("{}\n{err}", events.join("\n")))
+    }
+}
+
+/// Runs `thund run` with `extra` until the lock is free (up to 60 s): each refused attempt must be
+/// refused because another run's lease holds the lock. The successful run's output.
+fn run_once_the_lock_is_free(endpoint: &str, dir: &Path, extra: &[&str], lease: &str) -> Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let o = spawn_run(endpoint, dir, extra, lease).wait_with_output().unwrap();
+        if o.status.success() {
+            return o;
+        }
+        assert!(text(&o).contains("another thund run"), "refused for another reason: {}", text(&o));
+        assert!(std::time::Instant::now() < deadline, "the lock was never free: {}", text(&o));
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
 fn signal(sig: &str, pid: u32) {
     assert!(Command::new("kill").args([sig, &pid.to_string()]).status().unwrap().success());
 }
@@ -203,27 +275,32 @@ fn the_s3_lock_is_a_lease_renewed_while_its_run_lives_and_a_killed_runs_lock_is_
     );
     let dir = tmp.path();
     let spawn = |extra: &[&str]| spawn_run(&endpoint, dir, extra, "6");
-    // A run whose lease is 6 s, still working after 9 s: its heartbeat (every 2 s) kept the lock.
-    // The lease leaves room for a loaded machine: with 2 s, renewals to a busy S3 server were
-    // sometimes late while other tests ran beside this one. The view runs until it is killed.
-    let mut first = spawn(&[]);
+    // A run whose lease is 6 s, still working 9 s after it was seen running (so after it took the
+    // lock): its heartbeat (every 2 s) kept the lock. The lease leaves room for a loaded machine:
+    // with 2 s, renewals to a busy S3 server were sometimes late while other tests ran beside
+    // this one. The view runs until it is killed.
+    let mut first = LiveRun::start(&endpoint, dir, &[], "6");
+    first.wait_running("slow");
     std::thread::sleep(std::time::Duration::from_millis(9000));
     let second = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
-    assert!(first.try_wait().unwrap().is_none(), "the first run must still be running for this test to mean anything");
+    assert!(
+        first.child.try_wait().unwrap().is_none(),
+        "the first run must still be running for this test to mean anything"
+    );
     assert!(!second.status.success(), "two runs held the lock: {}", text(&second));
     assert!(text(&second).contains("another thund run"), "{}", text(&second));
     // Killed. Its process is gone, but whether a process lives is never judged from another one
     // (it may be in another container or on another machine): the lock is free only once the
     // lease expires.
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
     let killed_at = std::time::Instant::now();
     let third = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
     assert!(!third.status.success(), "a live-looking lease was taken over: {}", text(&third));
     assert!(text(&third).contains("the lock is free in"), "{}", text(&third));
-    std::thread::sleep(std::time::Duration::from_secs(7).saturating_sub(killed_at.elapsed()));
-    let fourth = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
-    assert!(fourth.status.success(), "{}", text(&fourth));
+    let fourth = run_once_the_lock_is_free(&endpoint, dir, &["--refresh", "small"], "6");
+    // Not before the killed run's lease (renewed at most 2 s before the kill) could expire.
+    assert!(killed_at.elapsed() >= std::time::Duration::from_secs(3), "taken over after {:?}", killed_at.elapsed());
     assert!(String::from_utf8_lossy(&fourth.stdout).contains("small"), "{}", text(&fourth));
     // The run that held the expired lease is ended in the log as interrupted.
     let o = thund(&endpoint, &["events", "-p", p(dir), "--all", "--format", "jsonl"]);
@@ -243,20 +320,18 @@ fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
          CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
     );
     let dir = tmp.path();
-    let spawn = |extra: &[&str]| spawn_run(&endpoint, dir, extra, "2");
     // A run paused (as by a long GC pause or a frozen VM) past its lease while computing `slow`.
-    let first = spawn(&[]);
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let mut first = LiveRun::start(&endpoint, dir, &[], "2");
+    first.wait_running("slow");
     signal("-STOP", first.id());
-    std::thread::sleep(std::time::Duration::from_millis(3500));
-    // Its lease expired: another run takes the lock over and runs.
-    let second = spawn(&["--refresh", "small"]).wait_with_output().unwrap();
+    // Once its lease expired, another run takes the lock over and runs.
+    let second = run_once_the_lock_is_free(&endpoint, dir, &["--refresh", "small"], "2");
     signal("-CONT", first.id());
     assert!(second.status.success(), "the lapsed lease was not taken over: {}", text(&second));
     // Resumed, the first run finds its lease gone and writes no further stage.
-    let first = first.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
-    assert!(text(&first).contains("taken over by another run"), "{}", text(&first));
+    let (code, said) = first.finish();
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("taken over by another run"), "{said}");
     let o = thund(&endpoint, &["query", "-p", p(dir), "SELECT * FROM after_slow", "--format", "csv"]);
     assert!(!o.status.success(), "the stage after the lost lease was written: {}", text(&o));
     assert!(text(&o).contains("after_slow"), "{}", text(&o));
@@ -273,17 +348,17 @@ fn a_run_whose_lease_was_taken_over_during_its_last_stage_fails() {
         "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n",
     );
     let dir = tmp.path();
-    let first = spawn_run(&endpoint, dir, &[], "2");
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let mut first = LiveRun::start(&endpoint, dir, &[], "2");
+    first.wait_running("slow");
     signal("-STOP", first.id());
-    std::thread::sleep(std::time::Duration::from_millis(3500));
-    // Another run takes the expired lease over (a dry run takes no lock: a real one, of nothing).
-    let taken = thund(&endpoint, &["run", "-p", p(dir), "--refresh", "slow", "--max-concurrent-flows", "1"]);
+    // Another run takes the expired lease over (a dry run takes no lock: a real one, of nothing:
+    // the selection names no dataset's flow to run).
+    let taken = run_once_the_lock_is_free(&endpoint, dir, &["--refresh", "slow", "--max-concurrent-flows", "1"], "2");
     signal("-CONT", first.id());
-    let first = first.wait_with_output().unwrap();
-    assert!(taken.status.code().is_some(), "{}", text(&taken));
-    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
-    assert!(text(&first).contains("taken over by another run"), "{}", text(&first));
+    let (code, said) = first.finish();
+    assert!(taken.status.success(), "{}", text(&taken));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("taken over by another run"), "{said}");
 }
 
 #[test]

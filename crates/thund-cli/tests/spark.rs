@@ -72,15 +72,18 @@ fn query(url: &str, sql: &str) -> Vec<String> {
 }
 
 /// Sends `p`'s lowered graph with the bare client, bypassing the backend's refusals, and runs it:
-/// for checking the server facts those refusals rest on. Returns the run's outcome and its
-/// event messages.
+/// for checking the server facts those refusals rest on. Returns the run's outcome (a graph the
+/// server refuses to define is an error too) and its event messages.
 fn run_unchecked(url: &str, db: &str, p: &knut_thund::ir::Pipeline, dir: &Path) -> (Result<(), String>, Vec<String>) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let mut c = knut_pipelines::PipelinesClient::connect(url).await.unwrap();
         c.sql(&format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
         c.sql("SET spark.sql.streaming.schemaInference=true").await.unwrap();
-        let id = c.define_graph(&p.to_sdp().unwrap()).await.unwrap();
+        let id = match c.define_graph(&p.to_sdp().unwrap()).await {
+            Ok(id) => id,
+            Err(e) => return (Err(e.to_string()), Vec::new()),
+        };
         let run = knut_pipelines::PipelineRun {
             graph_id: id,
             storage: Some(format!("file://{}", dir.join("storage").display())),
@@ -90,6 +93,19 @@ fn run_unchecked(url: &str, db: &str, p: &knut_thund::ir::Pipeline, dir: &Path) 
         let outcome = c.start_run(&run, &mut |e: knut_pipelines::PipelineEvent| messages.push(e.message)).await;
         (outcome.map_err(|e| e.to_string()), messages)
     })
+}
+
+/// Every server line the backend targets, as (line, URL), for probing the per-line facts on each.
+fn servers() -> Option<Vec<(&'static str, String)>> {
+    Some(vec![("4.1", remote("THUND_SPARK_REMOTE")?), ("4.3", remote("THUND_SPARK_REMOTE_4_3")?)])
+}
+
+/// The facts the backend holds for the server at `url`, after checking it is of `line`.
+fn facts_of(url: &str, line: &str) -> &'static knut_pipelines::versions::ServerFacts {
+    let version = SparkBackend::new(url).detect_version().unwrap();
+    let facts = knut_pipelines::versions::facts_for(&version).unwrap();
+    assert_eq!(facts.line, line, "the server at {url} is {version}");
+    facts
 }
 
 fn phases_of(events: &[RunEvent], element: &str) -> Vec<RunPhase> {
@@ -147,7 +163,9 @@ fn a_failed_run_of_views_only_fails_and_a_spec_without_storage_is_refused() {
     assert!(err.contains("no `storage`"), "{err}");
     // A dry run still validates without one.
     let o = thund().args(["dry-run", "--backend", "spark", "--remote", &url, "-p"]).arg(dir.path()).output().unwrap();
-    assert_ne!(o.status.code(), Some(0), "the bad view fails validation on the server too");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "the bad view fails validation on the server too: {err}");
+    assert!(err.contains("Flows with errors:") && err.contains(&format!("{db}.bad")), "{err}");
 }
 
 #[test]
@@ -496,13 +514,24 @@ fn doctor_checks_a_live_server() {
         assert!(checks.contains(&(c.to_string(), true)), "{c}: {checks:?}");
     }
     assert!(out.status.success());
+    // What its rows claim, checked against the server itself: the version Spark reports, and
+    // the dry run's datasets, which the server resolved (a dry run writes nothing, so none of
+    // them exists in its catalog afterwards).
+    let detail = |check: &str| {
+        rows.as_array().unwrap().iter().find(|r| r["check"] == check).unwrap()["detail"].as_str().unwrap().to_string()
+    };
+    let version = query(&url, "SELECT version()");
+    let version = version[0].split(' ').next().unwrap();
+    assert!(detail("connect_and_version").contains(&format!("Spark {version}")), "{rows} vs {version}");
+    let dry = detail("live_dry_run");
+    assert!(dry.contains("thund_doctor_a IDLE") && dry.contains("thund_doctor_b IDLE"), "{dry}");
+    assert!(query(&url, "SHOW TABLES IN default LIKE 'thund_doctor*'").is_empty(), "the doctor's dry run wrote tables");
 }
 
 #[test]
-fn sinks_take_a_flows_rows_and_once_flows_follow_the_server_facts() {
-    // Probes two facts of the per-version table on the real servers: SINK outputs take a
-    // streaming flow's rows on 4.1.4, and `DefineFlow.once` is refused by 4.1.4
-    // (DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED), so the backend refuses once flows up front there.
+fn sinks_take_a_streaming_flows_rows() {
+    // A fact of the per-version table, probed on the real server: SINK outputs take a
+    // streaming flow's rows on 4.1.4.
     let Some(url) = remote("THUND_SPARK_REMOTE") else { return };
     let db = database("sink");
     let data = tempfile::tempdir().unwrap();
@@ -523,19 +552,6 @@ fn sinks_take_a_flows_rows_and_once_flows_follow_the_server_facts() {
     }
     let exported = query(&url, &format!("SELECT id, src FROM parquet.`{}`", sink_path.display()));
     assert_eq!(exported, ["1,a", "2,b"]);
-
-    let once = project(
-        &db,
-        &[(
-            "transformations/o.sql",
-            "CREATE STREAMING TABLE t;\nCREATE FLOW backfill AS INSERT INTO ONCE t BY NAME SELECT 1 AS x;\n",
-        )],
-    );
-    let p = knut_thund::frontend::load(once.path()).unwrap();
-    let spark = SparkBackend::new(&url);
-    spark.detect_version().unwrap();
-    let err = spark.check(&p).unwrap_err().to_string();
-    assert!(err.contains("once flows") && err.contains("transformations/o.sql:2"), "{err}");
 }
 
 #[test]
@@ -745,4 +761,140 @@ fn thund_test_proves_the_same_logic_on_spark() {
     // Each test's database is dropped after it.
     let left = SparkBackend::new(&url).query("SHOW DATABASES LIKE 'thund_test_*'").unwrap();
     assert_eq!(rows(&left), Vec::<String>::new(), "test databases left behind");
+}
+
+// The facts below are what the backend's refusals and lowerings rest on. Each is probed on every
+// server line with the backend's check bypassed, so a Spark release that changes one turns its
+// test red instead of leaving a stale refusal (or a stale promise) in the capability table.
+
+#[test]
+fn every_server_line_still_refuses_once_flows() {
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        let facts = facts_of(&url, line);
+        let db = database(&format!("once_{}", line.replace('.', "")));
+        let dir = project(
+            &db,
+            &[(
+                "transformations/o.sql",
+                "CREATE STREAMING TABLE t;\nCREATE FLOW backfill AS INSERT INTO ONCE t BY NAME SELECT 1 AS x;\n",
+            )],
+        );
+        let p = knut_thund::frontend::load(dir.path()).unwrap();
+        let (outcome, messages) = run_unchecked(&url, &db, &p, dir.path());
+        let all = format!("{outcome:?} {messages:?}");
+        assert!(
+            outcome.is_err() && all.contains("DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED"),
+            "Spark {line} no longer refuses `DefineFlow.once`: lift `once_flows` for it. {all}"
+        );
+        assert!(!facts.once_flows);
+        let spark = SparkBackend::new(&url);
+        spark.detect_version().unwrap();
+        let err = spark.check(&p).unwrap_err().to_string();
+        assert!(err.contains("once flows") && err.contains("transformations/o.sql:2"), "{err}");
+    }
+}
+
+#[test]
+fn every_server_line_still_ignores_a_streaming_tables_output_mode() {
+    // The backend offers only append mode on Spark because the server ignores
+    // `pipelines.outputMode`: an aggregation without a watermark fails as append mode would,
+    // whatever mode the table asks for.
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("mode_{}", line.replace('.', "")));
+        let data = tempfile::tempdir().unwrap();
+        std::fs::write(data.path().join("e.json"), "{\"k\": \"a\"}\n{\"k\": \"a\"}\n{\"k\": \"b\"}\n").unwrap();
+        for mode in ["complete", "update"] {
+            let sql = format!(
+                "CREATE STREAMING TABLE src AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+                 CREATE STREAMING TABLE counts TBLPROPERTIES ('pipelines.outputMode' = '{mode}') AS\n\
+                 SELECT k, count(*) AS n FROM STREAM(src) GROUP BY k;\n",
+                data.path().display()
+            );
+            let dir = project(&db, &[("transformations/m.sql", &sql)]);
+            let p = knut_thund::frontend::load(dir.path()).unwrap();
+            let spark = SparkBackend::new(&url);
+            spark.detect_version().unwrap();
+            let err = spark.check(&p).unwrap_err().to_string();
+            assert!(err.contains("output modes") && err.contains("transformations/m.sql:2"), "{err}");
+            let (outcome, messages) = run_unchecked(&url, &db, &p, dir.path());
+            let all = format!("{outcome:?} {messages:?}");
+            assert!(
+                outcome.is_err() && all.contains("STREAMING_OUTPUT_MODE") && all.contains("output mode: append"),
+                "Spark {line} ran a `{mode}` streaming table other than in append mode: offer the mode. {all}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_server_line_joins_two_streams_across_batches() {
+    // `stream_joins` is offered on Spark: a row of one stream meets its match arriving in a later
+    // run of the other, because the server keeps both sides in state.
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("sjoin_{}", line.replace('.', "")));
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let sql = format!(
+            "CREATE STREAMING TABLE orders AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+             CREATE STREAMING TABLE payments AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
+             CREATE STREAMING TABLE paid AS SELECT o.id, o.item, p.amount\n\
+             FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id;\n",
+            a.path().display(),
+            b.path().display()
+        );
+        let dir = project(&db, &[("transformations/j.sql", &sql)]);
+        std::fs::write(a.path().join("1.json"), "{\"id\": 1, \"item\": \"tea\"}\n{\"id\": 2, \"item\": \"jam\"}\n")
+            .unwrap();
+        std::fs::write(b.path().join("1.json"), "{\"id\": 2, \"amount\": 5}\n").unwrap();
+        let (s1, e1) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s1.failed(), "Spark {line}: {s1:#?}\n{e1:#?}");
+        assert_eq!(query(&url, &format!("SELECT id, item, amount FROM {db}.paid")), ["2,jam,5"], "Spark {line}");
+        // The payment for order 1 arrives in the next run; order 1 came in the first.
+        std::fs::write(b.path().join("2.json"), "{\"id\": 1, \"amount\": 7}\n").unwrap();
+        let (s2, e2) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s2.failed(), "Spark {line}: {s2:#?}\n{e2:#?}");
+        assert_eq!(
+            query(&url, &format!("SELECT id, item, amount FROM {db}.paid")),
+            ["1,tea,7", "2,jam,5"],
+            "Spark {line}: a row did not meet its match from a later batch"
+        );
+    }
+}
+
+#[test]
+fn every_server_line_enforces_lowered_expectations() {
+    // Open-source Spark has no expectations; the backend lowers them into the flow's query. Run
+    // for real: `DROP ROW` drops, a plain expectation keeps, `FAIL UPDATE` fails the flow with the
+    // expectation's name, and a table without violations is written whole.
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("expect_{}", line.replace('.', "")));
+        let table = |values: &str| {
+            format!(
+                "CREATE MATERIALIZED VIEW checked (\n  CONSTRAINT positive EXPECT (x > 0),\n  \
+                 CONSTRAINT small EXPECT (x < 100) ON VIOLATION FAIL UPDATE,\n  \
+                 CONSTRAINT lucky EXPECT (x <> 13) ON VIOLATION DROP ROW\n) AS\n\
+                 SELECT * FROM VALUES {values} AS t(x);\n"
+            )
+        };
+        let ok = project(&db, &[("transformations/e.sql", &table("(1), (-2), (13), (99)"))]);
+        let (s, events) = run(&url, ok.path(), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        assert_eq!(query(&url, &format!("SELECT x FROM {db}.checked")), ["-2", "1", "99"], "Spark {line}");
+
+        let db = database(&format!("expect_fail_{}", line.replace('.', "")));
+        let bad = project(&db, &[("transformations/e.sql", &table("(1), (100)"))]);
+        let (s, events) = run(&url, bad.path(), RunOptions::default());
+        assert!(s.failed(), "Spark {line}: a FAIL UPDATE violation must fail the run: {s:#?}");
+        let errors: Vec<_> = s.flows.iter().filter_map(|f| f.error.clone()).collect();
+        assert!(
+            errors.iter().any(|e| e.contains("expectation `small`") && e.contains("FAIL UPDATE")),
+            "Spark {line}: {errors:#?}\n{events:#?}"
+        );
+    }
 }

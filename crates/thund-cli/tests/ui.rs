@@ -167,7 +167,9 @@ fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
     let tmp = tempfile::tempdir().unwrap();
     let demo = project(tmp.path());
     let (ui, _) = start_ui(&demo, &[]);
+    // Kept in the target dir for a person to look at; cleared first, so only this run's count.
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    let _ = std::fs::remove_dir_all(&shots);
     let datasets = [
         "orders_raw",
         "customers",
@@ -191,7 +193,18 @@ fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
     let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     println!("{out}");
     assert!(o.status.success(), "{out}");
-    assert!(shots.join("pipeline.png").is_file() && shots.join("failed.png").is_file());
+    for shot in ["pipeline.png", "failed.png"] {
+        let (width, height) = png_size(&shots.join(shot));
+        assert!(width >= 800 && height >= 600, "{shot}: {width}x{height}");
+    }
+}
+
+/// The size of a PNG image from its header, after checking it is one.
+fn png_size(path: &Path) -> (u32, u32) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && &bytes[12..16] == b"IHDR", "{}: not a PNG", path.display());
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
 }
 
 /// `thund` with `args` on `project`.

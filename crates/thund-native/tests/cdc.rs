@@ -479,11 +479,30 @@ fn small_batches_fold_the_small_files_they_leave_and_the_tables_stay_what_they_w
         theirs.sort();
         assert_eq!(theirs, expected.clone().into_iter().collect::<Vec<_>>(), "batch {batch}: a reader of the protocol");
     }
-    // Read after batch 10 from a checkpoint, as Spark would have written one.
+    // Checkpoints, as Spark would have written them: one at version 10, and `_last_checkpoint`
+    // naming the newest. A reader that starts from it (and skips the commits before it) sees the
+    // rows a replay of every commit sees.
+    let from_log = |table: &str, args: &[&str]| {
+        let reader = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/delta_reader.py");
+        let out = std::process::Command::new(&python).arg(&reader).args(args).arg(tables.join(table)).output().unwrap();
+        assert!(out.status.success(), "{table} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut rows: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect();
+        rows.sort();
+        rows
+    };
     for table in ["feed", "t", "h"] {
         let log = tables.join(table).join("_delta_log");
-        assert!(log.join("00000000000000000010.checkpoint.parquet").exists(), "{table}: no checkpoint at version 10");
-        assert!(log.join("_last_checkpoint").exists(), "{table}");
+        assert!(log.join("00000000000000000010.checkpoint.parquet").is_file(), "{table}: no checkpoint at version 10");
+        let last: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(log.join("_last_checkpoint")).unwrap()).unwrap();
+        assert!(last["version"].as_u64().unwrap() >= 10, "{table}: {last}");
+        let replayed = from_log(table, &[]);
+        assert!(!replayed.is_empty(), "{table}");
+        assert_eq!(
+            from_log(table, &["--from-checkpoint"]),
+            replayed,
+            "{table}: the checkpoint differs from its commits"
+        );
     }
     for (folded, unfolded) in [("t", "t_unfolded"), ("h", "h_unfolded")] {
         let (folded, unfolded) = (live_files(&tables.join(folded)).len(), live_files(&tables.join(unfolded)).len());

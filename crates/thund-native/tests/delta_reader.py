@@ -4,6 +4,11 @@ live file with pyarrow, drops the rows its deletion vector names, and prints the
 lines. Shares no code with delta-rs.
 
     python delta_reader.py <table folder>
+    python delta_reader.py --from-checkpoint <table folder>
+
+With `--from-checkpoint` the live files are those of the checkpoint `_delta_log/_last_checkpoint`
+names (a single-part parquet file of actions), then the commits after it, as a reader that
+trusts the checkpoint would see them; the commits before it are not read.
 """
 import json
 import os
@@ -66,13 +71,28 @@ def deleted_rows(table, dv):
     return rows
 
 
-def main(table):
+def file_key(a):
+    """A file's identity: its path and its vector's id (type, path or data, offset)."""
+    dv = a.get("deletionVector")
+    return (a["path"], f"{dv['storageType']}{dv['pathOrInlineDv']}@{dv.get('offset')}" if dv else None)
+
+
+def main(table, from_checkpoint=False):
     log = os.path.join(table, "_delta_log")
-    # Checkpoints only summarise the commits before them: every commit from the first is replayed
-    # instead, so a commit file must not be missing.
     commits = sorted(n for n in os.listdir(log) if n.endswith(".json"))
     assert [int(n[:-5]) for n in commits] == list(range(len(commits))), "a commit file is missing"
     live = {}
+    if from_checkpoint:
+        with open(os.path.join(log, "_last_checkpoint")) as f:
+            version = json.load(f)["version"]
+        actions = pq.read_table(os.path.join(log, f"{version:020}.checkpoint.parquet")).to_pylist()
+        for action in actions:
+            a = action.get("add")
+            if a:
+                a = {k: v for k, v in a.items() if v is not None}
+                live[file_key(a)] = a
+        assert live, "the checkpoint has no files"
+        commits = [n for n in commits if int(n[:-5]) > version]
     for name in commits:
         with open(os.path.join(log, name)) as f:
             for line in f:
@@ -80,13 +100,10 @@ def main(table):
                 for kind in ("remove", "add"):
                     if kind in action:
                         a = action[kind]
-                        dv = a.get("deletionVector")
-                        # A file's identity: its path and its vector's id (type, path or data, offset).
-                        key = (a["path"], f"{dv['storageType']}{dv['pathOrInlineDv']}@{dv.get('offset')}" if dv else None)
                         if kind == "add":
-                            live[key] = a
+                            live[file_key(a)] = a
                         else:
-                            live.pop(key, None)
+                            live.pop(file_key(a), None)
     for add in live.values():
         rows = pq.read_table(os.path.join(table, add["path"])).to_pylist()
         dead = deleted_rows(table, add["deletionVector"]) if add.get("deletionVector") else set()
@@ -96,4 +113,7 @@ def main(table):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--from-checkpoint":
+        main(sys.argv[2], from_checkpoint=True)
+    else:
+        main(sys.argv[1])
