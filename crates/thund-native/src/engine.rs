@@ -56,6 +56,8 @@ pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Resul
     }
     // Spark's session time zone here is UTC; timestamps are instants shown in UTC.
     config.options_mut().execution.time_zone = Some("UTC".to_string());
+    // Spark's `1.50` is a DECIMAL(3,2), not a DOUBLE (`1.5e3` is one: see `SparkFunctions`).
+    config.options_mut().sql_parser.parse_float_as_decimal = true;
     // A filter keeps its input's size estimate, as in Spark without CBO. DataFusion's default
     // guess (20% of rows pass) made a filtered 6M-row fact table look smaller than a 1.5M-row
     // dimension, so the hash join built its table over the fact side: 2 GiB instead of 270 MiB
@@ -256,6 +258,17 @@ impl VisitorMut for SparkFunctions {
         if let Expr::Value(v) = expr {
             if let Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) = &mut v.value {
                 *s = spark_unescape(s);
+            }
+            // Spark's `1.5e3` is a DOUBLE; the parser's option (see `new_context`) makes every
+            // other number with a fraction a DECIMAL, as Spark's `1.5` is.
+            if matches!(&v.value, Value::Number(n, _) if n.contains(['e', 'E'])) {
+                *expr = Expr::Cast {
+                    kind: sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(expr.clone()),
+                    data_type: sqlparser::ast::DataType::Double(sqlparser::ast::ExactNumberInfo::None),
+                    array: false,
+                    format: None,
+                };
             }
         }
         ControlFlow::Continue(())

@@ -1,6 +1,7 @@
 //! Spark's answers where DataFusion's functions give other ones: a planned query is rewritten
-//! where the difference is only in the arguments or an edge case, and refused where the function
-//! would answer differently. A refusal is an error at the query's line ("runs on the Spark
+//! where the difference is only in the arguments, an edge case or a type, and refused where the
+//! function would answer differently. Types come first (`spark_types`: INT integer literals,
+//! INT ranks, DECIMAL averages), since every later rule and the written table follow them. A refusal is an error at the query's line ("runs on the Spark
 //! backend"); a different answer would be a wrong table without an error.
 //!
 //! Each rule was found by `thund-cli/tests/spark_functions.rs`, which runs Spark's own documented
@@ -8,11 +9,19 @@
 //! (The rewrites that need the query's text, such as `position(substr, str)`, are made on the
 //! parse in `engine`.)
 
+use std::sync::Arc;
+
+use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::expr::ScalarFunction;
-use datafusion::logical_expr::{cast, lit, when, BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
+use datafusion::functions_aggregate::average::avg_udaf;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::{
+    cast, lit, when, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection,
+    Union,
+};
+use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::prelude::coalesce;
 
 /// Functions whose answers differ from Spark's whatever their arguments, and why.
@@ -30,12 +39,26 @@ const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"]
 
 /// `plan` with Spark's semantics, or the first function that would answer differently.
 pub(crate) fn spark_semantics(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let plan = spark_types(plan)?;
     Ok(plan
         .transform_up_with_subqueries(|node| {
             let schema = merged_input_schema(&node);
-            node.map_expressions(|e| e.transform_up(|e| rewrite(e, &schema)))
+            // Every node's schema is derived again: a rewrite below may have changed a type.
+            node.map_expressions(|e| e.transform_up(|e| rewrite(e, &schema)))?.map_data(refresh_schema)
         })?
         .data)
+}
+
+/// `node`'s schema derived again from its expressions and inputs. (A union would keep its
+/// first input's types: it gets its inputs' common types, to which the analyzer casts them.)
+fn refresh_schema(node: LogicalPlan) -> Result<LogicalPlan> {
+    match node {
+        LogicalPlan::Union(u) => {
+            let schema = Arc::new(coerce_union_schema(&u.inputs)?);
+            Ok(LogicalPlan::Union(Union { inputs: u.inputs, schema }))
+        }
+        other => other.recompute_schema(),
+    }
 }
 
 /// The schema a node's expressions are evaluated against: its inputs' fields together.
@@ -59,7 +82,7 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         // integers (1). (`div` is Spark's integer division.)
         let integer = |x: &Expr| x.get_type(schema).is_ok_and(|t| t.is_integer());
         if b.op == Operator::Divide && integer(&b.left) && integer(&b.right) {
-            let double = |x: &Expr| cast(x.clone(), arrow::datatypes::DataType::Float64);
+            let double = |x: &Expr| cast(x.clone(), DataType::Float64);
             return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
                 Box::new(double(&b.left)),
                 Operator::Divide,
@@ -76,13 +99,7 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     }
     let nested = |a: &Expr| {
         a.get_type(schema).is_ok_and(|t| {
-            matches!(
-                t,
-                arrow::datatypes::DataType::List(_)
-                    | arrow::datatypes::DataType::LargeList(_)
-                    | arrow::datatypes::DataType::Struct(_)
-                    | arrow::datatypes::DataType::Map(..)
-            )
+            matches!(t, DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) | DataType::Map(..))
         })
     };
     if NESTED_AS_TEXT.contains(&name.as_str()) && args.iter().any(nested) {
@@ -123,7 +140,7 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         // array or value).
         "array_position" if args.len() == 2 => {
             let either_null = args[0].clone().is_null().or(args[1].clone().is_null());
-            let found = cast(call(func, args), arrow::datatypes::DataType::Int64);
+            let found = cast(call(func, args), DataType::Int64);
             when(either_null, lit(ScalarValue::Int64(None))).otherwise(coalesce(vec![found, lit(0i64)]))?
         }
         // Spark's `regexp_replace` replaces every match; DataFusion's only the first unless
@@ -134,6 +151,26 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         "regexp_replace" => {
             return Err(refused("regexp_replace", "its fourth argument is a position on Spark, flags here"));
+        }
+        // Spark rounds a DECIMAL as a DECIMAL, half up, to `min(s, d)` digits with one more
+        // integral digit for the carry (`round(decimal(14,6), 2)` is a DECIMAL(11,2));
+        // DataFusion's answers a DOUBLE. Arrow's cast to the smaller scale rounds half up.
+        "round" if args.first().is_some_and(|a| matches!(a.get_type(schema), Ok(DataType::Decimal128(..)))) => {
+            let Ok(DataType::Decimal128(p, s)) = args[0].get_type(schema) else { unreachable!("checked") };
+            let digits = match args.get(1) {
+                None => Some(0),
+                Some(Expr::Literal(v, _)) => v.cast_to(&DataType::Int64).ok().and_then(|v| match v {
+                    ScalarValue::Int64(Some(d)) => Some(d),
+                    _ => None,
+                }),
+                Some(_) => None,
+            };
+            let Some(d) = digits.filter(|d| *d >= 0) else {
+                return Err(refused("round", "a DECIMAL to a negative or computed scale"));
+            };
+            let scale = (s as i64).min(d) as i8;
+            let precision = ((p as i64) - (s as i64) + 1 + scale as i64).min(38) as u8;
+            cast(args.swap_remove(0), DataType::Decimal128(precision, scale))
         }
         // Spark's seconds keep their fraction (`DECIMAL(8,6)`).
         "date_part" if args.first().is_some_and(is_seconds) => {
@@ -152,4 +189,155 @@ fn is_seconds(e: &Expr) -> bool {
         return false;
     };
     matches!(f.to_ascii_lowercase().as_str(), "second" | "seconds" | "s" | "sec" | "secs")
+}
+
+/// Spark's types where DataFusion's planner picks others, before anything else is decided from
+/// the types:
+/// - an integer literal that fits in 32 bits is an INT (DataFusion: BIGINT), so `VALUES (1)`,
+///   `CASE … THEN 1`, `coalesce(sum(d), 0)` and `x + 1` have Spark's types. (Decimal literals
+///   such as `1.50` are DECIMAL(3,2) through the parser's option, set in `engine`.)
+/// - `avg` of a DECIMAL is a DECIMAL (see [`decimal_averages`]).
+/// - `rank`, `dense_rank`, `row_number` and `ntile` are INT (DataFusion: an unsigned BIGINT,
+///   which a Delta table would store as DECIMAL(20,0)).
+///
+/// Output names stay what the planner named them, so the nodes above still find their columns.
+fn spark_types(plan: LogicalPlan) -> Result<LogicalPlan> {
+    Ok(plan.transform_up_with_subqueries(retype)?.data)
+}
+
+fn retype(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    // `LIMIT n` stays a BIGINT, as the planner needs it.
+    if matches!(node, LogicalPlan::Limit(_)) {
+        return Ok(Transformed::no(node));
+    }
+    let node = match node {
+        LogicalPlan::Values(v) => {
+            // The planner typed the column's NULLs as its other rows (BIGINT): untyped again.
+            let untyped = |e: &Expr| match e {
+                Expr::Literal(ScalarValue::Int64(None), meta) => Expr::Literal(ScalarValue::Null, meta.clone()),
+                other => int_literals(other.clone()),
+            };
+            let values: Vec<Vec<Expr>> = v.values.iter().map(|row| row.iter().map(untyped).collect()).collect();
+            if values == v.values {
+                return Ok(Transformed::no(LogicalPlan::Values(v)));
+            }
+            // Typed again from the rows (a column of INT and BIGINT rows is a BIGINT), named as before.
+            let typed = LogicalPlanBuilder::values(values)?.build()?;
+            let LogicalPlan::Values(mut typed) = typed else { unreachable!("a VALUES plan") };
+            let fields: Vec<_> = v
+                .schema
+                .iter()
+                .zip(typed.schema.fields())
+                .map(|((q, old), new)| (q.cloned(), Arc::new(new.as_ref().clone().with_name(old.name()))))
+                .collect();
+            typed.schema = Arc::new(DFSchema::new_with_metadata(fields, v.schema.metadata().clone())?);
+            return Ok(Transformed::yes(LogicalPlan::Values(typed)));
+        }
+        LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_) => {
+            // These name their outputs after their expressions: a renamed one keeps its old name.
+            node.map_expressions(|e| {
+                let old = e.qualified_name();
+                let new = int_literals(e);
+                Ok(Transformed::yes(if new.qualified_name() == old { new } else { new.alias_qualified(old.0, old.1) }))
+            })?
+            .data
+        }
+        LogicalPlan::Filter(_) | LogicalPlan::Join(_) | LogicalPlan::Sort(_) => {
+            node.map_expressions(|e| Ok(Transformed::yes(int_literals(e))))?.data
+        }
+        other => other,
+    };
+    let node = refresh_schema(node)?;
+    if let LogicalPlan::Aggregate(_) = &node {
+        return decimal_averages(node);
+    }
+    if let LogicalPlan::Window(w) = &node {
+        if w.schema.fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
+            // A projection above casts the ranks, under their names.
+            let exprs = w
+                .schema
+                .iter()
+                .map(|(q, f)| {
+                    let column = Expr::from((q, f));
+                    match f.data_type() {
+                        DataType::UInt64 => cast(column, DataType::Int32).alias_qualified(q.cloned(), f.name()),
+                        _ => column,
+                    }
+                })
+                .collect();
+            return Ok(Transformed::yes(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(node))?)));
+        }
+    }
+    Ok(Transformed::yes(node))
+}
+
+/// `e` with its integer literals that fit in 32 bits typed INT.
+fn int_literals(e: Expr) -> Expr {
+    e.transform_up(|e| match e {
+        Expr::Literal(ScalarValue::Int64(Some(v)), meta) if i32::try_from(v).is_ok() => {
+            Ok(Transformed::yes(Expr::Literal(ScalarValue::Int32(Some(v as i32)), meta)))
+        }
+        other => Ok(Transformed::no(other)),
+    })
+    .expect("an infallible rewrite")
+    .data
+}
+
+/// Spark's `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function
+/// library here answers a DOUBLE; DataFusion's own average truncates). The average is taken by
+/// DataFusion's over the values scaled up by one digit, and a projection above the aggregate
+/// rounds that digit away (Arrow's cast to a smaller scale rounds half up), under the
+/// aggregate's name.
+fn decimal_averages(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Aggregate(agg) = node else { unreachable!("an aggregate") };
+    let input = agg.input.schema().clone();
+    // The averages to round back: their output names and Spark's type.
+    let mut widened = Vec::new();
+    let mut aggr_expr = Vec::with_capacity(agg.aggr_expr.len());
+    for e in &agg.aggr_expr {
+        let function = match e {
+            Expr::Alias(a) => a.expr.as_ref(),
+            other => other,
+        };
+        let Expr::AggregateFunction(f) = function else {
+            aggr_expr.push(e.clone());
+            continue;
+        };
+        let decimal = match f.params.args.as_slice() {
+            [arg] if f.func.name() == "avg" => match arg.get_type(&input)? {
+                DataType::Decimal128(p, s) => Some((p, s)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((p, s)) = decimal else {
+            aggr_expr.push(e.clone());
+            continue;
+        };
+        if p + 5 > 38 {
+            return Err(refused("avg", "of a DECIMAL wider than 33 digits Spark bounds its scale"));
+        }
+        let (qualifier, name) = e.qualified_name();
+        let mut params = f.params.clone();
+        params.args = vec![cast(params.args[0].clone(), DataType::Decimal128(p + 1, s + 1))];
+        let avg = Expr::AggregateFunction(AggregateFunction { func: avg_udaf(), params });
+        aggr_expr.push(avg.alias_qualified(qualifier.clone(), name.clone()));
+        widened.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
+    }
+    if widened.is_empty() {
+        return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
+    }
+    let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
+    let exprs = agg
+        .schema()
+        .iter()
+        .map(|(q, f)| {
+            let column = Expr::from((q, f));
+            match widened.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()) {
+                Some((_, _, spark)) => cast(column, spark.clone()).alias_qualified(q.cloned(), f.name()),
+                None => column,
+            }
+        })
+        .collect();
+    Ok(Transformed::yes(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(agg))?)))
 }
