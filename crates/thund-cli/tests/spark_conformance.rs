@@ -32,24 +32,27 @@ fn spark_run(url: &str, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn csv_tables(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|f| f.extension().is_some_and(|e| e == "csv"))
-        .collect();
-    files.sort();
-    files
+#[test]
+fn native_and_spark_4_1_agree_with_sparks_own_tables() {
+    conformance_on("THUND_SPARK_REMOTE", "4.1");
 }
 
 #[test]
-fn native_and_spark_backends_agree_with_sparks_own_tables() {
+fn native_and_spark_4_3_agree_with_sparks_own_tables() {
+    conformance_on("THUND_SPARK_REMOTE_4_3", "4.3");
+}
+
+/// Every case, run by run, natively and on the server at `$var` (of Spark line `line`): both
+/// must give the expected tables.
+fn conformance_on(var: &str, line: &str) {
     if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("SKIPPED: the differential conformance suite (THUND_SKIP_SPARK is set)");
+        eprintln!("SKIPPED: the differential conformance suite on Spark {line} (THUND_SKIP_SPARK is set)");
         return;
     }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let url = std::env::var(var)
+        .unwrap_or_else(|_| panic!("{var} is not set: start a server with `scripts/spark-server.sh start`"));
+    let version = SparkBackend::new(&url).detect_version().expect("the Spark server answers");
+    assert!(version.starts_with(&format!("{line}.")), "{var} is Spark {version}, not {line}");
     let root = repo_root().join("conformance");
     let mut cases: Vec<_> =
         std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
@@ -66,9 +69,9 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
         // A case the server's line cannot run (AUTO CDC before 4.3, or into parquet tables) is
         // refused by the backend's capability check, and skipped for that reason only.
         let spark = SparkBackend::new(&url);
-        spark.connect().expect("the Spark server answers");
+        spark.detect_version().expect("the Spark server answers");
         if let Err(e) = spark.check(&knut_thund::frontend::load(&spec_of(spark_dir.path())).unwrap()) {
-            eprintln!("SKIPPED on Spark {name}: {e}");
+            eprintln!("SKIPPED on Spark {line}: {name}: {e}");
             skipped.push(name);
             continue;
         }
@@ -105,28 +108,29 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
                 failures.push(format!("{label}: Spark run failed:\n  {e}"));
                 break;
             }
-            for f in csv_tables(expected) {
+            let tables = csv_files(expected);
+            assert!(!tables.is_empty(), "{label}: no expected table in {}", expected.display());
+            for f in tables {
                 let table = f.file_stem().unwrap().to_string_lossy().into_owned();
-                let expected_rows = read_csv(&f);
-                let spark_rows = match SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.{table}")) {
-                    Ok(b) => rows(&b),
-                    Err(e) => {
-                        failures.push(format!("{label}/{table}: Spark query failed: {e}"));
-                        continue;
+                let expected = read_expected(&f);
+                match SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.{table}")) {
+                    Ok(b) => {
+                        if let Err(e) = compare_tables(&expected, &table_of(None, &b)) {
+                            failures.push(format!("{label}/{table} on Spark: {e}"));
+                        }
                     }
-                };
-                let native_rows = match query(&spec_of(native_dir.path()), &format!("SELECT * FROM {table}")) {
-                    Ok(b) => rows(&b),
+                    Err(e) => failures.push(format!("{label}/{table}: Spark query failed: {e}")),
+                }
+                match query_table(&spec_of(native_dir.path()), &format!("SELECT * FROM {table}")) {
+                    Ok(native) => {
+                        if let Err(e) = compare_tables(&expected, &native) {
+                            failures.push(format!("{label}/{table} natively: {e}"));
+                        }
+                    }
                     Err(e) => {
                         failures.push(format!("{label}/{table}: native query failed: {e}"));
                         continue 'runs;
                     }
-                };
-                if let Err(e) = compare_tables(&expected_rows, &spark_rows) {
-                    failures.push(format!("{label}/{table} on Spark: {e}"));
-                }
-                if let Err(e) = compare_tables(&spark_rows, &native_rows) {
-                    failures.push(format!("{label}/{table}: native differs from Spark: {e}"));
                 }
             }
         }
@@ -135,6 +139,73 @@ fn native_and_spark_backends_agree_with_sparks_own_tables() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(ran.len() + skipped.len(), cases.len());
     for must in ["dlt-legacy", "dlt-orders", "event-time", "sdp-basics", "stream-files"] {
-        assert!(ran.contains(&must.to_string()), "{must} must run on Spark; ran {ran:?}, skipped {skipped:?}");
+        assert!(ran.contains(&must.to_string()), "{must} must run on Spark {line}; ran {ran:?}, skipped {skipped:?}");
     }
+}
+
+/// The expected tables that say they are Spark's are what Spark writes today: each case's
+/// `conformance/spark_oracle.py` run (real `spark-pipelines` on the 4.1.4 server) reproduces
+/// them byte for byte, so no one edited them by hand and they can be regenerated.
+#[test]
+fn sparks_own_tables_are_what_spark_pipelines_writes_today() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        eprintln!("SKIPPED: regenerating Spark's own tables (THUND_SKIP_SPARK is set)");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let root = repo_root();
+    // The reference client: the pyspark of the server's own version.
+    let out =
+        std::process::Command::new(root.join("scripts/spark-server.sh")).args(["python", "4.1.4"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let python = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    for case in ["event-time", "sdp-basics", "stream-files"] {
+        let expected = root.join("conformance").join(case).join("expected");
+        let written = tempfile::tempdir().unwrap();
+        let o = std::process::Command::new(&python)
+            .arg(root.join("conformance/spark_oracle.py"))
+            .arg(case)
+            .arg(&url)
+            .arg(written.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{case}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (ours, theirs) = (files_under(&expected), files_under(written.path()));
+        let names = |files: &[(String, Vec<u8>)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&ours), names(&theirs), "{case}: Spark writes other tables than those committed");
+        assert!(ours.iter().any(|(n, _)| n.ends_with(".csv")), "{case}: no expected table");
+        for ((name, committed), (_, regenerated)) in ours.iter().zip(&theirs) {
+            assert!(
+                committed == regenerated,
+                "{case}/{name} differs from what Spark writes today:\n--- committed\n{}\n--- Spark\n{}",
+                String::from_utf8_lossy(committed),
+                String::from_utf8_lossy(regenerated)
+            );
+        }
+    }
+}
+
+/// Every file under `dir` as (path relative to `dir`, bytes), sorted.
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
 }

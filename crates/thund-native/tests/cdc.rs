@@ -595,8 +595,8 @@ fn random_change_feeds_over_many_runs_equal_a_replay_of_the_whole_feed() {
             ("customers_history", "customers_history"),
             ("customers_history_marked", "customers_history"),
         ] {
-            let want = read_csv(&expected.join(format!("{replayed}.csv")));
-            let ours = rows(&query(dir.path(), &format!("SELECT * FROM {table}")).unwrap());
+            let want = read_expected(&expected.join(format!("{replayed}.csv")));
+            let ours = query_table(dir.path(), &format!("SELECT * FROM {table}")).unwrap();
             if let Err(e) = compare_tables(&want, &ours) {
                 panic!("seed {seed}, run {batch}, {table}: {e}\nreplay THUND_CDC_SEED={seed}");
             }

@@ -2,7 +2,7 @@
 
 Reads every JSON-lines file in CHANGES (changes shaped as conformance/auto-cdc's: seq, id, op,
 name, city, email) and replays them, sorted by sequence, with that case's independent replay.
-Writes OUT/{customers,customers_keep_values,customers_history}.csv.
+Writes OUT/{customers,customers_keep_values,customers_history}.csv, each with its .schema.
 """
 import json, pathlib, sys
 
@@ -18,7 +18,9 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
 out = pathlib.Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 current, keep, history = replay(changes)
-write(out / "customers.csv", ["id", "name", "city", "email", "seq"], current.values())
-write(out / "customers_keep_values.csv", ["id", "name", "city", "email"], keep.values())
-write(out / "customers_history.csv", ["id", "name", "city", "email", "seq", "__START_AT", "__END_AT"],
+B, S = "bigint", "string"
+write(out / "customers.csv", [("id", B), ("name", S), ("city", S), ("email", S), ("seq", B)], current.values())
+write(out / "customers_keep_values.csv", [("id", B), ("name", S), ("city", S), ("email", S)], keep.values())
+write(out / "customers_history.csv",
+      [("id", B), ("name", S), ("city", S), ("email", S), ("seq", B), ("__START_AT", B), ("__END_AT", B)],
       [(v["id"], v["name"], v["city"], v["email"], v["seq"], v["start"], v["end"]) for v in history])

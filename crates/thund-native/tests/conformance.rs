@@ -22,23 +22,24 @@ fn prepare(case: &Path) -> tempfile::TempDir {
     dir
 }
 
-fn check_tables(dir: &Path, expected_dir: &Path) -> Vec<String> {
+/// Compares every expected table of `expected_dir` with the pipeline's; the failures, and how
+/// many tables were compared.
+fn check_tables(dir: &Path, expected_dir: &Path) -> (Vec<String>, usize) {
     let mut failures = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(expected_dir).unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "csv")) {
+    let files = csv_files(expected_dir);
+    for f in &files {
         let table = f.file_stem().unwrap().to_string_lossy().into_owned();
-        let expected = read_csv(f);
-        match query(&spec_of(dir), &format!("SELECT * FROM {table}")) {
-            Ok(b) => {
-                if let Err(e) = compare_tables(&expected, &rows(&b)) {
+        let expected = read_expected(f);
+        match query_table(&spec_of(dir), &format!("SELECT * FROM {table}")) {
+            Ok(actual) => {
+                if let Err(e) = compare_tables(&expected, &actual) {
                     failures.push(format!("{table}: {e}"));
                 }
             }
             Err(e) => failures.push(format!("{table}: query failed: {e}")),
         }
     }
-    failures
+    (failures, files.len())
 }
 
 #[test]
@@ -88,7 +89,9 @@ fn native_backend_reproduces_sparks_tables() {
                 failures.push(format!("{name} (run {}): run failed:\n  {}", batch + 1, errs.join("\n  ")));
                 break;
             }
-            for f in check_tables(dir.path(), expected) {
+            let (failed, compared) = check_tables(dir.path(), expected);
+            assert!(compared > 0, "{name} (run {}): no expected table in {}", batch + 1, expected.display());
+            for f in failed {
                 failures.push(format!("{name} (run {})/{f}", batch + 1));
             }
         }
@@ -148,4 +151,34 @@ fn every_replayed_oracle_is_what_its_replay_writes() {
         checked.push(case.file_name().unwrap().to_string_lossy().into_owned());
     }
     assert_eq!(checked, ["auto-cdc", "dlt-legacy", "dlt-orders"]);
+}
+
+/// The comparison the cases rely on tells apart what string rendering would not: a type, NULL
+/// against the empty string, a timestamp against its text.
+#[test]
+fn the_comparison_tells_types_nulls_and_empty_strings_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "id,name,at\n1,\"\",2024-01-01 10:00:00\n2,,\n").unwrap();
+    std::fs::write(dir.path().join("t.schema"), "struct<id:int,name:string,at:timestamp>\n").unwrap();
+    let expected = read_expected(&csv);
+    let project = project(&[("spark-pipeline.yml", "name: c\nlibraries: []\n")]);
+    let actual = |sql: &str| query_table(project.path(), sql).unwrap();
+    // (A stored TIMESTAMP column reads back with a zone, as Spark's; a literal here has none.)
+    let zoned = |rows: &str| {
+        format!(
+            "SELECT id, name, arrow_cast(at, 'Timestamp(Microsecond, Some(\"UTC\"))') AS at FROM VALUES {rows} AS t(id, name, at)"
+        )
+    };
+    compare_tables(&expected, &actual(&zoned("(1, '', TIMESTAMP'2024-01-01 10:00:00'), (2, NULL, NULL)"))).unwrap();
+    for (other, why) in [
+        (zoned("(1, '', TIMESTAMP'2024-01-01 10:00:00'), (2, '', NULL)"), "'' for NULL"),
+        (zoned("(1, NULL, TIMESTAMP'2024-01-01 10:00:00'), (2, NULL, NULL)"), "NULL for ''"),
+        (zoned("(CAST(1 AS DOUBLE), '', TIMESTAMP'2024-01-01 10:00:00'), (CAST(2 AS DOUBLE), NULL, NULL)"), "DOUBLE"),
+        (zoned("(1, '', TIMESTAMP'2024-01-01 10:00:01'), (2, NULL, NULL)"), "another time"),
+        (zoned("(1, '', TIMESTAMP'2024-01-01 10:00:00')"), "a missing row"),
+        ("SELECT * FROM VALUES (1, '', '2024-01-01 10:00:00'), (2, NULL, NULL) AS t(id, name, at)".into(), "text"),
+    ] {
+        assert!(compare_tables(&expected, &actual(&other)).is_err(), "{why} was taken for the expected table");
+    }
 }

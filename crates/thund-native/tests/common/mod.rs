@@ -115,18 +115,92 @@ pub fn rows(batches: &[RecordBatch]) -> (Vec<String>, Vec<Vec<String>>) {
     (names, out)
 }
 
-/// Parses a CSV file with a header (quotes honoured; an empty field is NULL).
-pub fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines().filter(|l| !l.is_empty()).map(split_csv_line);
-    let header = lines.next().unwrap_or_default();
-    (header, lines.collect())
+/// A table as the conformance rules compare it: column names, Spark type names (normalised:
+/// lower case, no spaces, e.g. `decimal(10,2)`, `struct<a:int>`), and rows of values as text
+/// (`None` is NULL).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub names: Vec<String>,
+    pub types: Vec<String>,
+    pub rows: Vec<Vec<Option<String>>>,
 }
 
-fn split_csv_line(line: &str) -> Vec<String> {
+/// A query's result as a [`Table`]; `schema` names the columns when there are no batches.
+pub fn table_of(schema: Option<arrow::datatypes::SchemaRef>, batches: &[RecordBatch]) -> Table {
+    let schema = batches.first().map(|b| b.schema()).or(schema).expect("a result without a schema");
+    let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let types = schema.fields().iter().map(|f| normalise_type(&thund_native::spark_type_name(f.data_type()))).collect();
+    let opts = FormatOptions::default();
+    let mut rows = Vec::new();
+    for b in batches {
+        let fmts: Vec<ArrayFormatter> =
+            b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
+        for r in 0..b.num_rows() {
+            rows.push(
+                b.columns().iter().zip(&fmts).map(|(c, f)| (!c.is_null(r)).then(|| f.value(r).to_string())).collect(),
+            );
+        }
+    }
+    Table { names, types, rows }
+}
+
+/// Runs SQL over the pipeline's stored tables, as a [`Table`].
+pub fn query_table(dir: &Path, sql: &str) -> Result<Table, thund_native::NativeError> {
+    let p = load(dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt.block_on(thund_native::query(&p, sql, &EngineOptions::default()))?;
+    Ok(table_of(Some(r.schema), &r.batches))
+}
+
+fn normalise_type(t: &str) -> String {
+    t.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase()
+}
+
+/// Reads an expected table: `<table>.csv` (a header of column names; an empty unquoted field is
+/// NULL, `""` the empty string) and its `<table>.schema` (Spark's `simpleString` of the table's
+/// schema, e.g. `struct<id:int,name:string>`), which must exist.
+pub fn read_expected(csv: &Path) -> Table {
+    let text = std::fs::read_to_string(csv).unwrap_or_else(|e| panic!("{}: {e}", csv.display()));
+    let mut lines = text.lines().filter(|l| !l.is_empty()).map(split_csv_line);
+    let names: Vec<String> = lines.next().unwrap_or_default().into_iter().map(Option::unwrap_or_default).collect();
+    let rows: Vec<Vec<Option<String>>> = lines.collect();
+    let schema_path = csv.with_extension("schema");
+    let schema = std::fs::read_to_string(&schema_path)
+        .unwrap_or_else(|e| panic!("{}: every expected table has its schema: {e}", schema_path.display()));
+    let fields = schema_fields(schema.trim()).unwrap_or_else(|| panic!("{}: not a struct<…>", schema_path.display()));
+    let field_names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(field_names, names, "{}: the header and the schema name other columns", csv.display());
+    for r in &rows {
+        assert_eq!(r.len(), names.len(), "{}: a row of {} fields: {r:?}", csv.display(), r.len());
+    }
+    Table { names, types: fields.into_iter().map(|(_, t)| normalise_type(&t)).collect(), rows }
+}
+
+/// The top-level fields of `struct<a:int,b:decimal(10,2),c:struct<x:int>>` as (name, type).
+fn schema_fields(schema: &str) -> Option<Vec<(String, String)>> {
+    let inner = schema.strip_prefix("struct<")?.strip_suffix('>')?;
+    let mut fields = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in inner.char_indices().chain(std::iter::once((inner.len(), ','))) {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                let (name, ty) = inner[start..i].split_once(':')?;
+                fields.push((name.to_string(), ty.to_string()));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    Some(fields)
+}
+
+/// One CSV line's fields: `None` for an empty unquoted field (NULL), the text otherwise.
+fn split_csv_line(line: &str) -> Vec<Option<String>> {
     let mut out = Vec::new();
     let mut cur = String::new();
-    let mut quoted = false;
+    let (mut quoted, mut was_quoted) = (false, false);
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         match (c, quoted) {
@@ -134,74 +208,96 @@ fn split_csv_line(line: &str) -> Vec<String> {
                 cur.push('"');
                 chars.next();
             }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
+            ('"', _) => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            (',', false) => {
+                out.push((was_quoted || !cur.is_empty()).then(|| std::mem::take(&mut cur)));
+                was_quoted = false;
+            }
             _ => cur.push(c),
         }
     }
-    out.push(cur);
+    out.push((was_quoted || !cur.is_empty()).then_some(cur));
     out
 }
 
-/// A value in the form the conformance rules compare: timestamps as `YYYY-MM-DD HH:MM:SS`
-/// (a `T` separator, a `Z` and trailing zero fractions are the same).
-fn canonical(v: &str) -> String {
-    let looks_like_ts =
-        v.len() >= 19 && v.as_bytes().get(10).is_some_and(|b| *b == b'T' || *b == b' ') && v.as_bytes()[4] == b'-';
-    if !looks_like_ts {
-        return v.to_string();
-    }
+/// A timestamp in the form the conformance rules compare: `YYYY-MM-DD HH:MM:SS[.fraction]`, a `T`
+/// separator, a `Z` and trailing zeros of the fraction dropped.
+fn canonical_timestamp(v: &str) -> String {
     let mut s = v.replacen('T', " ", 1);
     if let Some(stripped) = s.strip_suffix('Z') {
         s = stripped.to_string();
     }
-    if let Some(dot) = s.find('.') {
-        if s[dot + 1..].chars().all(|c| c == '0') {
-            s.truncate(dot);
-        }
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
     }
     s
 }
 
-fn same_value(a: &str, b: &str) -> bool {
-    let (a, b) = (canonical(a), canonical(b));
-    if a == b {
-        return true;
-    }
-    match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => {
-            let scale = x.abs().max(y.abs()).max(1e-12);
-            ((x - y).abs() / scale) <= 1e-6
+/// Whether two values of a column of Spark type `ty` are the same: floating point within a
+/// relative 1e-6, decimals by value (Python writes `0E-10` for `0.0000000000`), timestamps in
+/// their canonical form, everything else exactly.
+fn same_value(ty: &str, a: &Option<String>, b: &Option<String>) -> bool {
+    let (a, b) = match (a, b) {
+        (None, None) => return true,
+        (Some(a), Some(b)) => (a, b),
+        _ => return false,
+    };
+    match ty {
+        "double" | "float" => match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(x), Ok(y)) if x.is_nan() || y.is_nan() => x.is_nan() && y.is_nan(),
+            (Ok(x), Ok(y)) => {
+                let scale = x.abs().max(y.abs()).max(1e-12);
+                x == y || ((x - y).abs() / scale) <= 1e-6
+            }
+            _ => a == b,
+        },
+        t if t.starts_with("decimal") => {
+            a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
         }
-        _ => false,
+        "timestamp" | "timestamp_ntz" => canonical_timestamp(a) == canonical_timestamp(b),
+        _ => a == b,
     }
 }
 
-/// Compares two tables as multisets of rows, columns matched by name. Returns a description of
-/// the first difference.
-pub fn compare_tables(
-    expected: &(Vec<String>, Vec<Vec<String>>),
-    actual: &(Vec<String>, Vec<Vec<String>>),
-) -> Result<(), String> {
-    let (enames, erows) = expected;
-    let (anames, arows) = actual;
+/// Compares two tables as multisets of rows, columns matched by name (as Spark resolves them,
+/// ignoring case), each column's Spark type exactly. Returns a description of the first
+/// difference.
+pub fn compare_tables(expected: &Table, actual: &Table) -> Result<(), String> {
     let mut order = Vec::new();
-    for n in enames {
-        match anames.iter().position(|a| a.eq_ignore_ascii_case(n)) {
+    for n in &expected.names {
+        match actual.names.iter().position(|a| a.eq_ignore_ascii_case(n)) {
             Some(i) => order.push(i),
-            None => return Err(format!("column `{n}` missing; actual columns: {anames:?}")),
+            None => return Err(format!("column `{n}` missing; actual columns: {:?}", actual.names)),
         }
     }
-    if anames.len() != enames.len() {
-        return Err(format!("columns differ: expected {enames:?}, actual {anames:?}"));
+    if actual.names.len() != expected.names.len() {
+        return Err(format!("columns differ: expected {:?}, actual {:?}", expected.names, actual.names));
     }
-    let mut remaining: Vec<Vec<String>> = arows.iter().map(|r| order.iter().map(|&i| r[i].clone()).collect()).collect();
-    for er in erows {
-        match remaining.iter().position(|ar| ar.len() == er.len() && ar.iter().zip(er).all(|(a, e)| same_value(a, e))) {
+    let types: Vec<&String> = order.iter().map(|&i| &actual.types[i]).collect();
+    if types.iter().zip(&expected.types).any(|(a, e)| *a != e) {
+        let show = |ts: Vec<&String>| {
+            expected.names.iter().zip(ts).map(|(n, t)| format!("{n} {t}")).collect::<Vec<_>>().join(", ")
+        };
+        return Err(format!(
+            "types differ:\n  expected {}\n  actual   {}",
+            show(expected.types.iter().collect()),
+            show(types)
+        ));
+    }
+    let mut remaining: Vec<Vec<Option<String>>> =
+        actual.rows.iter().map(|r| order.iter().map(|&i| r[i].clone()).collect()).collect();
+    for er in &expected.rows {
+        let found = remaining.iter().position(|ar| {
+            ar.len() == er.len() && ar.iter().zip(er).zip(&expected.types).all(|((a, e), t)| same_value(t, e, a))
+        });
+        match found {
             Some(i) => {
                 remaining.swap_remove(i);
             }
-            None => return Err(format!("expected row {er:?} not found; actual rows:\n{}", fmt_rows(arows))),
+            None => return Err(format!("expected row {er:?} not found; actual rows:\n{}", fmt_rows(&actual.rows))),
         }
     }
     if !remaining.is_empty() {
@@ -210,8 +306,19 @@ pub fn compare_tables(
     Ok(())
 }
 
-fn fmt_rows(rows: &[Vec<String>]) -> String {
+fn fmt_rows(rows: &[Vec<Option<String>>]) -> String {
     rows.iter().map(|r| format!("  {r:?}")).collect::<Vec<_>>().join("\n")
+}
+
+/// The expected tables (`*.csv`) of a folder, sorted.
+pub fn csv_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|e| e == "csv"))
+        .collect();
+    files.sort();
+    files
 }
 
 /// The repository root.
