@@ -120,6 +120,27 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         }
         // Spark's `array_remove` removes every element equal to the value.
         "array_remove" => call(datafusion::functions_nested::remove::array_remove_all_udf(), args),
+        // Spark reads a string given for a timestamp as a TIMESTAMP (an instant, in the session's
+        // zone, UTC here); DataFusion as a timestamp without zone, so the answer had none either.
+        "date_trunc" | "from_utc_timestamp" | "to_utc_timestamp"
+            if {
+                let at = usize::from(name == "date_trunc");
+                args.get(at).is_some_and(|a| a.get_type(schema).is_ok_and(|t| t.is_string()))
+            } =>
+        {
+            let at = usize::from(name == "date_trunc");
+            let instant = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()));
+            args[at] = cast(args[at].clone(), instant);
+            call(func, args)
+        }
+        // Counts Spark types INT (DataFusion: an unsigned or signed BIGINT).
+        "cardinality" | "regexp_count" | "regexp_instr" => cast(call(func, args), DataType::Int32),
+        // `mod(a, b)` is Spark's `a % b`, whose (decimal) type the operator has.
+        "mod" if args.len() == 2 => {
+            let b = args.pop().expect("two arguments");
+            let a = args.pop().expect("two arguments");
+            Expr::BinaryExpr(BinaryExpr::new(Box::new(a), Operator::Modulo, Box::new(b)))
+        }
         // Spark's `array_sort(a)` puts NULL last.
         "array_sort" if args.len() == 1 => {
             args.extend([lit("ASC"), lit("NULLS LAST")]);
@@ -196,7 +217,8 @@ fn is_seconds(e: &Expr) -> bool {
 /// - an integer literal that fits in 32 bits is an INT (DataFusion: BIGINT), so `VALUES (1)`,
 ///   `CASE … THEN 1`, `coalesce(sum(d), 0)` and `x + 1` have Spark's types. (Decimal literals
 ///   such as `1.50` are DECIMAL(3,2) through the parser's option, set in `engine`.)
-/// - `avg` of a DECIMAL is a DECIMAL (see [`decimal_averages`]).
+/// - aggregates: `avg` of a DECIMAL is a DECIMAL, no count is unsigned (see
+///   [`aggregate_types`]).
 /// - `rank`, `dense_rank`, `row_number` and `ntile` are INT (DataFusion: an unsigned BIGINT,
 ///   which a Delta table would store as DECIMAL(20,0)).
 ///
@@ -249,7 +271,7 @@ fn retype(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     };
     let node = refresh_schema(node)?;
     if let LogicalPlan::Aggregate(_) = &node {
-        return decimal_averages(node);
+        return aggregate_types(node);
     }
     if let LogicalPlan::Window(w) = &node {
         if w.schema.fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
@@ -283,16 +305,18 @@ fn int_literals(e: Expr) -> Expr {
     .data
 }
 
-/// Spark's `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function
-/// library here answers a DOUBLE; DataFusion's own average truncates). The average is taken by
-/// DataFusion's over the values scaled up by one digit, and a projection above the aggregate
-/// rounds that digit away (Arrow's cast to a smaller scale rounds half up), under the
-/// aggregate's name.
-fn decimal_averages(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+/// Spark's types of aggregates where DataFusion's differ, cast in a projection above the
+/// aggregate under the aggregate's names:
+/// - `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function library
+///   here answers a DOUBLE; DataFusion's own average truncates). The average is taken by
+///   DataFusion's over the values scaled up by one digit, and the cast rounds that digit away
+///   (Arrow's cast to a smaller scale rounds half up).
+/// - Spark has no unsigned types: an unsigned count (`regr_count`) is a BIGINT.
+fn aggregate_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Aggregate(agg) = node else { unreachable!("an aggregate") };
     let input = agg.input.schema().clone();
-    // The averages to round back: their output names and Spark's type.
-    let mut widened = Vec::new();
+    // The outputs to cast: their names and Spark's type.
+    let mut spark_types = Vec::new();
     let mut aggr_expr = Vec::with_capacity(agg.aggr_expr.len());
     for e in &agg.aggr_expr {
         let function = match e {
@@ -303,6 +327,12 @@ fn decimal_averages(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             aggr_expr.push(e.clone());
             continue;
         };
+        let (qualifier, name) = e.qualified_name();
+        // (`grouping(…)` stays an INT, Spark's is a TINYINT: the analyzer resolves it only in
+        // the projection right above its aggregate, where a cast cannot go.)
+        if e.get_type(&input)? == DataType::UInt64 {
+            spark_types.push((qualifier.clone(), name.clone(), DataType::Int64));
+        }
         let decimal = match f.params.args.as_slice() {
             [arg] if f.func.name() == "avg" => match arg.get_type(&input)? {
                 DataType::Decimal128(p, s) => Some((p, s)),
@@ -317,14 +347,13 @@ fn decimal_averages(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         if p + 5 > 38 {
             return Err(refused("avg", "of a DECIMAL wider than 33 digits Spark bounds its scale"));
         }
-        let (qualifier, name) = e.qualified_name();
         let mut params = f.params.clone();
         params.args = vec![cast(params.args[0].clone(), DataType::Decimal128(p + 1, s + 1))];
         let avg = Expr::AggregateFunction(AggregateFunction { func: avg_udaf(), params });
         aggr_expr.push(avg.alias_qualified(qualifier.clone(), name.clone()));
-        widened.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
+        spark_types.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
     }
-    if widened.is_empty() {
+    if spark_types.is_empty() {
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
@@ -333,7 +362,7 @@ fn decimal_averages(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         .iter()
         .map(|(q, f)| {
             let column = Expr::from((q, f));
-            match widened.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()) {
+            match spark_types.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()) {
                 Some((_, _, spark)) => cast(column, spark.clone()).alias_qualified(q.cloned(), f.name()),
                 None => column,
             }

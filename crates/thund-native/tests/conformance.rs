@@ -98,7 +98,7 @@ fn native_backend_reproduces_sparks_tables() {
         ran.push(name);
     }
     for s in &skipped {
-        eprintln!("skipped (capability check refuses it): {s}");
+        eprintln!("SKIPPED (the capability check refuses it): {s}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     for must in ["auto-cdc", "dlt-legacy", "dlt-orders", "event-time", "sdp-basics", "stream-files"] {
