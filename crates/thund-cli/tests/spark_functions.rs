@@ -386,6 +386,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
 
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut different = Vec::new();
+    let mut names_differ = Vec::new();
     let mut refused: BTreeMap<String, usize> = BTreeMap::new();
     for e in &examples {
         let (o, detail) = match NONDETERMINISTIC.contains(&e.function.as_str()) {
@@ -395,6 +396,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
         *counts.entry(e.category).or_default().entry(o).or_default() += 1;
         match o {
             Outcome::Different => different.push((e.sql.replace('\n', " "), e.function.clone(), detail)),
+            Outcome::NamesDiffer => names_differ.push(format!("{}\n    {detail}", e.sql.replace('\n', " "))),
             Outcome::Refused => *refused.entry(e.function.clone()).or_default() += 1,
             _ => {}
         }
@@ -441,6 +443,9 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     let refused_list: Vec<String> = refused.iter().map(|(f, n)| format!("{f} ({n})")).collect();
     println!("refused natively: {}", refused_list.join(", "));
 
+    for n in &names_differ {
+        println!("NAMES {n}");
+    }
     let mut problems = Vec::new();
     for (sql, function, detail) in &different {
         println!("DIFFERENT {function}: {sql}\n    {detail}");

@@ -327,7 +327,7 @@ fn rewrite_any_value(expr: &Expr) -> Option<Expr> {
 /// backslash, `\n` a newline, `\u0041` an `A`, …; `\%` and `\_` keep their backslash (LIKE
 /// escapes), and any other escaped character stands for itself. So `'(\\d+)'` is the regular
 /// expression `(\d+)`, as on Spark.
-fn spark_unescape(s: &str) -> String {
+pub(crate) fn spark_unescape(s: &str) -> String {
     if !s.contains('\\') {
         return s.to_string();
     }
@@ -416,6 +416,12 @@ pub(crate) fn plan_expr(
 
 impl VisitorMut for Rewriter<'_> {
     type Break = ();
+
+    fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+        // Named before the expressions are rewritten: Spark names them as the user wrote them.
+        crate::names::name_select_items(&mut query.body);
+        ControlFlow::Continue(())
+    }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         SparkFunctions.post_visit_expr(expr)

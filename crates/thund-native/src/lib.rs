@@ -54,6 +54,7 @@ mod flow;
 mod freshness;
 mod functions;
 mod incremental;
+mod names;
 mod query;
 mod refresh;
 mod run;
