@@ -269,7 +269,7 @@ impl Job {
                         dropped_by_watermark: Some(dropped_by_watermark),
                         ..Ending::of(RunPhase::Completed)
                     },
-                    Err(e) => Ending::failed(e.to_string(), dq),
+                    Err(e) => Ending::failed(flow_failure(&e, f), dq),
                 }
             };
             out.push(end.report(events, f, started));
@@ -299,6 +299,35 @@ impl Job {
         let plan = plan_query(job.ctx, job.flow.query(), &self.pipeline.root).await?;
         self.views.register(job.ctx, &self.storage, job.dataset, job.flow, plan, self.dry).await
     }
+}
+
+/// A flow's failure as its author reads it. A planning or pipeline error already says where; a
+/// failure while the flow ran (a cast of a malformed value, a write its table refuses) gets the
+/// flow's target and file:line, without the layers it surfaced through (`delta: Failed to convert
+/// into Arrow schema: Arrow error: …`).
+fn flow_failure(e: &NativeError, f: &Flow) -> String {
+    if !matches!(
+        e,
+        NativeError::Execution(_) | NativeError::Delta(_) | NativeError::DataFusion(_) | NativeError::Arrow(_)
+    ) {
+        return e.to_string();
+    }
+    const LAYERS: [&str; 6] = [
+        "delta: ",
+        "Failed to convert into Arrow schema: ",
+        "Arrow error: ",
+        "External error: ",
+        "Execution error: ",
+        "Generic DeltaTable error: ",
+    ];
+    let mut text = e.to_string();
+    while let Some(rest) = LAYERS.iter().find_map(|l| text.strip_prefix(l)) {
+        text = rest.to_string();
+    }
+    if let Some(rest) = text.strip_prefix("Cast error: ") {
+        text = format!("a value cannot be cast: {rest}");
+    }
+    format!("{} ({}): {text}", f.target, f.location)
 }
 
 /// How a flow ended: reported once, as its last event and as its line of the summary.

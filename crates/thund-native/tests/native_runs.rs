@@ -527,3 +527,20 @@ fn a_view_over_a_delta_path_is_recomputed_after_a_remove_only_commit() {
     assert_eq!(phase_of(&third, "total"), RunPhase::Completed, "a remove-only commit must wake the view");
     assert_eq!(sorted_rows(dir.path(), "SELECT n, s FROM total"), vec![vec!["2".to_string(), "3".to_string()]]);
 }
+
+#[test]
+fn a_value_that_cannot_be_cast_fails_its_flow_naming_the_dataset_and_its_line() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW ok AS SELECT 'abc' AS s;\nCREATE MATERIALIZED VIEW bad AS\nSELECT CAST(s AS INT) AS n FROM ok;\n",
+        ),
+    ]);
+    let (summary, _) = run(dir.path());
+    let bad = summary.flows.iter().find(|f| f.target.ends_with(".bad")).unwrap();
+    assert_eq!(bad.phase, RunPhase::Failed, "{:?}", summary.flows);
+    let error = bad.error.as_deref().unwrap();
+    assert!(error.starts_with("spark_catalog.default.bad (sql/a.sql:2:1): "), "{error}");
+    assert!(error.contains("'abc'") && error.contains("Int32") && !error.contains("Arrow schema"), "{error}");
+}

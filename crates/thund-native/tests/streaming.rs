@@ -689,3 +689,22 @@ fn a_changed_streaming_table_definition_evolves_its_table_and_says_so() {
     let (s, events) = run(dir.path());
     assert!(!s.failed() && events.iter().all(|e| e.details.warning.is_none()), "{:?}", s.flows);
 }
+
+#[test]
+fn a_delta_sink_whose_creation_died_before_its_first_commit_is_created_on_the_next_run() {
+    // A process killed while creating the sink's table can leave its log folder without a commit.
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE events AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE SINK out_delta USING delta OPTIONS (path 'out/d');\n\
+             CREATE FLOW export AS INSERT INTO out_delta SELECT id FROM STREAM(events);\n",
+        ),
+    ]);
+    write_batch(dir.path(), "b0", 0..3);
+    std::fs::create_dir_all(dir.path().join("out/d/_delta_log")).unwrap();
+    let (summary, _) = run(dir.path());
+    assert!(!summary.failed(), "{:?}", summary.flows);
+    assert_eq!(ids(dir.path(), "SELECT id FROM delta.`out/d` ORDER BY id"), [0, 1, 2]);
+}
