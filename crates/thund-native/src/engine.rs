@@ -261,6 +261,18 @@ impl VisitorMut for SparkFunctions {
             }
             // Spark's `1.5e3` is a DOUBLE; the parser's option (see `new_context`) makes every
             // other number with a fraction a DECIMAL, as Spark's `1.5` is.
+            // Spark's `1L` is a BIGINT, whatever its size (the parser reads the suffix).
+            if let Value::Number(n, true) = &mut v.value {
+                let n = std::mem::take(n);
+                *expr = Expr::Cast {
+                    kind: sqlparser::ast::CastKind::Cast,
+                    expr: Box::new(Expr::value(Value::Number(n, false))),
+                    data_type: sqlparser::ast::DataType::BigInt(None),
+                    array: false,
+                    format: None,
+                };
+                return ControlFlow::Continue(());
+            }
             if matches!(&v.value, Value::Number(n, _) if n.contains(['e', 'E'])) {
                 *expr = Expr::Cast {
                     kind: sqlparser::ast::CastKind::Cast,

@@ -305,10 +305,13 @@ const UPPER_CASE: [&str; 32] = [
 fn literal(v: &Value) -> Option<String> {
     Some(match v {
         // A DOUBLE with an exponent prints as Java prints it (`1.5e3` is `1500.0`): not done here.
+        Value::Number(n, _) if n.ends_with("E0") && !n[..n.len() - 2].contains(['e', 'E']) => {
+            n[..n.len() - 2].to_string()
+        }
         Value::Number(n, _) if n.contains(['e', 'E']) => return None,
         // A number prints by its value: `.5` is `0.5`, `01.5` is `1.5`.
         Value::Number(n, _) => {
-            let trimmed = n.trim_start_matches('0');
+            let trimmed = n.trim_start_matches('0').trim_end_matches('.');
             match trimmed.chars().next() {
                 None => "0".into(),
                 Some('.') => format!("0{trimmed}"),

@@ -544,3 +544,20 @@ fn a_value_that_cannot_be_cast_fails_its_flow_naming_the_dataset_and_its_line() 
     assert!(error.starts_with("spark_catalog.default.bad (sql/a.sql:2:1): "), "{error}");
     assert!(error.contains("'abc'") && error.contains("Int32") && !error.contains("Arrow schema"), "{error}");
 }
+
+#[test]
+fn spark_literals_have_sparks_types_and_their_suffixes_are_never_taken_for_aliases() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", "CREATE MATERIALIZED VIEW t AS SELECT 1 AS a;")]);
+    let typed = query_table(
+        dir.path(),
+        "SELECT 1 AS i, 1L AS l, 1.50 AS dec, 1.5D AS d, 10BD AS bd, 2S AS s, 3Y AS y, 1.5F AS f, 1e3 AS e",
+    )
+    .unwrap();
+    // Spark 4.1's types of the same literals.
+    let spark = ["int", "bigint", "decimal(3,2)", "double", "decimal(2,0)", "smallint", "tinyint", "float", "double"];
+    assert_eq!(typed.types, spark);
+    // After a space the word is an alias, as on Spark.
+    let named = query_table(dir.path(), "SELECT 1.5D, 10BD, 2L, 1.5 d").unwrap();
+    assert_eq!(named.names, ["1.5", "10", "2", "d"]);
+    assert_eq!(named.rows, [[Some("1.5".to_string()), Some("10".into()), Some("2".into()), Some("1.5".into())]]);
+}

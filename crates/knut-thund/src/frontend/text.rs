@@ -175,6 +175,61 @@ pub(crate) fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) 
     }
 }
 
+/// A parser over `sql` that reads Spark's typed number literals as Spark does. The tokenizer
+/// reads `1.5D` as the number `1.5` and the word `D`, which the parser then takes for an alias
+/// (`SELECT 1.5D` would be a column `D` holding a DECIMAL): `…D` becomes a DOUBLE (`1.5E0`), `…BD`
+/// a DECIMAL (`10.`), and `…F`, `…S`, `…Y` casts to FLOAT, SMALLINT and TINYINT. (`…L` the
+/// dialect reads itself.)
+pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'static>, sqlparser::parser::ParserError> {
+    let raw = Tokenizer::new(&DIALECT, sql)
+        .tokenize_with_location()
+        .map_err(|e| sqlparser::parser::ParserError::TokenizerError(e.to_string()))?;
+    let mut tokens = Vec::with_capacity(raw.len());
+    let mut raw = raw.into_iter().peekable();
+    while let Some(t) = raw.next() {
+        let suffix = match (&t.token, raw.peek().map(|n| &n.token)) {
+            (Token::Number(_, false), Some(Token::Word(w))) if w.quote_style.is_none() => {
+                Some(w.value.to_ascii_uppercase())
+            }
+            _ => None,
+        };
+        let Token::Number(n, _) = &t.token else {
+            tokens.push(t);
+            continue;
+        };
+        let n = n.clone();
+        let with = |token: Token| TokenWithSpan { token, span: t.span };
+        match suffix.as_deref() {
+            Some("D") if !n.contains(['e', 'E']) => tokens.push(with(Token::Number(format!("{n}E0"), false))),
+            Some("BD") if !n.contains(['e', 'E']) => {
+                let decimal = if n.contains('.') { n.clone() } else { format!("{n}.") };
+                tokens.push(with(Token::Number(decimal, false)));
+            }
+            Some(s @ ("F" | "S" | "Y")) => {
+                let ty = match s {
+                    "F" => "FLOAT",
+                    "S" => "SMALLINT",
+                    _ => "TINYINT",
+                };
+                tokens.extend([
+                    with(Token::make_keyword("CAST")),
+                    with(Token::LParen),
+                    with(Token::Number(n.clone(), false)),
+                    with(Token::make_keyword("AS")),
+                    with(Token::make_keyword(ty)),
+                    with(Token::RParen),
+                ]);
+            }
+            _ => {
+                tokens.push(t);
+                continue;
+            }
+        }
+        raw.next(); // the suffix
+    }
+    Ok(sqlparser::parser::Parser::new(&DIALECT).with_tokens_with_locations(tokens))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

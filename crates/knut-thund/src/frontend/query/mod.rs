@@ -11,10 +11,9 @@
 mod reads;
 
 use sqlparser::ast::{Ident, Query as AstQuery};
-use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::text::{shift, split_parser_error, tokenize, Tok, DIALECT};
+use super::text::{shift, split_parser_error, tokenize, Tok};
 use crate::error::Diagnostic;
 use crate::ir::{EventTime, ParsedQuery, QualifiedName, Query, SourceLocation, Span};
 use reads::reads_of;
@@ -244,7 +243,7 @@ pub fn parse(sql: &str, base: &SourceLocation) -> Result<Box<AstQuery>, Diagnost
         };
         Diagnostic::at(&at, message)
     };
-    let mut parser = Parser::new(&DIALECT).try_with_sql(sql).map_err(to_diag)?;
+    let mut parser = crate::frontend::text::spark_parser(sql).map_err(to_diag)?;
     let query = parser.parse_query().map_err(to_diag)?;
     // A statement is one query: anything after it is a mistake, not something to ignore.
     if parser.peek_token().token != Token::EOF {

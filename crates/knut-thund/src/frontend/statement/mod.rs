@@ -7,14 +7,13 @@
 
 use std::collections::BTreeMap;
 
-use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 mod clauses;
 mod cursor;
 
 use super::query::{analyze, NameContext};
-use super::text::{tokenize, DIALECT};
+use super::text::tokenize;
 use super::Parses;
 use crate::error::Diagnostic;
 use crate::ir::{
@@ -82,7 +81,7 @@ fn query_from(sql: String, location: SourceLocation, names: &NameContext) -> PRe
 pub(crate) fn expression(text: &str, at: &SourceLocation) -> PResult<Expression> {
     let text = text.trim();
     let bad = |m: String| Diagnostic::at(at, format!("`{text}` is not a valid SQL expression: {m}"));
-    let mut p = Parser::new(&DIALECT).try_with_sql(text).map_err(|e| bad(e.to_string()))?;
+    let mut p = crate::frontend::text::spark_parser(text).map_err(|e| bad(e.to_string()))?;
     let ast = p.parse_expr().map_err(|e| bad(super::text::split_parser_error(&e.to_string()).0))?;
     if p.peek_token().token != Token::EOF {
         return Err(bad(format!("unexpected `{}`", p.peek_token().token)));
