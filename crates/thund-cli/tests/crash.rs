@@ -1,6 +1,8 @@
 //! Crash safety: `thund run` killed with SIGKILL at random moments, rerun each time; the final
 //! tables hold every input row exactly once.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -86,19 +88,8 @@ impl KillWindow {
 /// Starts a run with its events on stdout (`--format jsonl`); they arrive on the channel as the
 /// run prints them.
 fn events_of(dir: &Path) -> (std::sync::mpsc::Receiver<serde_json::Value>, std::process::Child) {
-    use std::io::BufRead;
     let mut child = thund(dir).args(["--format", "jsonl"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let Ok(e) = serde_json::from_str(&line) else { break };
-            if tx.send(e).is_err() {
-                break;
-            }
-        }
-    });
-    (rx, child)
+    (common::events_as_printed(child.stdout.take().unwrap()), child)
 }
 
 fn is_flow_running(e: &serde_json::Value) -> bool {

@@ -2,6 +2,8 @@
 //! (moto's, started by `scripts/s3-server.sh`) at `THUND_S3_ENDPOINT`. A missing endpoint fails
 //! the test; `THUND_SKIP_S3=1` opts out explicitly.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -197,20 +199,10 @@ struct LiveRun {
 
 impl LiveRun {
     fn start(endpoint: &str, dir: &Path, extra: &[&str], lease: &str) -> LiveRun {
-        use std::io::BufRead;
         let mut args = vec!["--format", "jsonl"];
         args.extend_from_slice(extra);
         let mut child = spawn_run(endpoint, dir, &args, lease);
-        let stdout = child.stdout.take().unwrap();
-        let (tx, events) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                let Ok(e) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
-                if tx.send(e).is_err() {
-                    break;
-                }
-            }
-        });
+        let events = common::events_as_printed(child.stdout.take().unwrap());
         LiveRun { child, events }
     }
 

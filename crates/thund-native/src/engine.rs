@@ -259,8 +259,6 @@ impl VisitorMut for SparkFunctions {
             if let Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) = &mut v.value {
                 *s = spark_unescape(s);
             }
-            // Spark's `1.5e3` is a DOUBLE; the parser's option (see `new_context`) makes every
-            // other number with a fraction a DECIMAL, as Spark's `1.5` is.
             // Spark's `1L` is a BIGINT, whatever its size (the parser reads the suffix).
             if let Value::Number(n, true) = &mut v.value {
                 let n = std::mem::take(n);
@@ -273,6 +271,8 @@ impl VisitorMut for SparkFunctions {
                 };
                 return ControlFlow::Continue(());
             }
+            // Spark's `1.5e3` is a DOUBLE; the parser's option (see `new_context`) makes every
+            // other number with a fraction a DECIMAL, as Spark's `1.5` is.
             if matches!(&v.value, Value::Number(n, _) if n.contains(['e', 'E'])) {
                 *expr = Expr::Cast {
                     kind: sqlparser::ast::CastKind::Cast,

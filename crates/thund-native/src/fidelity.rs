@@ -1,8 +1,9 @@
 //! Spark's answers where DataFusion's functions give other ones: a planned query is rewritten
 //! where the difference is only in the arguments, an edge case or a type, and refused where the
 //! function would answer differently. Types come first (`spark_types`: INT integer literals,
-//! INT ranks, DECIMAL averages), since every later rule and the written table follow them. A refusal is an error at the query's line ("runs on the Spark
-//! backend"); a different answer would be a wrong table without an error.
+//! INT ranks, DECIMAL averages), since every later rule and the written table follow them. A
+//! refusal is an error at the query's line ("runs on the Spark backend"); a different answer
+//! would be a wrong table without an error.
 //!
 //! Each rule was found by `thund-cli/tests/spark_functions.rs`, which runs Spark's own documented
 //! examples on a real server and natively: a rule here is checked by the examples it fixes.
@@ -11,9 +12,9 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field};
 use datafusion::common::tree_node::{Transformed, TreeNode};
-use datafusion::common::{DFSchema, ScalarValue};
+use datafusion::common::{DFSchema, ScalarValue, TableReference};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
@@ -123,12 +124,9 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         // Spark reads a string given for a timestamp as a TIMESTAMP (an instant, in the session's
         // zone, UTC here); DataFusion as a timestamp without zone, so the answer had none either.
         "date_trunc" | "from_utc_timestamp" | "to_utc_timestamp"
-            if {
-                let at = usize::from(name == "date_trunc");
-                args.get(at).is_some_and(|a| a.get_type(schema).is_ok_and(|t| t.is_string()))
-            } =>
+            if args.get(timestamp_argument(&name)).is_some_and(|a| a.get_type(schema).is_ok_and(|t| t.is_string())) =>
         {
-            let at = usize::from(name == "date_trunc");
+            let at = timestamp_argument(&name);
             let instant = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()));
             args[at] = cast(args[at].clone(), instant);
             call(func, args)
@@ -200,6 +198,12 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         _ => return Ok(Transformed::no(call(func, args))),
     };
     Ok(Transformed::yes(new))
+}
+
+/// Which argument of `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)` or
+/// `to_utc_timestamp(ts, zone)` is the timestamp.
+fn timestamp_argument(function: &str) -> usize {
+    usize::from(function == "date_trunc")
 }
 
 /// Whether `e` is the literal field name of seconds (`'second'`, `'SECONDS'`, `'s'`, …).
@@ -275,22 +279,33 @@ fn retype(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     }
     if let LogicalPlan::Window(w) = &node {
         if w.schema.fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
-            // A projection above casts the ranks, under their names.
-            let exprs = w
-                .schema
-                .iter()
-                .map(|(q, f)| {
-                    let column = Expr::from((q, f));
-                    match f.data_type() {
-                        DataType::UInt64 => cast(column, DataType::Int32).alias_qualified(q.cloned(), f.name()),
-                        _ => column,
-                    }
-                })
-                .collect();
-            return Ok(Transformed::yes(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(node))?)));
+            // The ranks, cast in a projection above.
+            let ranks =
+                |_: Option<&TableReference>, f: &Field| (f.data_type() == &DataType::UInt64).then_some(DataType::Int32);
+            return cast_outputs(node, ranks).map(Transformed::yes);
         }
     }
     Ok(Transformed::yes(node))
+}
+
+/// `node` under a projection that casts the outputs `spark_type` names a type for, keeping their
+/// names so that the nodes above still find them; the other outputs pass through.
+fn cast_outputs(
+    node: LogicalPlan,
+    spark_type: impl Fn(Option<&TableReference>, &Field) -> Option<DataType>,
+) -> Result<LogicalPlan> {
+    let exprs = node
+        .schema()
+        .iter()
+        .map(|(q, f)| {
+            let column = Expr::from((q, f));
+            match spark_type(q, f) {
+                Some(t) => cast(column, t).alias_qualified(q.cloned(), f.name()),
+                None => column,
+            }
+        })
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(node))?))
 }
 
 /// `e` with its integer literals that fit in 32 bits typed INT.
@@ -357,16 +372,8 @@ fn aggregate_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
-    let exprs = agg
-        .schema()
-        .iter()
-        .map(|(q, f)| {
-            let column = Expr::from((q, f));
-            match spark_types.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()) {
-                Some((_, _, spark)) => cast(column, spark.clone()).alias_qualified(q.cloned(), f.name()),
-                None => column,
-            }
-        })
-        .collect();
-    Ok(Transformed::yes(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(agg))?)))
+    let spark_type = |q: Option<&TableReference>, f: &Field| {
+        spark_types.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()).map(|(_, _, t)| t.clone())
+    };
+    cast_outputs(agg, spark_type).map(Transformed::yes)
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::storage::{commit_version, resolve_project_path, Storage};
+use crate::storage::{local_commits, resolve_project_path, Storage};
 use crate::streaming::sources::list_files;
 
 /// Spark's functions whose result can change from run to run, for those the engine's registry
@@ -100,12 +100,7 @@ fn file_state(path: &Path) -> Value {
 /// A Delta table's state is its log: a commit that only removes files (a delete, an overwrite
 /// by nothing) leaves every data file on disk, so the files alone would call the table unchanged.
 fn delta_state(table: &Path) -> Value {
-    let latest = std::fs::read_dir(table.join("_delta_log"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| Some((commit_version(e.file_name().to_str()?)?, e.path())))
-        .max_by_key(|(version, _)| *version);
+    let latest = local_commits(table).max_by_key(|(version, _)| *version);
     // The commit file's own size and time tell a table recreated at the same version apart.
     match latest {
         Some((version, commit)) => json!({"delta_version": version, "commit": file_state(&commit)}),

@@ -22,15 +22,11 @@ pub(crate) fn name_select_items(body: &mut SetExpr) {
     match body {
         SetExpr::Select(select) => name_items(select),
         SetExpr::SetOperation { left, right, .. } => {
-            name_items_of(left);
-            name_items_of(right);
+            name_select_items(left);
+            name_select_items(right);
         }
         _ => {}
     }
-}
-
-fn name_items_of(body: &mut SetExpr) {
-    name_select_items(body)
 }
 
 fn name_items(select: &mut Select) {

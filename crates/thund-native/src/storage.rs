@@ -624,6 +624,16 @@ pub(crate) fn commit_version(file_name: &str) -> Option<i64> {
     (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())).then(|| stem.parse().ok()).flatten()
 }
 
+/// The commits in the log of the local Delta table at `table`, as (version, file), in no order;
+/// none when it has no log, or a log without a commit (its creation died before its first).
+pub(crate) fn local_commits(table: &Path) -> impl Iterator<Item = (i64, PathBuf)> {
+    std::fs::read_dir(table.join("_delta_log"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((commit_version(e.file_name().to_str()?)?, e.path())))
+}
+
 /// A path a user wrote (a source, a sink), as a plain path or a `file://` URL; relative paths are
 /// relative to the project root.
 pub fn resolve_project_path(path: &str, root: &Path) -> PathBuf {

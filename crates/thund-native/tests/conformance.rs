@@ -124,29 +124,12 @@ fn every_replayed_oracle_is_what_its_replay_writes() {
         std::fs::remove_dir_all(copy.path().join("expected")).unwrap();
         let out = std::process::Command::new("python3").arg(copy.path().join("replay.py")).output().unwrap();
         assert!(out.status.success(), "{}: {}", case.display(), String::from_utf8_lossy(&out.stderr));
-        let mut files = Vec::new();
-        let mut stack = vec![case.join("expected")];
-        while let Some(dir) = stack.pop() {
-            for e in std::fs::read_dir(&dir).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    files.push(p);
-                }
-            }
-        }
+        let files = files_under(&case.join("expected"));
         assert!(!files.is_empty(), "{} has no expected tables", case.display());
-        for f in &files {
-            let rel = f.strip_prefix(&case).unwrap();
-            let written = std::fs::read(copy.path().join(rel))
-                .unwrap_or_else(|_| panic!("{}: the replay does not write {}", case.display(), rel.display()));
-            assert!(
-                written == std::fs::read(f).unwrap(),
-                "{}: {} differs from its replay",
-                case.display(),
-                rel.display()
-            );
+        for (rel, committed) in &files {
+            let written = std::fs::read(copy.path().join("expected").join(rel))
+                .unwrap_or_else(|_| panic!("{}: the replay does not write expected/{rel}", case.display()));
+            assert!(written == *committed, "{}: expected/{rel} differs from its replay", case.display());
         }
         checked.push(case.file_name().unwrap().to_string_lossy().into_owned());
     }

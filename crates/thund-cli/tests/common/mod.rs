@@ -1,4 +1,5 @@
-//! What several test binaries of the CLI share.
+//! What several test binaries of the CLI share; each uses some of it.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -20,4 +21,20 @@ pub fn start_a_run_that_never_ends(project: &Path) -> (Child, PathBuf) {
         .spawn()
         .unwrap();
     (run, slow)
+}
+
+/// The events a run prints with `--format jsonl`, on a channel as they are printed; the channel
+/// ends with the run's output.
+pub fn events_as_printed(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let Ok(e) = serde_json::from_str(&line) else { continue };
+            if tx.send(e).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }

@@ -12,7 +12,7 @@ use super::checkpoint::{app_id, committed_batch};
 use super::sink::FileSink;
 use crate::error::Result;
 use crate::flow::FlowJob;
-use crate::storage::commit_version;
+use crate::storage::local_commits;
 use crate::table::{dir_url, write_append};
 
 /// Where a flow's batches are committed.
@@ -51,10 +51,7 @@ impl Target {
                     true => {
                         // A process that died while creating the table may leave its log folder
                         // without a commit: the table does not exist yet.
-                        let committed = std::fs::read_dir(sink.path.join("_delta_log")).is_ok_and(|entries| {
-                            entries.flatten().any(|e| e.file_name().to_str().and_then(commit_version).is_some())
-                        });
-                        let existing = match committed {
+                        let existing = match local_commits(&sink.path).next().is_some() {
                             true => Some(DeltaTable::try_from_url(url.clone()).await?),
                             false => None,
                         };

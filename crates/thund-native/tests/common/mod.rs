@@ -321,6 +321,25 @@ pub fn csv_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Every file under `dir` as (path relative to `dir`, bytes), sorted.
+pub fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The repository root.
 pub fn repo_root() -> PathBuf {
     Path::new(&manifest_dir()).join("../..").canonicalize().unwrap()
