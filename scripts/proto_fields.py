@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints, as JSON, every message field (name -> [number, type]) and enum value of the Spark
+"""Prints, as JSON, every message field (name -> [number, type, proto3 optional]) and enum value of the Spark
 Connect protocol shipped in the installed pyspark wheel, keyed by full name. Used by the
 protocol drift test to compare our .proto subset with each target Spark version."""
 import importlib
@@ -18,7 +18,10 @@ def walk_message(prefix, m, out):
     fields = {}
     for f in m.fields:
         kind = f.message_type.full_name if f.message_type else (f.enum_type.full_name if f.enum_type else f.type)
-        fields[f.name] = [f.number, str(kind)]
+        # A proto3 `optional` scalar lives in a synthetic oneof named after it: its presence is
+        # on the wire (an explicit 0 is sent), so ours must say `optional` exactly where theirs does.
+        optional = f.containing_oneof is not None and f.containing_oneof.name == "_" + f.name
+        fields[f.name] = [f.number, str(kind), optional]
     out["messages"][name] = fields
     for n in m.nested_types:
         walk_message(name + ".", n, out)

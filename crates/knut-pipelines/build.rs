@@ -10,7 +10,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // pyspark wheel.
         let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
         std::fs::write(out.join("spark_connect_fds.bin"), prost::Message::encode_to_vec(&fds))?;
-        tonic_prost_build::configure().build_server(false).compile_fds(fds)?;
+        // The server side serves the loopback endpoint Python definition files load against.
+        tonic_prost_build::configure().build_server(true).compile_fds(fds)?;
     }
     Ok(())
 }

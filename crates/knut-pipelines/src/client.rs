@@ -357,7 +357,7 @@ impl PipelinesClient {
     }
 
     fn user_context(&self) -> Option<pb::UserContext> {
-        Some(pb::UserContext { user_id: self.user_id.clone(), user_name: self.user_id.clone() })
+        Some(pb::UserContext { user_id: self.user_id.clone(), user_name: self.user_id.clone(), extensions: Vec::new() })
     }
 
     /// Wraps a message with the token and the timeout.
@@ -587,6 +587,7 @@ impl PipelinesClient {
     pub async fn sql(&mut self, query: &str) -> Result<Vec<RecordBatch>> {
         let plan = pb::Plan {
             op_type: Some(pb::plan::OpType::Root(pb::Relation {
+                common: None,
                 rel_type: Some(pb::relation::RelType::Sql(pb::Sql { query: query.to_string() })),
             })),
         };

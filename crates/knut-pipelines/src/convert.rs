@@ -27,22 +27,23 @@ impl From<OutputType> for pb::OutputType {
     }
 }
 
-impl From<&Relation> for pb::Relation {
-    fn from(r: &Relation) -> Self {
-        let rel_type = match r {
-            Relation::Sql { query } => pb::relation::RelType::Sql(pb::Sql { query: query.clone() }),
-            Relation::Read { format, schema, options, paths, is_streaming } => pb::relation::RelType::Read(pb::Read {
-                is_streaming: *is_streaming,
-                read_type: Some(pb::read::ReadType::DataSource(pb::read::DataSource {
-                    format: Some(format.clone()),
-                    schema: schema.clone(),
-                    options: options.clone().into_iter().collect(),
-                    paths: paths.clone(),
-                })),
-            }),
-        };
-        pb::Relation { rel_type: Some(rel_type) }
-    }
+/// A flow's relation as `WriteRelationFlowDetails` carries it: serialized. One built by the user's
+/// pyspark is passed on exactly as it came.
+fn relation_bytes(r: &Relation) -> Vec<u8> {
+    let rel_type = match r {
+        Relation::Connect { bytes } => return bytes.clone(),
+        Relation::Sql { query } => pb::relation::RelType::Sql(pb::Sql { query: query.clone() }),
+        Relation::Read { format, schema, options, paths, is_streaming } => pb::relation::RelType::Read(pb::Read {
+            is_streaming: *is_streaming,
+            read_type: Some(pb::read::ReadType::DataSource(pb::read::DataSource {
+                format: Some(format.clone()),
+                schema: schema.clone(),
+                options: options.clone().into_iter().collect(),
+                paths: paths.clone(),
+            })),
+        }),
+    };
+    prost::Message::encode_to_vec(&pb::Relation { common: None, rel_type: Some(rel_type) })
 }
 
 /// The graph's `CreateDataflowGraph` command.
@@ -84,16 +85,19 @@ pub(crate) fn define_output(graph_id: &str, o: &Output) -> DefineOutput {
 
 fn column(name: &str) -> pb::Expression {
     pb::Expression {
+        common: None,
         expr_type: Some(pb::expression::ExprType::UnresolvedAttribute(pb::expression::UnresolvedAttribute {
-            unparsed_identifier: Some(name.to_string()),
+            unparsed_identifier: name.to_string(),
+            ..Default::default()
         })),
     }
 }
 
 fn expression(sql: &str) -> pb::Expression {
     pb::Expression {
+        common: None,
         expr_type: Some(pb::expression::ExprType::ExpressionString(pb::expression::ExpressionString {
-            expression: Some(sql.to_string()),
+            expression: sql.to_string(),
         })),
     }
 }
@@ -107,10 +111,10 @@ fn auto_cdc(c: &AutoCdcDetails) -> AutoCdcFlowDetails {
         apply_as_truncates: c.apply_as_truncates.as_deref().map(expression),
         column_list: c.column_list.iter().map(|k| column(k)).collect(),
         except_column_list: c.except_column_list.iter().map(|k| column(k)).collect(),
-        stored_as_scd_type: Some(match c.stored_as {
+        stored_as_scd_type: match c.stored_as {
             ScdType::Type1 => define_flow::ScdType::ScdType1,
             ScdType::Type2 => define_flow::ScdType::ScdType2,
-        } as i32),
+        } as i32,
         track_history_column_list: c.track_history_columns.iter().map(|k| column(k)).collect(),
         track_history_except_column_list: c.track_history_except_columns.iter().map(|k| column(k)).collect(),
     }
@@ -120,7 +124,7 @@ fn auto_cdc(c: &AutoCdcDetails) -> AutoCdcFlowDetails {
 pub(crate) fn define_flow(graph_id: &str, f: &Flow) -> DefineFlow {
     let details = match &f.details {
         FlowDetails::Relation(r) => {
-            define_flow::Details::RelationFlowDetails(WriteRelationFlowDetails { relation: Some(r.into()) })
+            define_flow::Details::RelationFlowDetails(WriteRelationFlowDetails { relation: Some(relation_bytes(r)) })
         }
         FlowDetails::AutoCdc(c) => define_flow::Details::AutoCdcFlowDetails(auto_cdc(c)),
     };

@@ -171,6 +171,12 @@ pub enum Relation {
         /// Read as a stream (only new files each update).
         is_streaming: bool,
     },
+    /// A serialized Spark Connect `Relation` as a Python query function's DataFrame built it,
+    /// sent to the server unchanged.
+    Connect {
+        /// The relation's protobuf bytes.
+        bytes: Vec<u8>,
+    },
 }
 
 /// How AutoCDC keeps history.

@@ -42,9 +42,13 @@
 mod client;
 #[cfg(feature = "spark")]
 mod convert;
+#[cfg(feature = "spark")]
+pub mod dataframe;
 mod graph;
 #[cfg(feature = "spark")]
 pub mod proto;
+#[cfg(feature = "spark")]
+pub mod registration;
 pub mod versions;
 
 #[cfg(feature = "spark")]

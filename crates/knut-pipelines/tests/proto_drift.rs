@@ -1,6 +1,7 @@
 //! Protocol drift: every message field and enum value of our `.proto` subset must have the same
-//! name, number and type in the pyspark wheel of each target Spark version — except the fields
-//! listed in `SINCE`, which must be absent from older wheels (so the list stays true).
+//! name, number, type and presence (`optional`) in the pyspark wheel of each target Spark
+//! version — except the fields listed in `SINCE`, which must be absent from older wheels (so the
+//! list stays true), and those in `AS_BYTES`, messages we keep serialized.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -19,9 +20,16 @@ const SINCE: &[(&str, &str, (u32, u32))] = &[
     ("spark.connect.PipelineCommand.DefineFlow.SCDType", "*", (4, 3)),
 ];
 
+/// Message fields ours declares as `bytes` (the message kept serialized): (message, field, type).
+const AS_BYTES: &[(&str, &str, &str)] =
+    &[("spark.connect.PipelineCommand.DefineFlow.WriteRelationFlowDetails", "relation", "spark.connect.Relation")];
+
+/// The type name protoc gives `bytes`.
+const BYTES: &str = "12";
+
 #[derive(Default)]
 struct Facts {
-    /// message → field → (number, type)
+    /// message → field → (number, type with ` optional` when proto3-optional)
     messages: BTreeMap<String, BTreeMap<String, (i64, String)>>,
     /// enum → value → number
     enums: BTreeMap<String, BTreeMap<String, i64>>,
@@ -43,7 +51,8 @@ fn walk_message(prefix: &str, m: &DescriptorProto, f: &mut Facts) {
             } else {
                 fd.type_name().trim_start_matches('.').to_string()
             };
-            (fd.name().to_string(), (i64::from(fd.number()), kind))
+            let optional = if fd.proto3_optional() { " optional" } else { "" };
+            (fd.name().to_string(), (i64::from(fd.number()), format!("{kind}{optional}")))
         })
         .collect();
     f.messages.insert(name.clone(), fields);
@@ -91,7 +100,10 @@ fn wheel(version: &str) -> Facts {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), (v[0].as_i64().unwrap(), v[1].as_str().unwrap().to_string())))
+            .map(|(k, v)| {
+                let optional = if v[2].as_bool().unwrap() { " optional" } else { "" };
+                (k.clone(), (v[0].as_i64().unwrap(), format!("{}{optional}", v[1].as_str().unwrap())))
+            })
             .collect();
         f.messages.insert(m.clone(), fields);
     }
@@ -131,6 +143,12 @@ fn our_protocol_subset_matches_every_target_wheel() {
                         problems.push(format!("{version}: {m}.{name} exists, but SINCE says it is newer"))
                     }
                     None if !expected_absent => problems.push(format!("{version}: {m}.{name} does not exist")),
+                    Some((n, k))
+                        if n == number
+                            && AS_BYTES
+                                .iter()
+                                .any(|(am, af, at)| am == m && af == name && k.replace(at, BYTES) == kind.as_str()) => {
+                    }
                     Some((n, k)) if (n, k) != (number, kind) => {
                         problems.push(format!("{version}: {m}.{name} is {n} {k}, ours is {number} {kind}"))
                     }

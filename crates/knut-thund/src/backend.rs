@@ -63,6 +63,8 @@ pub struct Capabilities {
     pub stream_joins: bool,
     /// Streaming views that aggregate, have a watermark, join two streams or check expectations.
     pub stateful_streaming_views: bool,
+    /// Python DataFrames run as pyspark built them, including operations with no SQL translation.
+    pub dataframes: bool,
 }
 
 /// Which tables a backend stores transactionally (several writers' commits kept, MERGE).
@@ -106,6 +108,7 @@ impl Capabilities {
             sql_conf: false,
             stream_joins: false,
             stateful_streaming_views: false,
+            dataframes: false,
         }
     }
 
@@ -154,6 +157,7 @@ impl Capabilities {
             Feature::EventTime => self.event_time,
             Feature::StreamJoins => self.stream_joins,
             Feature::StatefulStreamingViews => self.stateful_streaming_views,
+            Feature::DataFrames => self.dataframes,
             Feature::FileSources => self.file_sources,
             Feature::SchemaHints => self.schema_hints,
             Feature::RescuedData => self.rescued_data,

@@ -101,7 +101,16 @@ fn native_backend_reproduces_sparks_tables() {
         eprintln!("SKIPPED (the capability check refuses it): {s}");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    for must in ["auto-cdc", "dlt-legacy", "dlt-orders", "event-time", "sdp-basics", "stream-files"] {
+    for must in [
+        "auto-cdc",
+        "dlt-legacy",
+        "dlt-orders",
+        "event-time",
+        "python-init",
+        "python-medallion",
+        "sdp-basics",
+        "stream-files",
+    ] {
         assert!(ran.contains(&must.to_string()), "{must} must run on the native backend; ran {ran:?}");
     }
 }

@@ -10,6 +10,8 @@
 
 pub mod dlt;
 pub mod python;
+#[cfg(feature = "spark")]
+mod python_run;
 pub(crate) mod query;
 pub(crate) mod statement;
 pub(crate) mod text;
@@ -106,6 +108,7 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
         notes: Vec::new(),
     };
     let mut problems = Vec::new();
+    let mut python_files = Vec::new();
     for file in files {
         let rel = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
         match file.extension().and_then(|e| e.to_str()) {
@@ -113,6 +116,10 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
             Some("py") => {
                 match read_text(&file, &rel)?.map(|text| python::check(&rel, &text)) {
                     Ok(Ok(note)) => notes.push(note),
+                    Ok(Err(missing)) if cfg!(feature = "spark") => {
+                        let _ = missing;
+                        python_files.push(rel);
+                    }
                     Ok(Err(missing)) => problems.extend(missing),
                     Err(d) => problems.push(d),
                 }
@@ -152,11 +159,53 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
         pipeline.datasets.extend(defs.datasets);
         pipeline.flows.extend(defs.flows);
     }
+    #[cfg(feature = "spark")]
+    if !python_files.is_empty() {
+        python_definitions(&mut pipeline, &python_files, &spec.configuration, parses, &mut problems);
+    }
+    #[cfg(not(feature = "spark"))]
+    let _ = python_files;
     if !problems.is_empty() {
         return Err(ThundError::Parse(problems));
     }
     pipeline.notes = notes;
     Ok(pipeline)
+}
+
+/// Loads the Python definition files `files` (the user's pyspark registers them) into `pipeline`:
+/// each definition is parsed as the SQL statement it amounts to, at its Python file and line, and
+/// its flow keeps the DataFrame's relation.
+#[cfg(feature = "spark")]
+fn python_definitions(
+    pipeline: &mut Pipeline,
+    files: &[String],
+    conf: &std::collections::BTreeMap<String, String>,
+    parses: Parses,
+    problems: &mut Vec<Diagnostic>,
+) {
+    let statements = match python_run::load(&pipeline.root, files, conf, &pipeline.catalog, &pipeline.database) {
+        Ok(s) => s,
+        Err(ds) => {
+            problems.extend(ds);
+            return;
+        }
+    };
+    for s in statements {
+        // Blank lines above put the statement at its Python line, so every message about it
+        // names the Python file and line.
+        let text = format!("{}{}", "\n".repeat(s.line.saturating_sub(1) as usize), s.sql);
+        let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
+        let mut defs = statement::parse_file(&s.file, &text, &mut names, parses);
+        if let Some(bytes) = s.relation {
+            for f in &mut defs.flows {
+                f.query_mut().dataframe =
+                    Some(crate::ir::DataFrameRelation { bytes: bytes.clone(), untranslated: s.untranslated.clone() });
+            }
+        }
+        problems.extend(defs.problems);
+        pipeline.datasets.extend(defs.datasets);
+        pipeline.flows.extend(defs.flows);
+    }
 }
 
 /// The text of a project file; bytes that are not UTF-8 are the user's error, at their line and

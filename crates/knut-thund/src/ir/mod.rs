@@ -23,7 +23,8 @@ pub(crate) mod query;
 pub use flow::{AutoCdc, ColumnSelection, Flow, FlowKind, ScdType};
 pub use needs::{Feature, Need, TableUse};
 pub use query::{
-    name_parts, EventTime, Expression, FileSource, FileSyntax, ParsedQuery, Query, Read, ReadFinder, Span,
+    name_parts, DataFrameRelation, EventTime, Expression, FileSource, FileSyntax, ParsedQuery, Query, Read, ReadFinder,
+    Span,
 };
 
 /// A place in a definition file (1-based line and column).

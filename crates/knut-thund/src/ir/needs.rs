@@ -45,6 +45,8 @@ pub enum Feature {
     RescuedData,
     /// A Spark SQL setting that may change results, applied as on Spark.
     SqlConf,
+    /// A Python DataFrame run as pyspark built it: one whose operations have no SQL translation.
+    DataFrames,
     /// A streaming table stored transactionally (`format` as declared with `USING`).
     TransactionalTable {
         /// The declared format.
@@ -84,6 +86,7 @@ impl Feature {
             Feature::SchemaHints => "cloudFiles.schemaHints",
             Feature::RescuedData => "rescuedDataColumn",
             Feature::SqlConf => "the setting applied",
+            Feature::DataFrames => "Python DataFrame operations",
             Feature::TransactionalTable { by: TableUse::SeveralFlows, .. } => {
                 "several flows into one parquet streaming table"
             }
@@ -144,6 +147,16 @@ impl Query {
     /// watermark, its joins.
     pub fn needs(&self, f: &QualifiedName, at: &SourceLocation) -> Vec<Need> {
         let mut needs = Vec::new();
+        if let Some(reason) = self.dataframe.as_ref().and_then(|d| d.untranslated.as_ref()) {
+            needs.push(Need::new(
+                Feature::DataFrames,
+                f,
+                at,
+                &format!(
+                    "{reason}; the DataFrame runs on a backend that takes it as pyspark built it (--backend spark)"
+                ),
+            ));
+        }
         if let Some(at) = crate::event_time::stream_stream_join(self) {
             needs.push(Need::new(
                 Feature::StreamJoins,

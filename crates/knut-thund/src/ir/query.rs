@@ -43,6 +43,20 @@ pub struct Query {
     /// What the front-end read from the parse for validation and capability checks.
     #[serde(skip)]
     pub(crate) facts: QueryFacts,
+    /// For a query a Python function defined: the DataFrame's relation as pyspark built it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataframe: Option<DataFrameRelation>,
+}
+
+/// A Python query function's DataFrame, as the user's pyspark serialized it (a Spark Connect
+/// `Relation`). The query's SQL is its translation; the Spark backend sends these bytes instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataFrameRelation {
+    /// The serialized relation.
+    pub bytes: Vec<u8>,
+    /// Why the relation has no SQL translation (the query's SQL is then a placeholder): what
+    /// only a backend that runs relations as they are can run.
+    pub untranslated: Option<String>,
 }
 
 impl Query {

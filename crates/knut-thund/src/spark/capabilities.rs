@@ -44,6 +44,8 @@ pub fn capabilities(version: &str) -> Option<Capabilities> {
         stream_joins: true,
         // The view's query is one more relation of the reading flow's streaming query.
         stateful_streaming_views: true,
+        // The relation a Python query function built is sent as it is.
+        dataframes: true,
         // The server applies every setting itself.
         sql_conf: true,
         // AUTO CDC's `IGNORE NULL UPDATES` and `APPLY AS TRUNCATE WHEN` stay refused: the 4.3.0

@@ -176,7 +176,11 @@ impl Pipeline {
             if let Some(d) = self.dataset(&f.target) {
                 sql = enforce_expectations(sql, d);
             }
-            let relation = Relation::Sql { query: sql };
+            // A Python query function's DataFrame goes to the server as the user's pyspark built it.
+            let relation = match &f.query().dataframe {
+                Some(df) => Relation::Connect { bytes: df.bytes.clone() },
+                None => Relation::Sql { query: sql },
+            };
             let details = match &f.kind {
                 FlowKind::Append { .. } | FlowKind::Once { .. } => FlowDetails::Relation(relation),
                 FlowKind::AutoCdc(c) => {

@@ -349,6 +349,15 @@ pub async fn files_increment(
     if !dir.is_dir() {
         return Err(NativeError::Execution(format!("streaming source folder `{}` does not exist", dir.display())));
     }
+    // A declared schema (`schema => 'a INT, …'`, pyspark's `.schema(…)`) is the stream's, from its
+    // first batch on: its columns, in its order, of its types, whatever the files hold.
+    if schema.is_none() {
+        if let Some(ddl) = f.options.get("schema") {
+            let declared = crate::types::parse_ddl_schema(ddl)
+                .map_err(|e| NativeError::Execution(format!("the schema of `{}`: {e}", f.path)))?;
+            schema = Some(Arc::new(declared));
+        }
+    }
     // A batch redone reads the files it recorded, not files that arrived since.
     let recorded = match upto {
         Some(SourceOffset::Files { processed, .. }) => Some(processed),
@@ -406,6 +415,7 @@ pub async fn files_increment(
     };
     let fixed = match schema.take() {
         None => inferred,
+        Some(declared) if f.options.contains_key("schema") => declared,
         Some(fixed) => {
             let added: Vec<&str> = inferred
                 .fields()

@@ -283,6 +283,7 @@ pub(crate) fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> 
         event_time: normalized.event_time,
         ast: ParsedQuery::new(*ast),
         facts: Default::default(),
+        dataframe: None,
     };
     q.facts = crate::event_time::facts(&q);
     Ok(q)

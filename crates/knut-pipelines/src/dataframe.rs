@@ -1,0 +1,657 @@
+//! A Python query function's DataFrame as Spark SQL: the serialized relation pyspark built,
+//! translated to one query, so the embedded engine runs Python datasets through the same path as
+//! SQL ones.
+//!
+//! Each relation becomes a query over its input as a derived table. A join or an aliased
+//! DataFrame (`df.alias("o")`) stays a FROM item instead, so the columns of both sides and the
+//! alias stay in scope for what is built on it. A column a DataFrame names by its plan id
+//! (`orders.id` in `orders.join(items, orders.id == items.order_id)`) is qualified with the alias
+//! the derived table holding that plan got.
+//!
+//! What is not translated is refused, never approximated: a relation that holds a field or kind
+//! our protocol subset does not declare does not survive a decode/encode round trip (protobuf
+//! drops unknown fields), and the relations whose Spark meaning depends on the input's schema
+//! (`withColumn`, `withColumnRenamed`, `drop`, `dropDuplicates` on some columns) are named in
+//! the refusal.
+
+use prost::Message;
+
+use crate::proto::spark::connect as pb;
+use crate::registration::{data_type_sql, quote_identifier};
+
+/// Why a DataFrame cannot be translated: the operation, in pyspark's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Untranslatable(pub String);
+
+type Result<T> = std::result::Result<T, Untranslatable>;
+
+fn refuse<T>(what: impl Into<String>) -> Result<T> {
+    Err(Untranslatable(what.into()))
+}
+
+/// A DataFrame's serialized relation as one Spark SQL query.
+pub fn relation_sql(bytes: &[u8]) -> Result<String> {
+    let relation =
+        pb::Relation::decode(bytes).map_err(|e| Untranslatable(format!("not a Spark Connect relation: {e}")))?;
+    if relation.encoded_len() != bytes.len() {
+        return refuse(
+            "the DataFrame uses an operation or an argument the embedded engine does not run (the Spark backend does)",
+        );
+    }
+    let mut t = Translator::default();
+    let frag = t.relation(&relation)?;
+    Ok(t.as_query(frag))
+}
+
+/// Hands out the aliases of derived tables.
+#[derive(Debug, Default)]
+struct Translator {
+    next_alias: usize,
+}
+
+/// A translated relation.
+struct Frag {
+    sql: String,
+    /// `sql` is a FROM item (a join, an aliased derived table) rather than a query.
+    from_item: bool,
+    /// For a FROM item: conditions on its rows (a filter kept open, so the select built on it
+    /// still sees the join's or alias's qualifiers).
+    filters: Vec<String>,
+    /// Plan ids whose columns are visible in this relation's output.
+    ids: Vec<i64>,
+    /// For a FROM item: which alias each plan id's columns are under.
+    scope: Vec<(i64, String)>,
+}
+
+impl Frag {
+    fn query(sql: String, ids: Vec<i64>) -> Frag {
+        Frag { sql, from_item: false, filters: Vec::new(), ids, scope: Vec::new() }
+    }
+}
+
+/// Where expressions find the columns a plan id names.
+type Scope = [(i64, String)];
+
+impl Translator {
+    fn alias(&mut self) -> String {
+        self.next_alias += 1;
+        format!("`__df{}`", self.next_alias)
+    }
+
+    /// `frag` as a FROM item with a WHERE clause (`""` or ` WHERE …`), for a select built on it,
+    /// and the scope its columns are in.
+    fn open(&mut self, frag: Frag) -> (String, String, Vec<(i64, String)>) {
+        if frag.from_item {
+            let filters =
+                if frag.filters.is_empty() { String::new() } else { format!(" WHERE {}", frag.filters.join(" AND ")) };
+            return (frag.sql, filters, frag.scope);
+        }
+        let (from, scope) = self.derived(frag);
+        (from, String::new(), scope)
+    }
+
+    /// `frag` as a FROM item, and the scope its columns are in.
+    fn derived(&mut self, frag: Frag) -> (String, Vec<(i64, String)>) {
+        if frag.from_item && frag.filters.is_empty() {
+            return (frag.sql, frag.scope);
+        }
+        let ids = frag.ids.clone();
+        let frag = if frag.from_item { Frag::query(self.as_query(frag), ids) } else { frag };
+        let alias = self.alias();
+        let scope = frag.ids.iter().map(|id| (*id, alias.clone())).collect();
+        (format!("({}) AS {alias}", frag.sql), scope)
+    }
+
+    fn input(&mut self, r: &Option<Box<pb::Relation>>) -> Result<Frag> {
+        match r {
+            Some(r) => self.relation(r),
+            None => refuse("a DataFrame operation without its input"),
+        }
+    }
+
+    fn relation(&mut self, r: &pb::Relation) -> Result<Frag> {
+        use pb::relation::RelType;
+        let own: Vec<i64> = r.common.as_ref().and_then(|c| c.plan_id).into_iter().collect();
+        let with_own = |mut ids: Vec<i64>| {
+            ids.extend(own.iter().copied());
+            ids
+        };
+        let Some(rel) = &r.rel_type else { return refuse("an empty relation") };
+        Ok(match rel {
+            RelType::Range(x) => {
+                let start = x.start.unwrap_or(0);
+                Frag::query(format!("SELECT id FROM range({start}, {}, {})", x.end, x.step), own)
+            }
+            RelType::Sql(s) => Frag::query(s.query.clone(), own),
+            RelType::Read(read) => Frag::query(self.read(read)?, own),
+            RelType::Project(p) => {
+                let child = self.input(&p.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, scope) = self.open(child);
+                let items = p.expressions.iter().map(|e| select_item(e, &scope)).collect::<Result<Vec<_>>>()?;
+                Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids)
+            }
+            RelType::Filter(f) => {
+                let child = self.input(&f.input)?;
+                let ids = with_own(child.ids.clone());
+                let cond = f.condition.as_ref().ok_or_else(|| Untranslatable("a filter without condition".into()))?;
+                let (sql, mut filters, scope) = if child.from_item {
+                    (child.sql, child.filters, child.scope)
+                } else {
+                    let (from, scope) = self.derived(child);
+                    (from, Vec::new(), scope)
+                };
+                filters.push(format!("({})", expr(cond, &scope)?));
+                Frag { sql, from_item: true, filters, ids, scope }
+            }
+            RelType::Join(j) => self.join(j, own)?,
+            RelType::SetOp(s) => {
+                use pb::set_operation::SetOpType;
+                let left = self.input(&s.left_input)?;
+                let right = self.input(&s.right_input)?;
+                if s.allow_missing_columns == Some(true) {
+                    return refuse("unionByName(allowMissingColumns=True)");
+                }
+                let kind = match SetOpType::try_from(s.set_op_type) {
+                    Ok(SetOpType::Union) => "UNION",
+                    Ok(SetOpType::Intersect) => "INTERSECT",
+                    Ok(SetOpType::Except) => "EXCEPT",
+                    _ => return refuse("a set operation of unknown kind"),
+                };
+                let all = if s.is_all == Some(true) { " ALL" } else { " DISTINCT" };
+                let by_name = if s.by_name == Some(true) { " BY NAME" } else { "" };
+                let ids = with_own(left.ids.clone());
+                let l = self.as_query(left);
+                let r = self.as_query(right);
+                Frag::query(format!("({l}) {kind}{all}{by_name} ({r})"), ids)
+            }
+            RelType::Sort(s) => {
+                let child = self.input(&s.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, scope) = self.open(child);
+                let order = s.order.iter().map(|o| sort_order(o, &scope)).collect::<Result<Vec<_>>>()?;
+                Frag::query(format!("SELECT * FROM {from}{filters} ORDER BY {}", order.join(", ")), ids)
+            }
+            RelType::Limit(l) => {
+                let child = self.input(&l.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                Frag::query(format!("SELECT * FROM {from}{filters} LIMIT {}", l.limit), ids)
+            }
+            RelType::Offset(o) => {
+                let child = self.input(&o.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                Frag::query(format!("SELECT * FROM {from}{filters} OFFSET {}", o.offset), ids)
+            }
+            RelType::Aggregate(a) => {
+                use pb::aggregate::GroupType;
+                let child = self.input(&a.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, scope) = self.open(child);
+                let keys = a.grouping_expressions.iter().map(|e| expr(e, &scope)).collect::<Result<Vec<_>>>()?;
+                let mut items =
+                    a.grouping_expressions.iter().map(|e| select_item(e, &scope)).collect::<Result<Vec<_>>>()?;
+                for e in &a.aggregate_expressions {
+                    items.push(select_item(e, &scope)?);
+                }
+                let group = match GroupType::try_from(a.group_type) {
+                    Ok(GroupType::Groupby) if keys.is_empty() => String::new(),
+                    Ok(GroupType::Groupby) => format!(" GROUP BY {}", keys.join(", ")),
+                    Ok(GroupType::Rollup) => format!(" GROUP BY ROLLUP({})", keys.join(", ")),
+                    Ok(GroupType::Cube) => format!(" GROUP BY CUBE({})", keys.join(", ")),
+                    _ => return refuse("pivot and grouping sets on a DataFrame"),
+                };
+                Frag::query(format!("SELECT {} FROM {from}{filters}{group}", items.join(", ")), ids)
+            }
+            RelType::Deduplicate(d) => {
+                if d.within_watermark == Some(true) {
+                    return refuse("dropDuplicatesWithinWatermark");
+                }
+                if d.all_columns_as_keys != Some(true) && !d.column_names.is_empty() {
+                    return refuse("dropDuplicates on some of the columns");
+                }
+                let child = self.input(&d.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                Frag::query(format!("SELECT DISTINCT * FROM {from}{filters}"), ids)
+            }
+            RelType::SubqueryAlias(s) => {
+                if !s.qualifier.is_empty() {
+                    return refuse("an alias with a qualifier");
+                }
+                let child = self.input(&s.input)?;
+                let ids = with_own(child.ids.clone());
+                let child = self.as_query(child);
+                let alias = quote_identifier(&s.alias);
+                let scope = ids.iter().map(|id| (*id, alias.clone())).collect();
+                Frag { sql: format!("({child}) AS {alias}"), from_item: true, filters: Vec::new(), ids, scope }
+            }
+            RelType::ToDf(t) => {
+                let child = self.input(&t.input)?;
+                let ids = with_own(child.ids.clone());
+                let child = self.as_query(child);
+                let alias = self.alias();
+                let names: Vec<String> = t.column_names.iter().map(|n| quote_identifier(n)).collect();
+                Frag::query(format!("SELECT * FROM ({child}) AS {alias}({})", names.join(", ")), ids)
+            }
+            RelType::WithColumns(_) => {
+                return refuse("withColumn / withColumns (natively not yet: it needs the input's columns)")
+            }
+            RelType::WithColumnsRenamed(_) => {
+                return refuse("withColumnRenamed (natively not yet: it needs the input's columns)")
+            }
+            RelType::Drop(_) => return refuse("drop (natively not yet: it needs the input's columns)"),
+        })
+    }
+
+    /// `frag` as a query (a FROM item is selected from).
+    fn as_query(&mut self, frag: Frag) -> String {
+        if frag.from_item {
+            let (from, filters, _) = self.open(frag);
+            format!("SELECT * FROM {from}{filters}")
+        } else {
+            frag.sql
+        }
+    }
+
+    fn read(&mut self, read: &pb::Read) -> Result<String> {
+        use pb::read::ReadType;
+        let stream = |from: String| if read.is_streaming { format!("STREAM({from})") } else { from };
+        match &read.read_type {
+            Some(ReadType::NamedTable(t)) => {
+                if !t.options.is_empty() {
+                    return refuse("options on spark.read.table");
+                }
+                Ok(format!("SELECT * FROM {}", stream(identifier(&t.unparsed_identifier)?)))
+            }
+            Some(ReadType::DataSource(d)) => {
+                let [path] = d.paths.as_slice() else {
+                    return refuse("a file read of other than one path");
+                };
+                let format = d.format.clone().unwrap_or_else(|| "parquet".into());
+                let mut args = vec![string_literal(path), format!("format => {}", string_literal(&format))];
+                if let Some(schema) = &d.schema {
+                    args.push(format!("schema => {}", string_literal(schema)));
+                }
+                for (k, v) in &d.options {
+                    if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        return refuse(format!("the read option `{k}`"));
+                    }
+                    args.push(format!("{k} => {}", string_literal(v)));
+                }
+                Ok(format!("SELECT * FROM {}", stream(format!("read_files({})", args.join(", ")))))
+            }
+            None => refuse("a read of nothing"),
+        }
+    }
+
+    fn join(&mut self, j: &pb::Join, own: Vec<i64>) -> Result<Frag> {
+        use pb::join::JoinType;
+        let left = self.input(&j.left)?;
+        let right = self.input(&j.right)?;
+        let mut ids = left.ids.clone();
+        ids.extend(right.ids.iter().copied());
+        ids.extend(own);
+        let (l, mut scope) = self.derived(left);
+        let (r, right_scope) = self.derived(right);
+        scope.extend(right_scope);
+        let kind = match JoinType::try_from(j.join_type) {
+            Ok(JoinType::Inner) | Ok(JoinType::Unspecified) => "JOIN",
+            Ok(JoinType::FullOuter) => "FULL OUTER JOIN",
+            Ok(JoinType::LeftOuter) => "LEFT OUTER JOIN",
+            Ok(JoinType::RightOuter) => "RIGHT OUTER JOIN",
+            Ok(JoinType::LeftAnti) => "LEFT ANTI JOIN",
+            Ok(JoinType::LeftSemi) => "LEFT SEMI JOIN",
+            Ok(JoinType::Cross) => "CROSS JOIN",
+            Err(_) => return refuse("a join of unknown type"),
+        };
+        let on = if !j.using_columns.is_empty() {
+            let cols: Vec<String> = j.using_columns.iter().map(|c| quote_identifier(c)).collect();
+            format!(" USING ({})", cols.join(", "))
+        } else if let Some(cond) = &j.join_condition {
+            format!(" ON {}", expr(cond, &scope)?)
+        } else if kind == "CROSS JOIN" {
+            String::new()
+        } else {
+            " ON TRUE".into()
+        };
+        Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope })
+    }
+}
+
+/// A column name as pyspark's `col()` takes it (`a`, `t.a`, `` `a.b` ``) as a quoted identifier.
+fn identifier(unparsed: &str) -> Result<String> {
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut chars = unparsed.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '`' if quoted && chars.peek() == Some(&'`') => {
+                chars.next();
+                part.push('`');
+            }
+            '`' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut part)),
+            c => part.push(c),
+        }
+    }
+    parts.push(part);
+    if quoted || parts.iter().any(String::is_empty) {
+        return refuse(format!("the column name `{unparsed}`"));
+    }
+    Ok(parts.iter().map(|p| quote_identifier(p)).collect::<Vec<_>>().join("."))
+}
+
+/// A Spark SQL string literal: backslashes and quotes escaped, as Spark's parser unescapes them.
+fn string_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// An expression as a select-list item: a SQL expression string (`selectExpr`) stays as written,
+/// so its own `AS` alias works.
+fn select_item(e: &pb::Expression, scope: &Scope) -> Result<String> {
+    match &e.expr_type {
+        Some(pb::expression::ExprType::ExpressionString(s)) => Ok(s.expression.clone()),
+        _ => expr(e, scope),
+    }
+}
+
+fn sort_order(o: &pb::expression::SortOrder, scope: &Scope) -> Result<String> {
+    use pb::expression::sort_order::{NullOrdering, SortDirection};
+    let child = o.child.as_deref().ok_or_else(|| Untranslatable("a sort order without expression".into()))?;
+    let direction = match SortDirection::try_from(o.direction) {
+        Ok(SortDirection::Descending) => " DESC",
+        _ => " ASC",
+    };
+    let nulls = match NullOrdering::try_from(o.null_ordering) {
+        Ok(NullOrdering::SortNullsFirst) => " NULLS FIRST",
+        Ok(NullOrdering::SortNullsLast) => " NULLS LAST",
+        _ => "",
+    };
+    Ok(format!("{}{direction}{nulls}", expr(child, scope)?))
+}
+
+/// Operators pyspark's `Column` sends as functions, with their SQL infix form.
+const INFIX: &[(&str, &str)] = &[
+    ("+", "+"),
+    ("-", "-"),
+    ("*", "*"),
+    ("/", "/"),
+    ("%", "%"),
+    ("==", "="),
+    ("!=", "!="),
+    ("<", "<"),
+    ("<=", "<="),
+    (">", ">"),
+    (">=", ">="),
+    ("<=>", "<=>"),
+    ("and", "AND"),
+    ("or", "OR"),
+    ("&", "&"),
+    ("|", "|"),
+    ("^", "^"),
+    ("like", "LIKE"),
+    ("ilike", "ILIKE"),
+    ("rlike", "RLIKE"),
+];
+
+fn expr(e: &pb::Expression, scope: &Scope) -> Result<String> {
+    use pb::expression::ExprType;
+    let Some(kind) = &e.expr_type else { return refuse("an empty expression") };
+    Ok(match kind {
+        ExprType::Literal(l) => literal(l)?,
+        ExprType::UnresolvedAttribute(a) => {
+            let name = identifier(&a.unparsed_identifier)?;
+            if a.is_metadata_column == Some(true) {
+                return refuse("a metadata column");
+            }
+            match a.plan_id.and_then(|id| scope.iter().find(|(i, _)| *i == id)) {
+                Some((_, alias)) => format!("{alias}.{name}"),
+                None => name,
+            }
+        }
+        ExprType::UnresolvedStar(s) => {
+            let target = match s.plan_id.and_then(|id| scope.iter().find(|(i, _)| *i == id)) {
+                Some((_, alias)) => format!("{alias}."),
+                None => match s.unparsed_target.as_deref() {
+                    Some(t) => format!("{}.", identifier(t.strip_suffix(".*").unwrap_or(t))?),
+                    None => String::new(),
+                },
+            };
+            format!("{target}*")
+        }
+        ExprType::ExpressionString(s) => format!("({})", s.expression),
+        ExprType::Alias(a) => {
+            let [name] = a.name.as_slice() else { return refuse("an alias of several names") };
+            if a.metadata.is_some() {
+                return refuse("an alias with metadata");
+            }
+            let inner = a.expr.as_deref().ok_or_else(|| Untranslatable("an alias of nothing".into()))?;
+            format!("{} AS {}", expr(inner, scope)?, quote_identifier(name))
+        }
+        ExprType::Cast(c) => {
+            use pb::expression::cast::{CastToType, EvalMode};
+            let inner = c.expr.as_deref().ok_or_else(|| Untranslatable("a cast of nothing".into()))?;
+            let to = match &c.cast_to_type {
+                Some(CastToType::Type(t)) => data_type_sql(t).map_err(Untranslatable)?,
+                Some(CastToType::TypeStr(s)) => s.clone(),
+                None => return refuse("a cast to no type"),
+            };
+            let f = if EvalMode::try_from(c.eval_mode) == Ok(EvalMode::Try) { "TRY_CAST" } else { "CAST" };
+            format!("{f}({} AS {to})", expr(inner, scope)?)
+        }
+        ExprType::SortOrder(o) => sort_order(o, scope)?,
+        ExprType::UnresolvedFunction(f) => function(f, scope)?,
+        ExprType::Window(w) => window(w, scope)?,
+        ExprType::UnresolvedExtractValue(x) => {
+            let child = x.child.as_deref().ok_or_else(|| Untranslatable("an extraction from nothing".into()))?;
+            let key = x.extraction.as_deref().ok_or_else(|| Untranslatable("an extraction of nothing".into()))?;
+            let child = expr(child, scope)?;
+            match &key.expr_type {
+                Some(ExprType::Literal(pb::expression::Literal {
+                    literal_type: Some(pb::expression::literal::LiteralType::String(s)),
+                })) => format!("{child}.{}", quote_identifier(s)),
+                _ => format!("{child}[{}]", expr(key, scope)?),
+            }
+        }
+        ExprType::LambdaFunction(l) => {
+            let body = l.function.as_deref().ok_or_else(|| Untranslatable("a lambda without body".into()))?;
+            let args: Vec<String> = l.arguments.iter().map(lambda_variable).collect();
+            format!("({}) -> {}", args.join(", "), expr(body, scope)?)
+        }
+        ExprType::UnresolvedNamedLambdaVariable(v) => lambda_variable(v),
+    })
+}
+
+fn lambda_variable(v: &pb::expression::UnresolvedNamedLambdaVariable) -> String {
+    v.name_parts.iter().map(|p| quote_identifier(p)).collect::<Vec<_>>().join(".")
+}
+
+fn function(f: &pb::expression::UnresolvedFunction, scope: &Scope) -> Result<String> {
+    if f.is_user_defined_function {
+        return refuse(format!("the user-defined function `{}`", f.function_name));
+    }
+    let args = f.arguments.iter().map(|a| expr(a, scope)).collect::<Result<Vec<_>>>()?;
+    let name = f.function_name.as_str();
+    if let Some((_, op)) = INFIX.iter().find(|(n, _)| *n == name) {
+        if let [a, b] = args.as_slice() {
+            return Ok(format!("({a} {op} {b})"));
+        }
+    }
+    Ok(match (name, args.as_slice()) {
+        ("not", [a]) => format!("(NOT {a})"),
+        ("negative", [a]) => format!("(- {a})"),
+        ("isNull", [a]) => format!("({a} IS NULL)"),
+        ("isNotNull", [a]) => format!("({a} IS NOT NULL)"),
+        ("in", [a, rest @ ..]) if !rest.is_empty() => format!("({a} IN ({}))", rest.join(", ")),
+        ("when", _) => {
+            let mut s = String::from("CASE");
+            for pair in args.chunks(2) {
+                match pair {
+                    [c, v] => s.push_str(&format!(" WHEN {c} THEN {v}")),
+                    [otherwise] => s.push_str(&format!(" ELSE {otherwise}")),
+                    _ => unreachable!("chunks of two"),
+                }
+            }
+            s.push_str(" END");
+            s
+        }
+        _ => {
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return refuse(format!("the operator `{name}`"));
+            }
+            let distinct = if f.is_distinct { "DISTINCT " } else { "" };
+            format!("{name}({distinct}{})", args.join(", "))
+        }
+    })
+}
+
+fn window(w: &pb::expression::Window, scope: &Scope) -> Result<String> {
+    use pb::expression::window::window_frame::{frame_boundary::Boundary, FrameType};
+    let f = w.window_function.as_deref().ok_or_else(|| Untranslatable("a window without function".into()))?;
+    let mut spec = Vec::new();
+    if !w.partition_spec.is_empty() {
+        let keys = w.partition_spec.iter().map(|e| expr(e, scope)).collect::<Result<Vec<_>>>()?;
+        spec.push(format!("PARTITION BY {}", keys.join(", ")));
+    }
+    if !w.order_spec.is_empty() {
+        let keys = w.order_spec.iter().map(|o| sort_order(o, scope)).collect::<Result<Vec<_>>>()?;
+        spec.push(format!("ORDER BY {}", keys.join(", ")));
+    }
+    if let Some(frame) = &w.frame_spec {
+        let kind = match FrameType::try_from(frame.frame_type) {
+            Ok(FrameType::Row) => "ROWS",
+            Ok(FrameType::Range) => "RANGE",
+            _ => return refuse("a window frame of unknown type"),
+        };
+        let bound =
+            |b: &Option<Box<pb::expression::window::window_frame::FrameBoundary>>, lower: bool| -> Result<String> {
+                match b.as_ref().and_then(|b| b.boundary.as_ref()) {
+                    Some(Boundary::CurrentRow(true)) => Ok("CURRENT ROW".into()),
+                    Some(Boundary::Unbounded(true)) => {
+                        Ok(if lower { "UNBOUNDED PRECEDING" } else { "UNBOUNDED FOLLOWING" }.into())
+                    }
+                    Some(Boundary::Value(v)) => {
+                        let n = integer_literal(v)
+                            .ok_or_else(|| Untranslatable("a window bound that is not a number".into()))?;
+                        Ok(match n {
+                            0 => "CURRENT ROW".into(),
+                            n if n < 0 => format!("{} PRECEDING", n.unsigned_abs()),
+                            n => format!("{n} FOLLOWING"),
+                        })
+                    }
+                    _ => refuse("a window frame without bounds"),
+                }
+            };
+        spec.push(format!("{kind} BETWEEN {} AND {}", bound(&frame.lower, true)?, bound(&frame.upper, false)?));
+    }
+    Ok(format!("{} OVER ({})", expr(f, scope)?, spec.join(" ")))
+}
+
+fn integer_literal(e: &pb::Expression) -> Option<i64> {
+    use pb::expression::literal::LiteralType;
+    match &e.expr_type {
+        Some(pb::expression::ExprType::Literal(l)) => match l.literal_type {
+            Some(LiteralType::Integer(n)) => Some(i64::from(n)),
+            Some(LiteralType::Long(n)) => Some(n),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn literal(l: &pb::expression::Literal) -> Result<String> {
+    use pb::expression::literal::LiteralType;
+    let Some(v) = &l.literal_type else { return refuse("an empty literal") };
+    Ok(match v {
+        LiteralType::Null(t) => match t.kind {
+            None | Some(pb::data_type::Kind::Null(_)) => "NULL".into(),
+            _ => format!("CAST(NULL AS {})", data_type_sql(t).map_err(Untranslatable)?),
+        },
+        LiteralType::Binary(b) => format!("X'{}'", b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
+        LiteralType::Boolean(b) => if *b { "TRUE" } else { "FALSE" }.into(),
+        LiteralType::Byte(n) => format!("CAST({n} AS TINYINT)"),
+        LiteralType::Short(n) => format!("CAST({n} AS SMALLINT)"),
+        LiteralType::Integer(n) => n.to_string(),
+        LiteralType::Long(n) => format!("CAST({n} AS BIGINT)"),
+        LiteralType::Float(x) => format!("CAST('{x}' AS FLOAT)"),
+        LiteralType::Double(x) if x.is_finite() => format!("CAST('{x:e}' AS DOUBLE)"),
+        LiteralType::Double(x) => format!(
+            "CAST('{}' AS DOUBLE)",
+            if x.is_nan() {
+                "NaN"
+            } else if *x > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            }
+        ),
+        LiteralType::Decimal(d) => match (d.precision, d.scale) {
+            (Some(p), Some(s)) => format!("CAST('{}' AS DECIMAL({p},{s}))", d.value),
+            _ => format!("{}BD", d.value),
+        },
+        LiteralType::String(s) => string_literal(s),
+        LiteralType::Date(days) => format!("DATE'{}'", civil_date(i64::from(*days))),
+        LiteralType::Timestamp(_) | LiteralType::TimestampNtz(_) => {
+            return refuse("a timestamp literal (write it as a string cast to TIMESTAMP)")
+        }
+    })
+}
+
+/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian, as Spark's DATE).
+fn civil_date(days: i64) -> String {
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_civil_dates() {
+        assert_eq!(civil_date(0), "1970-01-01");
+        assert_eq!(civil_date(20_454), "2026-01-01");
+        assert_eq!(civil_date(-1), "1969-12-31");
+        assert_eq!(civil_date(11_016), "2000-02-29");
+    }
+
+    #[test]
+    fn column_names_are_quoted_part_by_part() {
+        assert_eq!(identifier("a").unwrap(), "`a`");
+        assert_eq!(identifier("t.a").unwrap(), "`t`.`a`");
+        assert_eq!(identifier("`a.b`.c").unwrap(), "`a.b`.`c`");
+        assert_eq!(identifier("`a``b`").unwrap(), "`a``b`");
+        assert!(identifier("a.").is_err());
+    }
+
+    #[test]
+    fn a_relation_with_an_undeclared_field_is_refused() {
+        let mut bytes = pb::Relation {
+            common: None,
+            rel_type: Some(pb::relation::RelType::Range(pb::Range {
+                start: None,
+                end: 3,
+                step: 1,
+                num_partitions: None,
+            })),
+        }
+        .encode_to_vec();
+        assert_eq!(relation_sql(&bytes).unwrap(), "SELECT id FROM range(0, 3, 1)");
+        // Field 99 of Relation (a kind this subset does not declare), varint 1.
+        bytes.extend([0x98, 0x06, 0x01]);
+        assert!(relation_sql(&bytes).unwrap_err().0.contains("does not run"));
+    }
+}

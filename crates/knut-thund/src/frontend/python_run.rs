@@ -1,0 +1,256 @@
+//! Python definition files, run: pyspark's own pipeline code imports them against a loopback
+//! Spark Connect endpoint ([`knut_pipelines::registration`]), so what Þund receives is what Spark
+//! would receive.
+//!
+//! ```text
+//!  *.py ──python_load.py (the user's python + pyspark)──▶ loopback endpoint ──▶ DataflowGraph
+//!        outputs + flows, each flow's relation as bytes ──dataframe::relation_sql──▶ Spark SQL
+//!        ──one CREATE … statement per definition, at its Python line──▶ the SQL front end
+//! ```
+//!
+//! Each definition becomes the statement the same dataset would be in a SQL file, parsed by the
+//! same front end at the Python file and line pyspark reported, so validation, refresh selection,
+//! the event log and both backends treat it like any other; the flow's query also keeps the
+//! relation's bytes, which the Spark backend sends instead of the SQL. A relation the embedded
+//! engine cannot translate keeps its bytes and fails at its file:line on the native backend only.
+//!
+//! The interpreter is `THUND_PYTHON` or `python3` on `PATH`; it needs pyspark (or
+//! `pyspark-client`) 4.1 or newer. Nothing is started for a project without Python definitions.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use knut_pipelines::{DataflowGraph, FlowDetails, OutputType, Relation};
+
+use crate::error::Diagnostic;
+use crate::ir::SourceLocation;
+
+/// The driver handed to the interpreter on stdin.
+const DRIVER: &str = include_str!("python_load.py");
+
+/// One definition from a Python file, as a SQL statement placed at its Python line.
+#[derive(Debug, Clone)]
+pub(crate) struct PythonStatement {
+    /// The Python file, relative to the project root.
+    pub file: String,
+    /// Its 1-based line.
+    pub line: u32,
+    /// The statement, without its terminating `;`.
+    pub sql: String,
+    /// The flow's relation as the user's pyspark serialized it, for the Spark backend.
+    pub relation: Option<Vec<u8>>,
+    /// Why the relation has no SQL translation, if it has none.
+    pub untranslated: Option<String>,
+}
+
+/// The interpreter that runs Python definition files.
+pub(crate) fn interpreter() -> String {
+    std::env::var("THUND_PYTHON").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "python3".into())
+}
+
+/// Imports `files` (relative to `root`) with pyspark and returns their definitions as statements,
+/// or every problem found.
+pub(crate) fn load(
+    root: &Path,
+    files: &[String],
+    conf: &BTreeMap<String, String>,
+    catalog: &str,
+    database: &str,
+) -> Result<Vec<PythonStatement>, Vec<Diagnostic>> {
+    let python = interpreter();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| vec![Diagnostic::global(format!("cannot start the Python definition loader: {e}"))])?;
+    let report = tempfile_path();
+    let (graph, ran) = runtime.block_on(async {
+        let endpoint = knut_pipelines::registration::Loopback::start(conf.clone())
+            .await
+            .map_err(|e| vec![Diagnostic::global(e.to_string())])?;
+        let url = endpoint.url().to_string();
+        let (python, root, files, report) = (python.clone(), root.to_path_buf(), files.to_vec(), report.clone());
+        let (catalog, database) = (catalog.to_string(), database.to_string());
+        let ran = tokio::task::spawn_blocking(move || {
+            let mut child = Command::new(&python)
+                .arg("-")
+                .args([url.as_str(), &catalog, &database])
+                .arg(&root)
+                .arg(&report)
+                .args(&files)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()?;
+            child.stdin.take().expect("piped stdin").write_all(DRIVER.as_bytes())?;
+            child.wait_with_output()
+        })
+        .await
+        .map_err(|e| vec![Diagnostic::global(format!("the Python definition loader failed: {e}"))])?;
+        let graph = endpoint.finish().await.map_err(|e| vec![Diagnostic::global(e.to_string())])?;
+        Ok::<_, Vec<Diagnostic>>((graph, ran))
+    })?;
+    let reported = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_file(&report);
+    let out = match ran {
+        Ok(out) => out,
+        Err(e) => {
+            return Err(vec![Diagnostic::global(format!("cannot run `{python}` for the Python definition files: {e}"))
+                .with_hint("install Python 3 with pyspark 4.1 or newer, or point THUND_PYTHON at one")])
+        }
+    };
+    if out.status.code() == Some(3) {
+        return Err(vec![Diagnostic::global(format!(
+            "Python definition files need pyspark 4.1 or newer, which `{python}` does not have ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+        .with_hint("pip install 'pyspark-client>=4.1' (or pyspark), or point THUND_PYTHON at a Python that has it")]);
+    }
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+        return Err(vec![Diagnostic::global(format!("loading the Python definition files failed: {last}"))]);
+    }
+    let mut problems: Vec<Diagnostic> = reported
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|p| {
+            let file = p["file"].as_str().unwrap_or_default();
+            let line = p["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
+            Diagnostic::at(&SourceLocation::new(file, line, 1), p["message"].as_str().unwrap_or_default())
+        })
+        .collect();
+    let graph = graph.unwrap_or_else(|| DataflowGraph::new(catalog, database));
+    let statements = statements(&graph, root, &mut problems);
+    if problems.is_empty() {
+        Ok(statements)
+    } else {
+        Err(problems)
+    }
+}
+
+/// A unique path for the driver's report.
+fn tempfile_path() -> std::path::PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("thund-python-{}-{nanos}.jsonl", std::process::id()))
+}
+
+/// `name` (possibly `catalog.db.name`) quoted part by part.
+fn quoted(name: &str) -> String {
+    name.split('.').map(knut_pipelines::registration::quote_identifier).collect::<Vec<_>>().join(".")
+}
+
+fn string(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+fn properties(map: &BTreeMap<String, String>) -> String {
+    map.iter().map(|(k, v)| format!("{} = {}", string(k), string(v))).collect::<Vec<_>>().join(", ")
+}
+
+/// Where a definition is: its Python file relative to `root`, and line.
+fn place(location: Option<&knut_pipelines::SourceCodeLocation>, root: &Path) -> (String, u32) {
+    let Some(l) = location else { return ("<python>".into(), 1) };
+    let path = Path::new(&l.file_name);
+    let rel = path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/");
+    (rel, l.line_number.max(1))
+}
+
+/// A flow's query: its SQL translation, or a placeholder query and the reason there is none.
+fn flow_query(details: &FlowDetails) -> (String, Option<Vec<u8>>, Option<String>) {
+    match details {
+        FlowDetails::Relation(Relation::Connect { bytes }) => match knut_pipelines::dataframe::relation_sql(bytes) {
+            Ok(sql) => (sql, Some(bytes.clone()), None),
+            Err(e) => ("SELECT 1".into(), Some(bytes.clone()), Some(e.0)),
+        },
+        _ => ("SELECT 1".into(), None, Some("a flow that is not a DataFrame".into())),
+    }
+}
+
+/// The graph's outputs and flows as statements.
+fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>) -> Vec<PythonStatement> {
+    let mut out = Vec::new();
+    let mut implicit = Vec::new();
+    for o in &graph.outputs {
+        let (file, line) = place(o.location.as_ref(), root);
+        let own_flow = graph.flows.iter().position(|f| f.name == o.name && f.target == o.name);
+        let mut clauses = String::new();
+        if let Some(t) = &o.table_details {
+            if let Some(schema) = &t.schema {
+                clauses.push_str(&format!(" ({schema})"));
+            }
+            if let Some(format) = &t.format {
+                clauses.push_str(&format!(" USING {}", quoted(format)));
+            }
+            if !t.partition_cols.is_empty() {
+                let cols: Vec<String> = t.partition_cols.iter().map(|c| quoted(c)).collect();
+                clauses.push_str(&format!(" PARTITIONED BY ({})", cols.join(", ")));
+            }
+            if !t.clustering_columns.is_empty() {
+                let cols: Vec<String> = t.clustering_columns.iter().map(|c| quoted(c)).collect();
+                clauses.push_str(&format!(" CLUSTER BY ({})", cols.join(", ")));
+            }
+            if !t.table_properties.is_empty() {
+                clauses.push_str(&format!(" TBLPROPERTIES ({})", properties(&t.table_properties)));
+            }
+        }
+        if let Some(c) = &o.comment {
+            clauses.push_str(&format!(" COMMENT {}", string(c)));
+        }
+        let kind = match o.output_type {
+            OutputType::MaterializedView => "MATERIALIZED VIEW",
+            OutputType::Table => "STREAMING TABLE",
+            OutputType::TemporaryView => "TEMPORARY VIEW",
+            OutputType::Sink => {
+                let Some(s) = &o.sink_details else { continue };
+                let options =
+                    if s.options.is_empty() { String::new() } else { format!(" OPTIONS ({})", properties(&s.options)) };
+                out.push(PythonStatement {
+                    file,
+                    line,
+                    sql: format!("CREATE SINK {} USING {}{options}", quoted(&o.name), quoted(&s.format)),
+                    relation: None,
+                    untranslated: None,
+                });
+                continue;
+            }
+        };
+        let (query, relation, untranslated) = match own_flow {
+            Some(i) => {
+                implicit.push(i);
+                let (q, r, u) = flow_query(&graph.flows[i].details);
+                (format!(" AS {q}"), r, u)
+            }
+            None if o.output_type == OutputType::Table => (String::new(), None, None),
+            None => {
+                problems.push(Diagnostic::at(
+                    &SourceLocation::new(&file, line, 1),
+                    format!("`{}` is defined without a query", o.name),
+                ));
+                continue;
+            }
+        };
+        out.push(PythonStatement {
+            file,
+            line,
+            sql: format!("CREATE {kind} {}{clauses}{query}", quoted(&o.name)),
+            relation,
+            untranslated,
+        });
+    }
+    for (_, f) in graph.flows.iter().enumerate().filter(|(i, _)| !implicit.contains(i)) {
+        let (file, line) = place(f.location.as_ref(), root);
+        let (q, relation, untranslated) = flow_query(&f.details);
+        let once = if f.once { "ONCE " } else { "" };
+        out.push(PythonStatement {
+            file,
+            line,
+            sql: format!("CREATE FLOW {} AS INSERT INTO {once}{} BY NAME {q}", quoted(&f.name), quoted(&f.target)),
+            relation,
+            untranslated,
+        });
+    }
+    out
+}
