@@ -90,7 +90,7 @@ pub enum ThundError {
     #[error("pipeline spec: {}", lines(.0))]
     Spec(Vec<Diagnostic>),
     /// A definition file could not be parsed.
-    #[error("{} problem(s) in the pipeline's SQL:{}", .0.len(), lines(.0))]
+    #[error("{} problem(s) in the pipeline's definitions:{}", .0.len(), lines(.0))]
     Parse(Vec<Diagnostic>),
     /// A test file (`thund test`) is broken.
     #[error("{} problem(s) in the pipeline's tests:{}", .0.len(), lines(.0))]

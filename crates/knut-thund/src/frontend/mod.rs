@@ -5,8 +5,11 @@
 //!   each file: ${key} substitution → tokens → statements → Dataset/Flow (+ reads per query)
 //! ```
 //! Problems are collected across all files and returned together, each with file:line.
-//! A Python file that defines datasets is an error naming each, never skipped: they would silently
-//! be missing. One that defines none (a data generator) is noted and left out (`python`).
+//! Python files are imported by the user's pyspark against a loopback endpoint (`python_run`,
+//! feature `spark`) and their definitions parsed as the SQL statements they amount to; a
+//! Databricks notebook that defines nothing (a data generator) is noted and left out (`python`).
+//! Without the feature, a Python file that defines datasets is an error naming each, never
+//! skipped: they would silently be missing.
 
 pub mod dlt;
 pub mod python;
@@ -88,7 +91,8 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
     let root = spec_path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let spec_name = spec_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let text = read_text(&spec_path, &spec_name)?.map_err(|d| ThundError::Spec(vec![d]))?;
-    let (spec, root, mut notes) = if dlt::is_settings(&spec_path, &text) {
+    let is_dlt = dlt::is_settings(&spec_path, &text);
+    let (spec, root, mut notes) = if is_dlt {
         let s = dlt::settings(&spec_path, &text, &spec_name)?;
         (s.spec, s.root, s.notes)
     } else {
@@ -113,13 +117,17 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
         let rel = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
         match file.extension().and_then(|e| e.to_str()) {
             Some("sql") => {}
+            // An SDP project's Python files are all imported, as `spark-pipelines` imports
+            // them. A Databricks notebook that defines nothing (a data generator) is noted and
+            // not run.
+            Some("py") if cfg!(feature = "spark") && !is_dlt => {
+                python_files.push(rel);
+                continue;
+            }
             Some("py") => {
                 match read_text(&file, &rel)?.map(|text| python::check(&rel, &text)) {
                     Ok(Ok(note)) => notes.push(note),
-                    Ok(Err(missing)) if cfg!(feature = "spark") => {
-                        let _ = missing;
-                        python_files.push(rel);
-                    }
+                    Ok(Err(_)) if cfg!(feature = "spark") => python_files.push(rel),
                     Ok(Err(missing)) => problems.extend(missing),
                     Err(d) => problems.push(d),
                 }
@@ -311,7 +319,12 @@ mod tests {
         ]);
         let err = load(dir.path()).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("t/a.py:1:1: `a` is defined in Python (`@dp.table`)"), "{text}");
+        if cfg!(feature = "spark") {
+            // The file runs (with THUND_PYTHON's pyspark), and fails where Python says.
+            assert!(text.contains("t/a.py:1:1: NameError: name 'dp' is not defined"), "{text}");
+        } else {
+            assert!(text.contains("t/a.py:1:1: `a` is defined in Python (`@dp.table`)"), "{text}");
+        }
         assert!(text.contains("t/b.sql:2:8"), "{text}");
     }
 

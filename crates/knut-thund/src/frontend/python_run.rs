@@ -119,7 +119,16 @@ pub(crate) fn load(
         .map(|p| {
             let file = p["file"].as_str().unwrap_or_default();
             let line = p["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
-            Diagnostic::at(&SourceLocation::new(file, line, 1), p["message"].as_str().unwrap_or_default())
+            let message = p["message"].as_str().unwrap_or_default();
+            let d = Diagnostic::at(&SourceLocation::new(file, line, 1), message);
+            if message.contains("No module named 'dlt'") {
+                d.with_hint(
+                    "`dlt` is Databricks' module; Spark's is `from pyspark import pipelines as dp` \
+                     (@dp.materialized_view, @dp.table for streaming tables, @dp.temporary_view, spark.read.table)",
+                )
+            } else {
+                d
+            }
         })
         .collect();
     let graph = graph.unwrap_or_else(|| DataflowGraph::new(catalog, database));
@@ -224,6 +233,8 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
                 (format!(" AS {q}"), r, u)
             }
             None if o.output_type == OutputType::Table => (String::new(), None, None),
+            // Its query function failed: that failure is already reported at its line.
+            None if problems.iter().any(|p| p.location.as_ref().is_some_and(|l| l.file == file)) => continue,
             None => {
                 problems.push(Diagnostic::at(
                     &SourceLocation::new(&file, line, 1),

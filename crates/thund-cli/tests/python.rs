@@ -1,0 +1,192 @@
+//! Python definition files (`pyspark.pipelines`), end to end through the binary: the project
+//! `spark-pipelines init` writes, Python's errors at their file and line, what the embedded
+//! engine cannot translate, and a Python without pyspark.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The interpreter with pyspark-client that `scripts/test.sh` installs.
+fn python() -> String {
+    std::env::var("THUND_PYTHON").unwrap_or_else(|_| {
+        panic!("THUND_PYTHON is not set: run the tests with scripts/test.sh, which installs pyspark-client")
+    })
+}
+
+fn thund(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("THUND_PYTHON", python())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spark-pipeline.yml"),
+        "name: py\nstorage: store\nconfiguration:\n  py.limit: \"3\"\nlibraries:\n  - glob:\n      include: transformations/**\n",
+    )
+    .unwrap();
+    for (name, text) in files {
+        let path = dir.path().join("transformations").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+/// The pyspark 4.1.4 venv the Spark tests install (`scripts/spark-server.sh install 4.1.4`).
+fn spark_venv_python() -> PathBuf {
+    let cache = std::env::var_os("THUND_SPARK_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/thund-spark"));
+    let python = cache.join("4.1.4/bin/python");
+    assert!(
+        python.exists(),
+        "no pyspark 4.1.4 venv at {}: run `scripts/spark-server.sh install 4.1.4`",
+        python.display()
+    );
+    python
+}
+
+const HEADER: &str = "from pyspark import pipelines as dp\nfrom pyspark.sql import SparkSession\nfrom pyspark.sql import functions as F\n\nspark = SparkSession.active()\n";
+
+/// The project Spark 4.1.4's `spark-pipelines init` writes, as it writes it (only its storage
+/// moved into the temporary folder), runs natively; its tables are Spark's (the conformance case
+/// `python-init` holds what `spark-pipelines run` wrote).
+#[test]
+fn the_project_spark_pipelines_init_writes_runs_natively() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(spark_venv_python())
+        .args(["-m", "pyspark.pipelines.cli", "init", "--name", "hello"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = tmp.path().join("hello");
+    let spec = std::fs::read_to_string(dir.join("spark-pipeline.yml")).unwrap();
+    let storage = spec.lines().find(|l| l.starts_with("storage:")).expect("init writes a storage");
+    std::fs::write(dir.join("spark-pipeline.yml"), spec.replace(storage, "storage: pipeline-storage")).unwrap();
+    assert!(dir.join("transformations/example_python_materialized_view.py").exists());
+
+    let o = thund(&dir, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = thund(&dir, &["query", "SELECT id FROM example_sql_materialized_view ORDER BY id", "--format", "csv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "id\n0\n2\n4\n6\n8\n");
+    let o = thund(
+        &dir,
+        &["query", "SELECT count(*) AS n, sum(id) AS s FROM example_python_materialized_view", "--format", "csv"],
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n,s\n10,45\n", "{}", text(&o));
+}
+
+/// Python and SQL datasets read each other by name; `spark.conf.get` reads the spec's
+/// `configuration`; `graph` and `validate` see Python datasets at their Python lines.
+#[test]
+fn python_and_sql_datasets_read_each_other_and_the_configuration() {
+    let dir = project(&[
+        (
+            "a.py",
+            &format!(
+                "{HEADER}limit = int(spark.conf.get(\"py.limit\"))\n\n\n\
+                 @dp.materialized_view(comment=\"the first numbers\")\n\
+                 def numbers():\n    return spark.range(10).where(F.col(\"id\") < limit)\n\n\n\
+                 @dp.materialized_view(name=\"doubled\")\n\
+                 def twice():\n    return spark.read.table(\"from_sql\").select((F.col(\"id\") * 2).alias(\"x\"))\n"
+            ),
+        ),
+        ("b.sql", "CREATE MATERIALIZED VIEW from_sql AS SELECT id FROM numbers WHERE id > 0;\n"),
+    ]);
+    let o = thund(dir.path(), &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = thund(dir.path(), &["query", "SELECT x FROM doubled ORDER BY x", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "x\n2\n4\n", "{}", text(&o));
+    let o = thund(dir.path(), &["graph"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("doubled"), "{}", text(&o));
+}
+
+/// Everything that goes wrong in Python files is reported at once, each at its file and line,
+/// with exit code 2: a syntax error, an exception at import, a query function that raises, a
+/// query function that asks for its DataFrame's schema, an undefined configuration key.
+#[test]
+fn broken_python_files_are_each_an_error_at_their_line() {
+    let dir = project(&[
+        ("1_syntax.py", "from pyspark import pipelines as dp\n\ndef broken(:\n    pass\n"),
+        ("2_import.py", &format!("{HEADER}\nraise RuntimeError(\"no source yet\")\n")),
+        (
+            "3_query.py",
+            &format!("{HEADER}\n@dp.materialized_view\ndef q():\n    return 1 / 0\n"),
+        ),
+        (
+            "4_analysis.py",
+            &format!("{HEADER}\n@dp.materialized_view\ndef cols():\n    df = spark.range(3)\n    print(df.columns)\n    return df\n"),
+        ),
+        ("5_conf.py", &format!("{HEADER}\nroot = spark.conf.get(\"py.missing\")\n")),
+    ]);
+    let o = thund(dir.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("5 problem(s)") && !out.contains("without a query"), "{out}");
+    for (at, says) in [
+        ("transformations/1_syntax.py:3:1", "SyntaxError"),
+        ("transformations/2_import.py:7:1", "RuntimeError: no source yet"),
+        ("transformations/3_query.py:9:1", "ZeroDivisionError: division by zero"),
+        ("transformations/4_analysis.py:10:1", "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION"),
+        ("transformations/5_conf.py:7:1", "py.missing"),
+    ] {
+        assert!(out.contains(at) && out.contains(says), "expected {says} at {at}:\n{out}");
+    }
+    // Nothing ran, nothing was written.
+    assert!(!dir.path().join("store").exists());
+}
+
+/// A DataFrame operation the embedded engine does not translate is refused before anything runs,
+/// at the query function's line, naming the operation and the backend that runs it.
+#[test]
+fn an_untranslated_dataframe_operation_is_refused_at_its_line() {
+    let dir = project(&[(
+        "a.py",
+        &format!(
+            "{HEADER}\n@dp.materialized_view\ndef fine():\n    return spark.range(3)\n\n\n\
+             @dp.materialized_view\ndef renamed():\n    return spark.read.table(\"fine\").withColumnRenamed(\"id\", \"n\")\n"
+        ),
+    )]);
+    let o = thund(dir.path(), &["validate"]);
+    assert!(o.status.success(), "validation does not depend on a backend: {}", text(&o));
+    let o = thund(dir.path(), &["run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("transformations/a.py:12") && out.contains("withColumnRenamed") && out.contains("--backend spark"),
+        "{out}"
+    );
+    assert!(!dir.path().join("store/tables").exists(), "a refused run writes nothing");
+}
+
+/// A Python without pyspark is one clear error saying what to install.
+#[test]
+fn a_python_without_pyspark_says_what_to_install() {
+    let dir = project(&[("a.py", &format!("{HEADER}\n@dp.materialized_view\ndef a():\n    return spark.range(1)\n"))]);
+    let bare = tempfile::tempdir().unwrap();
+    // A venv of its own, without packages: what a fresh machine's python3 has.
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(bare.path()).output().unwrap();
+    assert!(made.status.success(), "{}", text(&made));
+    let o = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .arg("validate")
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env("THUND_PYTHON", bare.path().join("bin/python"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("need pyspark 4.1 or newer") && out.contains("pip install 'pyspark-client>=4.1'"), "{out}");
+}
