@@ -28,6 +28,13 @@
 //! with Spark's error class and SQLSTATE taken from the status details. Without the feature,
 //! lowering and validation need no network and no protobuf.
 //!
+//! The same feature serves the other side of the protocol for Python definition files:
+//! [`registration::Loopback`] is a Spark Connect server on 127.0.0.1 that pyspark's pipeline code
+//! registers a project's Python datasets with (a flow's DataFrame arrives as a serialized
+//! relation, [`Relation::Connect`], sent to Spark unchanged), and [`dataframe::relation_sql`]
+//! translates such a relation to one Spark SQL query for the embedded engine, refusing what it
+//! does not translate.
+//!
 //! ```
 //! use knut_pipelines::{DataflowGraph, Output, OutputType, Flow, FlowDetails, Relation};
 //! let mut g = DataflowGraph::new("spark_catalog", "default");

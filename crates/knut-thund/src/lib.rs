@@ -1,7 +1,7 @@
 //! # knut-thund — the core of Þund
 //!
 //! Þund runs declarative data pipelines written in the Spark Declarative Pipelines (SDP) SQL
-//! dialect. This crate turns a project folder into a checked, planned run and defines the
+//! dialect and Python API. This crate turns a project folder into a checked, planned run and defines the
 //! contract every execution backend implements. It holds no engine: it builds in seconds, and
 //! the DataFusion backend (`thund-native`) plugs in from outside. The Spark Connect backend lives
 //! here as one wing ([`spark`]): its capabilities per server line and the lowering to an SDP
@@ -9,9 +9,10 @@
 //! `spark` feature.
 //!
 //! ```text
-//!  spark-pipeline.yml + *.sql
+//!  spark-pipeline.yml + *.sql + *.py
 //!        │ frontend::load        (spec, ${key} substitution, statements; each query parsed once:
-//!        ▼                        normalized text, AST, reads with byte spans, event time)
+//!        │                        normalized text, AST, reads with byte spans, event time; *.py
+//!        ▼                        imported by the user's pyspark, each definition as a statement)
 //!  ir::Pipeline                   (closed enums: datasets, flows, expectations, event time)
 //!        │ prepare::prepare_for  (validate + plan(selection) + Capabilities::check, every problem
 //!        ▼                        at once; then ExecBackend::connect, and the check again if
