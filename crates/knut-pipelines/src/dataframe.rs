@@ -8,11 +8,19 @@
 //! (`orders.id` in `orders.join(items, orders.id == items.order_id)`) is qualified with the alias
 //! the derived table holding that plan got.
 //!
+//! The relations whose meaning depends on their input's columns (`withColumn` replaces a column
+//! in place or appends one, `withColumnRenamed` and `drop` ignore names that are not columns,
+//! `dropDuplicates` keeps every column) are translated in two steps: first with `SELECT *`
+//! standing in, which reads what the final query reads (enough for the dependency graph and
+//! validation), then, when the engine can plan the inputs, with their columns
+//! ([`relation_sql_with_columns`]).
+//!
 //! What is not translated is refused, never approximated: a relation that holds a field or kind
 //! our protocol subset does not declare does not survive a decode/encode round trip (protobuf
-//! drops unknown fields), and the relations whose Spark meaning depends on the input's schema
-//! (`withColumn`, `withColumnRenamed`, `drop`, `dropDuplicates` on some columns) are named in
-//! the refusal.
+//! drops unknown fields), and operations whose Spark meaning the embedded engine does not have
+//! (`distinct` on a stream, which Spark keeps state for) are named in the refusal.
+
+use std::collections::BTreeMap;
 
 use prost::Message;
 
@@ -30,24 +38,191 @@ fn refuse<T>(what: impl Into<String>) -> Result<T> {
     Err(Untranslatable(what.into()))
 }
 
-/// A DataFrame's serialized relation as one Spark SQL query.
-pub fn relation_sql(bytes: &[u8]) -> Result<String> {
+/// The column names of queries, by their SQL text, as the engine that runs them planned them.
+pub type KnownColumns = BTreeMap<String, Vec<String>>;
+
+/// A DataFrame's relation as Spark SQL, translated without knowing any input's columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translation {
+    /// The query. When `schema_dependent`, it reads what the final query reads, in the same
+    /// order, but stands in `SELECT *` for what depends on an input's columns.
+    pub sql: String,
+    /// Some operation (`withColumn`, `withColumnRenamed`, `drop`, `dropDuplicates` on some
+    /// columns) needs its input's columns: [`relation_sql_with_columns`] makes the final query
+    /// once the engine can plan the inputs.
+    pub schema_dependent: bool,
+}
+
+/// A step of [`relation_sql_with_columns`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// The final query.
+    Done(String),
+    /// The translation needs the columns of this query first.
+    NeedsColumns(String),
+}
+
+fn decode(bytes: &[u8]) -> Result<pb::Relation> {
     let relation =
         pb::Relation::decode(bytes).map_err(|e| Untranslatable(format!("not a Spark Connect relation: {e}")))?;
     if relation.encoded_len() != bytes.len() {
-        return refuse(
-            "the DataFrame uses an operation or an argument the embedded engine does not run (the Spark backend does)",
-        );
+        return refuse(match unknown_operation(bytes) {
+            Some(op) => format!("the DataFrame operation `{op}` is not run by the embedded engine"),
+            None => "the DataFrame uses an argument of an operation the embedded engine does not run".into(),
+        });
     }
-    let mut t = Translator::default();
-    let frag = t.relation(&relation)?;
-    Ok(t.as_query(frag))
+    Ok(relation)
 }
 
-/// Hands out the aliases of derived tables.
+/// pyspark's names of the relation kinds this subset does not declare, by `Relation` field.
+const UNDECLARED: &[(u64, &str)] = &[
+    (11, "createDataFrame"),
+    (12, "sample"),
+    (17, "repartition / coalesce"),
+    (20, "show"),
+    (22, "tail"),
+    (24, "hint"),
+    (25, "unpivot / melt"),
+    (26, "to(schema)"),
+    (27, "repartition by expressions"),
+    (28, "mapInPandas / mapInArrow"),
+    (29, "observe"),
+    (30, "from_json / from_csv on a DataFrame"),
+    (31, "applyInPandas"),
+    (32, "cogroup().applyInPandas"),
+    (33, "withWatermark"),
+    (34, "applyInPandasWithState"),
+    (36, "a cached local relation"),
+    (37, "a cached remote relation"),
+    (38, "a Python UDTF"),
+    (39, "an as-of join"),
+    (40, "a Python data source"),
+    (41, "a relation with subqueries"),
+    (42, "transpose"),
+    (43, "a table-valued function"),
+    (44, "a lateral join"),
+    (45, "a chunked local relation"),
+    (90, "fillna"),
+    (91, "dropna"),
+    (92, "replace"),
+    (100, "summary"),
+    (101, "crosstab"),
+    (102, "describe"),
+    (103, "cov"),
+    (104, "corr"),
+    (105, "approxQuantile"),
+    (106, "freqItems"),
+    (107, "sampleBy"),
+];
+
+/// The first relation kind in `bytes` (a serialized `Relation`) that this subset does not
+/// declare, found by walking the wire format through the inputs of the kinds it does.
+fn unknown_operation(bytes: &[u8]) -> Option<&'static str> {
+    // Which fields of each declared kind hold input relations.
+    const INPUTS: &[(u64, &[u64])] = &[
+        (3, &[1]),
+        (4, &[1]),
+        (5, &[1, 2]),
+        (6, &[1, 2]),
+        (7, &[1]),
+        (8, &[1]),
+        (9, &[1]),
+        (13, &[1]),
+        (14, &[1]),
+        (16, &[1]),
+        (18, &[1]),
+        (19, &[1]),
+        (21, &[1]),
+        (23, &[1]),
+    ];
+    for (field, payload) in length_delimited_fields(bytes) {
+        if let Some((_, name)) = UNDECLARED.iter().find(|(f, _)| *f == field) {
+            return Some(name);
+        }
+        if let Some((_, inputs)) = INPUTS.iter().find(|(f, _)| *f == field) {
+            for (f, child) in length_delimited_fields(payload) {
+                if inputs.contains(&f) {
+                    if let Some(name) = unknown_operation(child) {
+                        return Some(name);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The length-delimited fields of a protobuf message, as (field number, payload); other wire
+/// types are skipped. A malformed message ends the list.
+fn length_delimited_fields(mut bytes: &[u8]) -> Vec<(u64, &[u8])> {
+    fn varint(bytes: &mut &[u8]) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = bytes.split_first()?;
+            *bytes = rest;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let Some(key) = varint(&mut bytes) else { break };
+        match key & 7 {
+            0 => {
+                if varint(&mut bytes).is_none() {
+                    break;
+                }
+            }
+            1 if bytes.len() >= 8 => bytes = &bytes[8..],
+            5 if bytes.len() >= 4 => bytes = &bytes[4..],
+            2 => {
+                let Some(len) = varint(&mut bytes).and_then(|l| usize::try_from(l).ok()) else { break };
+                if len > bytes.len() {
+                    break;
+                }
+                out.push((key >> 3, &bytes[..len]));
+                bytes = &bytes[len..];
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// A DataFrame's serialized relation as one Spark SQL query, without its inputs' columns.
+pub fn relation_sql(bytes: &[u8]) -> Result<Translation> {
+    let relation = decode(bytes)?;
+    let mut t = Translator::default();
+    let frag = t.relation(&relation)?;
+    Ok(Translation { sql: t.as_query(frag), schema_dependent: t.schema_dependent })
+}
+
+/// A DataFrame's serialized relation as one Spark SQL query, given the columns of the queries
+/// it asked for so far: call again with the columns of a [`Resolution::NeedsColumns`] query
+/// until it is [`Resolution::Done`].
+pub fn relation_sql_with_columns(bytes: &[u8], known: &KnownColumns) -> Result<Resolution> {
+    let relation = decode(bytes)?;
+    let mut t = Translator { known: Some(known), ..Translator::default() };
+    match t.relation(&relation) {
+        Ok(frag) => Ok(Resolution::Done(t.as_query(frag))),
+        Err(_) if t.needs.is_some() => Ok(Resolution::NeedsColumns(t.needs.take().unwrap_or_default())),
+        Err(e) => Err(e),
+    }
+}
+
+/// Hands out the aliases of derived tables; knows the columns of inputs when they are known.
 #[derive(Debug, Default)]
-struct Translator {
+struct Translator<'a> {
     next_alias: usize,
+    /// `None`: translating without columns, `SELECT *` standing in where they are needed.
+    known: Option<&'a KnownColumns>,
+    /// Some operation needed columns.
+    schema_dependent: bool,
+    /// The query whose columns are needed and not known (translation stops there).
+    needs: Option<String>,
 }
 
 /// A translated relation.
@@ -73,7 +248,7 @@ impl Frag {
 /// Where expressions find the columns a plan id names.
 type Scope = [(i64, String)];
 
-impl Translator {
+impl Translator<'_> {
     fn alias(&mut self) -> String {
         self.next_alias += 1;
         format!("`__df{}`", self.next_alias)
@@ -209,13 +384,35 @@ impl Translator {
                 if d.within_watermark == Some(true) {
                     return refuse("dropDuplicatesWithinWatermark");
                 }
-                if d.all_columns_as_keys != Some(true) && !d.column_names.is_empty() {
-                    return refuse("dropDuplicates on some of the columns");
+                let input = d.input.as_deref().ok_or_else(|| Untranslatable("a dropDuplicates of nothing".into()))?;
+                if streams(input) {
+                    // Spark keeps every key seen in state, across batches.
+                    return refuse("distinct / dropDuplicates on a stream (natively not yet)");
                 }
-                let child = self.input(&d.input)?;
+                let child = self.relation(input)?;
                 let ids = with_own(child.ids.clone());
                 let (from, filters, _) = self.open(child);
-                Frag::query(format!("SELECT DISTINCT * FROM {from}{filters}"), ids)
+                if d.all_columns_as_keys == Some(true) || d.column_names.is_empty() {
+                    Frag::query(format!("SELECT DISTINCT * FROM {from}{filters}"), ids)
+                } else {
+                    let input = format!("SELECT * FROM {from}{filters}");
+                    match self.columns_of(&input)? {
+                        None => Frag::query(input, ids),
+                        Some(columns) => {
+                            let keys: Vec<String> = d.column_names.iter().map(|c| quote_identifier(c)).collect();
+                            let alias = self.alias();
+                            Frag::query(
+                                format!(
+                                    "SELECT {} FROM (SELECT *, row_number() OVER (PARTITION BY {}) AS `__thund_row` \
+                                     FROM {from}{filters}) AS {alias} WHERE `__thund_row` = 1",
+                                    quoted_list(&columns),
+                                    keys.join(", ")
+                                ),
+                                ids,
+                            )
+                        }
+                    }
+                }
             }
             RelType::SubqueryAlias(s) => {
                 if !s.qualifier.is_empty() {
@@ -236,14 +433,104 @@ impl Translator {
                 let names: Vec<String> = t.column_names.iter().map(|n| quote_identifier(n)).collect();
                 Frag::query(format!("SELECT * FROM ({child}) AS {alias}({})", names.join(", ")), ids)
             }
-            RelType::WithColumns(_) => {
-                return refuse("withColumn / withColumns (natively not yet: it needs the input's columns)")
+            RelType::WithColumns(w) => {
+                let child = self.input(&w.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, scope) = self.open(child);
+                let input = format!("SELECT * FROM {from}{filters}");
+                let mut added = Vec::new();
+                for a in &w.aliases {
+                    let [name] = a.name.as_slice() else { return refuse("withColumns with a multi-part name") };
+                    let e = a.expr.as_deref().ok_or_else(|| Untranslatable("withColumn of nothing".into()))?;
+                    added.push((name.clone(), expr(e, &scope)?));
+                }
+                match self.columns_of(&input)? {
+                    None => Frag::query(input, ids),
+                    Some(columns) => {
+                        // Spark replaces a column of the same name in place and appends the others.
+                        let mut items: Vec<String> = columns
+                            .iter()
+                            .map(|c| match added.iter().find(|(n, _)| n.eq_ignore_ascii_case(c)) {
+                                Some((n, e)) => format!("{e} AS {}", quote_identifier(n)),
+                                None => quote_identifier(c),
+                            })
+                            .collect();
+                        for (n, e) in &added {
+                            if !columns.iter().any(|c| c.eq_ignore_ascii_case(n)) {
+                                items.push(format!("{e} AS {}", quote_identifier(n)));
+                            }
+                        }
+                        Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids)
+                    }
+                }
             }
-            RelType::WithColumnsRenamed(_) => {
-                return refuse("withColumnRenamed (natively not yet: it needs the input's columns)")
+            RelType::WithColumnsRenamed(w) => {
+                let child = self.input(&w.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                let input = format!("SELECT * FROM {from}{filters}");
+                let mut renames: Vec<(String, String)> =
+                    w.rename_columns_map.iter().map(|(a, b)| (a.clone(), b.clone())).collect();
+                renames.extend(w.renames.iter().map(|r| (r.col_name.clone(), r.new_col_name.clone())));
+                match self.columns_of(&input)? {
+                    None => Frag::query(input, ids),
+                    Some(columns) => {
+                        // A name that is not a column is no rename, as on Spark.
+                        let items: Vec<String> = columns
+                            .iter()
+                            .map(|c| match renames.iter().find(|(old, _)| old.eq_ignore_ascii_case(c)) {
+                                Some((_, new)) => format!("{} AS {}", quote_identifier(c), quote_identifier(new)),
+                                None => quote_identifier(c),
+                            })
+                            .collect();
+                        Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids)
+                    }
+                }
             }
-            RelType::Drop(_) => return refuse("drop (natively not yet: it needs the input's columns)"),
+            RelType::Drop(d) => {
+                let child = self.input(&d.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                let input = format!("SELECT * FROM {from}{filters}");
+                let mut dropped = d.column_names.clone();
+                for c in &d.columns {
+                    match &c.expr_type {
+                        Some(pb::expression::ExprType::UnresolvedAttribute(a)) => {
+                            dropped.push(a.unparsed_identifier.rsplit('.').next().unwrap_or_default().replace('`', ""))
+                        }
+                        _ => return refuse("drop of an expression that is not a column"),
+                    }
+                }
+                match self.columns_of(&input)? {
+                    None => Frag::query(input, ids),
+                    Some(columns) => {
+                        // A name that is not a column drops nothing, as on Spark.
+                        let kept: Vec<String> = columns
+                            .into_iter()
+                            .filter(|c| !dropped.iter().any(|x| x.eq_ignore_ascii_case(c)))
+                            .collect();
+                        if kept.is_empty() {
+                            return refuse("drop of every column");
+                        }
+                        Frag::query(format!("SELECT {} FROM {from}{filters}", quoted_list(&kept)), ids)
+                    }
+                }
+            }
         })
+    }
+
+    /// The columns of query `sql`: `None` when translating without columns, an error (and
+    /// `needs`) when they are not known yet.
+    fn columns_of(&mut self, sql: &str) -> Result<Option<Vec<String>>> {
+        self.schema_dependent = true;
+        let Some(known) = self.known else { return Ok(None) };
+        match known.get(sql) {
+            Some(columns) => Ok(Some(columns.clone())),
+            None => {
+                self.needs = Some(sql.to_string());
+                refuse("the columns of an input are needed")
+            }
+        }
     }
 
     /// `frag` as a query (a FROM item is selected from).
@@ -319,6 +606,37 @@ impl Translator {
         };
         Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope })
     }
+}
+
+/// Whether a relation reads a stream.
+fn streams(r: &pb::Relation) -> bool {
+    use pb::relation::RelType;
+    let child = |c: &Option<Box<pb::Relation>>| c.as_deref().is_some_and(streams);
+    match &r.rel_type {
+        Some(RelType::Read(read)) => read.is_streaming,
+        Some(RelType::Sql(s)) => {
+            s.query.split(|c: char| !c.is_alphanumeric()).any(|w| w.eq_ignore_ascii_case("STREAM"))
+        }
+        Some(RelType::Project(x)) => child(&x.input),
+        Some(RelType::Filter(x)) => child(&x.input),
+        Some(RelType::Join(x)) => child(&x.left) || child(&x.right),
+        Some(RelType::SetOp(x)) => child(&x.left_input) || child(&x.right_input),
+        Some(RelType::Sort(x)) => child(&x.input),
+        Some(RelType::Limit(x)) => child(&x.input),
+        Some(RelType::Offset(x)) => child(&x.input),
+        Some(RelType::Aggregate(x)) => child(&x.input),
+        Some(RelType::Deduplicate(x)) => child(&x.input),
+        Some(RelType::SubqueryAlias(x)) => child(&x.input),
+        Some(RelType::ToDf(x)) => child(&x.input),
+        Some(RelType::WithColumnsRenamed(x)) => child(&x.input),
+        Some(RelType::Drop(x)) => child(&x.input),
+        Some(RelType::WithColumns(x)) => child(&x.input),
+        Some(RelType::Range(_)) | None => false,
+    }
+}
+
+fn quoted_list(columns: &[String]) -> String {
+    columns.iter().map(|c| quote_identifier(c)).collect::<Vec<_>>().join(", ")
 }
 
 /// A column name as pyspark's `col()` takes it (`a`, `t.a`, `` `a.b` ``) as a quoted identifier.
@@ -639,7 +957,7 @@ mod tests {
 
     #[test]
     fn a_relation_with_an_undeclared_field_is_refused() {
-        let mut bytes = pb::Relation {
+        let bytes = pb::Relation {
             common: None,
             rel_type: Some(pb::relation::RelType::Range(pb::Range {
                 start: None,
@@ -649,9 +967,17 @@ mod tests {
             })),
         }
         .encode_to_vec();
-        assert_eq!(relation_sql(&bytes).unwrap(), "SELECT id FROM range(0, 3, 1)");
-        // Field 99 of Relation (a kind this subset does not declare), varint 1.
-        bytes.extend([0x98, 0x06, 0x01]);
-        assert!(relation_sql(&bytes).unwrap_err().0.contains("does not run"));
+        assert_eq!(relation_sql(&bytes).unwrap().sql, "SELECT id FROM range(0, 3, 1)");
+        // Field 99 of Relation (nothing this subset declares), varint 1.
+        let mut odd = bytes.clone();
+        odd.extend([0x98, 0x06, 0x01]);
+        assert!(relation_sql(&odd).unwrap_err().0.contains("an argument of an operation"));
+        // A project over a sample (field 12, a kind this subset does not declare) names it.
+        let sample = [0x62, 0x00];
+        let project = [&[0x1a, 2 + sample.len() as u8, 0x0a, sample.len() as u8][..], &sample[..]].concat();
+        assert_eq!(
+            relation_sql(&project).unwrap_err().0,
+            "the DataFrame operation `sample` is not run by the embedded engine"
+        );
     }
 }

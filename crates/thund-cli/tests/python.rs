@@ -99,7 +99,11 @@ fn python_and_sql_datasets_read_each_other_and_the_configuration() {
                  @dp.materialized_view(comment=\"the first numbers\")\n\
                  def numbers():\n    return spark.range(10).where(F.col(\"id\") < limit)\n\n\n\
                  @dp.materialized_view(name=\"doubled\")\n\
-                 def twice():\n    return spark.read.table(\"from_sql\").select((F.col(\"id\") * 2).alias(\"x\"))\n"
+                 def twice():\n    return spark.read.table(\"from_sql\").select((F.col(\"id\") * 2).alias(\"x\"))\n\n\n\
+                 @dp.materialized_view\n\
+                 def reshaped():\n    return (spark.read.table(\"doubled\").withColumn(\"n\", F.col(\"x\") / 2)\n\
+                 .withColumn(\"x\", F.col(\"x\").cast(\"string\")).withColumn(\"big\", F.col(\"x\") > 2)\n\
+                 .withColumnRenamed(\"nope\", \"never\").drop(\"nope\").select(F.col(\"n\").cast(\"int\").alias(\"n\"), \"x\", \"big\"))\n"
             ),
         ),
         ("b.sql", "CREATE MATERIALIZED VIEW from_sql AS SELECT id FROM numbers WHERE id > 0;\n"),
@@ -108,6 +112,10 @@ fn python_and_sql_datasets_read_each_other_and_the_configuration() {
     assert!(o.status.success(), "{}", text(&o));
     let o = thund(dir.path(), &["query", "SELECT x FROM doubled ORDER BY x", "--format", "csv"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "x\n2\n4\n", "{}", text(&o));
+    // withColumn replaces a column where it stands; renaming or dropping a name that is not a
+    // column does nothing (Spark's semantics, which need the input's columns).
+    let o = thund(dir.path(), &["query", "SELECT * FROM reshaped ORDER BY n", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "n,x,big\n1,2,false\n2,4,true\n", "{}", text(&o));
     let o = thund(dir.path(), &["graph"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("doubled"), "{}", text(&o));
@@ -156,7 +164,7 @@ fn an_untranslated_dataframe_operation_is_refused_at_its_line() {
         "a.py",
         &format!(
             "{HEADER}\n@dp.materialized_view\ndef fine():\n    return spark.range(3)\n\n\n\
-             @dp.materialized_view\ndef renamed():\n    return spark.read.table(\"fine\").withColumnRenamed(\"id\", \"n\")\n"
+             @dp.materialized_view\ndef sampled():\n    return spark.read.table(\"fine\").sample(0.5, seed=1).select(\"id\")\n"
         ),
     )]);
     let o = thund(dir.path(), &["validate"]);
@@ -165,7 +173,7 @@ fn an_untranslated_dataframe_operation_is_refused_at_its_line() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     assert!(
-        out.contains("transformations/a.py:12") && out.contains("withColumnRenamed") && out.contains("--backend spark"),
+        out.contains("transformations/a.py:12") && out.contains("`sample`") && out.contains("--backend spark"),
         "{out}"
     );
     assert!(!dir.path().join("store/tables").exists(), "a refused run writes nothing");

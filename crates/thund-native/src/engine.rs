@@ -136,6 +136,10 @@ pub(crate) async fn plan_query_with_streams(
     streams: &StreamTables,
 ) -> Result<LogicalPlan> {
     let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
+    if let Some(df) = q.dataframe.as_ref().filter(|d| d.schema_dependent) {
+        let resolved = Box::pin(dataframe_query(ctx, q, df, root, streams)).await?;
+        return Box::pin(plan_query_with_streams(ctx, &resolved, root, streams)).await;
+    }
     let mut ast = q
         .ast
         .get()
@@ -159,6 +163,70 @@ pub(crate) async fn plan_query_with_streams(
     let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
     let plan = ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
     crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
+}
+
+/// The final query of a Python DataFrame whose translation depends on its inputs' columns: each
+/// input it asks for is planned here (its stream reads standing in as in `q`), and its columns
+/// given back, until the translation is complete. The final query reads what `q` reads, in the
+/// same order, so `streams` (by read index) holds for it.
+async fn dataframe_query(
+    ctx: &SessionContext,
+    q: &Query,
+    df: &knut_thund::ir::DataFrameRelation,
+    root: &Path,
+    streams: &StreamTables,
+) -> Result<Query> {
+    use knut_thund::frontend::{analyze_query, dataframe_step, DataFrameStep, NameContext};
+    let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
+    let names = NameContext { catalog: df.catalog.clone(), database: df.database.clone() };
+    let analyze = |sql: &str| {
+        analyze_query(sql, &q.location, &names).map_err(|ds| {
+            plan_err(format!(
+                "the DataFrame's translation does not parse: {}",
+                ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")
+            ))
+        })
+    };
+    let mut known = BTreeMap::new();
+    let sql = loop {
+        match dataframe_step(df, &known).map_err(&plan_err)? {
+            DataFrameStep::Done(sql) => break sql,
+            DataFrameStep::NeedsColumns(input) => {
+                let sub = analyze(&input)?;
+                // The input's reads are some of `q`'s: each stands in as it does there.
+                let mut sub_streams = StreamTables::new();
+                for (j, r) in sub.reads.iter().enumerate() {
+                    if let Some(i) = q.reads.iter().position(|o| same_source(o, r)) {
+                        if let Some(t) = streams.get(&i) {
+                            sub_streams.insert(j, t.clone());
+                        }
+                    }
+                }
+                let plan = Box::pin(plan_query_with_streams(ctx, &sub, root, &sub_streams)).await?;
+                let columns = plan.schema().fields().iter().map(|f| f.name().clone()).collect();
+                known.insert(input, columns);
+            }
+        }
+    };
+    let mut resolved = analyze(&sql)?;
+    let same =
+        resolved.reads.len() == q.reads.len() && resolved.reads.iter().zip(&q.reads).all(|(a, b)| same_source(a, b));
+    if !same {
+        return Err(plan_err("internal error: the DataFrame's final query reads other sources than its first".into()));
+    }
+    resolved.event_time.clone_from(&q.event_time);
+    Ok(resolved)
+}
+
+/// Whether two reads name the same source the same way (locations aside).
+fn same_source(a: &Read, b: &Read) -> bool {
+    match (a, b) {
+        (Read::Dataset { name: x, streaming: s, .. }, Read::Dataset { name: y, streaming: t, .. }) => x == y && s == t,
+        (Read::Files(x), Read::Files(y)) => {
+            x.format == y.format && x.path == y.path && x.options == y.options && x.streaming == y.streaming
+        }
+        _ => false,
+    }
 }
 
 /// DataFusion's planning errors, phrased for pipeline authors.

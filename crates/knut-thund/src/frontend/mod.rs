@@ -42,6 +42,38 @@ pub fn analyze_query(
     query::analyze(sql, at, names)
 }
 
+/// A step of making the final query of a Python DataFrame whose translation depends on its
+/// inputs' columns ([`crate::ir::DataFrameRelation::schema_dependent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataFrameStep {
+    /// The final query.
+    Done(String),
+    /// The columns of this query are needed first.
+    NeedsColumns(String),
+}
+
+/// The next step of translating `df` given the columns of the queries it asked for so far (by
+/// their SQL text). An error says why the DataFrame cannot be translated.
+pub fn dataframe_step(
+    df: &crate::ir::DataFrameRelation,
+    known: &std::collections::BTreeMap<String, Vec<String>>,
+) -> std::result::Result<DataFrameStep, String> {
+    #[cfg(feature = "spark")]
+    {
+        use knut_pipelines::dataframe::{relation_sql_with_columns, Resolution};
+        match relation_sql_with_columns(&df.bytes, known) {
+            Ok(Resolution::Done(sql)) => Ok(DataFrameStep::Done(sql)),
+            Ok(Resolution::NeedsColumns(sql)) => Ok(DataFrameStep::NeedsColumns(sql)),
+            Err(e) => Err(e.0),
+        }
+    }
+    #[cfg(not(feature = "spark"))]
+    {
+        let _ = (df, known);
+        Err("Python DataFrames are translated by builds with the `spark` feature".into())
+    }
+}
+
 /// Gives a query read back from a stored definition (a persistent view's record) its parse,
 /// which is not stored.
 pub fn reparse(q: &mut Query) -> std::result::Result<(), Diagnostic> {
@@ -204,10 +236,15 @@ fn python_definitions(
         let text = format!("{}{}", "\n".repeat(s.line.saturating_sub(1) as usize), s.sql);
         let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
         let mut defs = statement::parse_file(&s.file, &text, &mut names, parses);
-        if let Some(bytes) = s.relation {
+        if let Some(df) = s.dataframe {
             for f in &mut defs.flows {
-                f.query_mut().dataframe =
-                    Some(crate::ir::DataFrameRelation { bytes: bytes.clone(), untranslated: s.untranslated.clone() });
+                f.query_mut().dataframe = Some(crate::ir::DataFrameRelation {
+                    bytes: df.bytes.clone(),
+                    untranslated: df.untranslated.clone(),
+                    schema_dependent: df.schema_dependent,
+                    catalog: pipeline.catalog.clone(),
+                    database: pipeline.database.clone(),
+                });
             }
         }
         problems.extend(defs.problems);

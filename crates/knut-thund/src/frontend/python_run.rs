@@ -39,10 +39,19 @@ pub(crate) struct PythonStatement {
     pub line: u32,
     /// The statement, without its terminating `;`.
     pub sql: String,
-    /// The flow's relation as the user's pyspark serialized it, for the Spark backend.
-    pub relation: Option<Vec<u8>>,
+    /// The flow's DataFrame, if the statement has one.
+    pub dataframe: Option<DataFrameSource>,
+}
+
+/// A flow's DataFrame as the statement's query came from it.
+#[derive(Debug, Clone)]
+pub(crate) struct DataFrameSource {
+    /// The relation as the user's pyspark serialized it, for the Spark backend.
+    pub bytes: Vec<u8>,
     /// Why the relation has no SQL translation, if it has none.
     pub untranslated: Option<String>,
+    /// The translation stands in `SELECT *` for what depends on an input's columns.
+    pub schema_dependent: bool,
 }
 
 /// The interpreter that runs Python definition files.
@@ -167,14 +176,25 @@ fn place(location: Option<&knut_pipelines::SourceCodeLocation>, root: &Path) -> 
     (rel, l.line_number.max(1))
 }
 
-/// A flow's query: its SQL translation, or a placeholder query and the reason there is none.
-fn flow_query(details: &FlowDetails) -> (String, Option<Vec<u8>>, Option<String>) {
+/// A flow's query: its SQL translation (or a placeholder query and the reason there is none),
+/// with the relation it came from.
+fn flow_query(details: &FlowDetails) -> (String, Option<DataFrameSource>) {
     match details {
         FlowDetails::Relation(Relation::Connect { bytes }) => match knut_pipelines::dataframe::relation_sql(bytes) {
-            Ok(sql) => (sql, Some(bytes.clone()), None),
-            Err(e) => ("SELECT 1".into(), Some(bytes.clone()), Some(e.0)),
+            Ok(t) => (
+                t.sql,
+                Some(DataFrameSource {
+                    bytes: bytes.clone(),
+                    untranslated: None,
+                    schema_dependent: t.schema_dependent,
+                }),
+            ),
+            Err(e) => (
+                "SELECT 1".into(),
+                Some(DataFrameSource { bytes: bytes.clone(), untranslated: Some(e.0), schema_dependent: false }),
+            ),
         },
-        _ => ("SELECT 1".into(), None, Some("a flow that is not a DataFrame".into())),
+        _ => ("SELECT 1".into(), None),
     }
 }
 
@@ -220,19 +240,18 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
                     file,
                     line,
                     sql: format!("CREATE SINK {} USING {}{options}", quoted(&o.name), quoted(&s.format)),
-                    relation: None,
-                    untranslated: None,
+                    dataframe: None,
                 });
                 continue;
             }
         };
-        let (query, relation, untranslated) = match own_flow {
+        let (query, dataframe) = match own_flow {
             Some(i) => {
                 implicit.push(i);
-                let (q, r, u) = flow_query(&graph.flows[i].details);
-                (format!(" AS {q}"), r, u)
+                let (q, df) = flow_query(&graph.flows[i].details);
+                (format!(" AS {q}"), df)
             }
-            None if o.output_type == OutputType::Table => (String::new(), None, None),
+            None if o.output_type == OutputType::Table => (String::new(), None),
             // Its query function failed: that failure is already reported at its line.
             None if problems.iter().any(|p| p.location.as_ref().is_some_and(|l| l.file == file)) => continue,
             None => {
@@ -247,20 +266,18 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
             file,
             line,
             sql: format!("CREATE {kind} {}{clauses}{query}", quoted(&o.name)),
-            relation,
-            untranslated,
+            dataframe,
         });
     }
     for (_, f) in graph.flows.iter().enumerate().filter(|(i, _)| !implicit.contains(i)) {
         let (file, line) = place(f.location.as_ref(), root);
-        let (q, relation, untranslated) = flow_query(&f.details);
+        let (q, dataframe) = flow_query(&f.details);
         let once = if f.once { "ONCE " } else { "" };
         out.push(PythonStatement {
             file,
             line,
             sql: format!("CREATE FLOW {} AS INSERT INTO {once}{} BY NAME {q}", quoted(&f.name), quoted(&f.target)),
-            relation,
-            untranslated,
+            dataframe,
         });
     }
     out

@@ -57,6 +57,15 @@ pub struct DataFrameRelation {
     /// Why the relation has no SQL translation (the query's SQL is then a placeholder): what
     /// only a backend that runs relations as they are can run.
     pub untranslated: Option<String>,
+    /// The query's SQL stands in `SELECT *` for operations that depend on an input's columns
+    /// (`withColumn`, `drop`, …): it reads what the final query reads, and an engine that plans
+    /// it makes the final query with `knut_pipelines::dataframe::relation_sql_with_columns`.
+    #[serde(default)]
+    pub schema_dependent: bool,
+    /// The catalog and database unqualified names in the query resolve in.
+    pub catalog: String,
+    /// See `catalog`.
+    pub database: String,
 }
 
 impl Query {
