@@ -138,9 +138,16 @@ fn conformance_on(var: &str, line: &str) {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     assert_eq!(ran.len() + skipped.len(), cases.len());
-    for must in
-        ["dlt-legacy", "dlt-orders", "event-time", "python-init", "python-medallion", "sdp-basics", "stream-files"]
-    {
+    for must in [
+        "dlt-legacy",
+        "dlt-orders",
+        "event-time",
+        "python-dataframes",
+        "python-init",
+        "python-medallion",
+        "sdp-basics",
+        "stream-files",
+    ] {
         assert!(ran.contains(&must.to_string()), "{must} must run on Spark {line}; ran {ran:?}, skipped {skipped:?}");
     }
 }
@@ -162,7 +169,7 @@ fn sparks_own_tables_are_what_spark_pipelines_writes_today() {
         std::process::Command::new(root.join("scripts/spark-server.sh")).args(["python", "4.1.4"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let python = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    for case in ["event-time", "python-init", "python-medallion", "sdp-basics", "stream-files"] {
+    for case in ["event-time", "python-dataframes", "python-init", "python-medallion", "sdp-basics", "stream-files"] {
         let expected = root.join("conformance").join(case).join("expected");
         let written = tempfile::tempdir().unwrap();
         let o = std::process::Command::new(&python)

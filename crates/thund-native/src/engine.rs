@@ -218,6 +218,23 @@ async fn dataframe_query(
     Ok(resolved)
 }
 
+/// `EXCEPT ALL` or `INTERSECT ALL` in a query body's set operations (not in its subqueries,
+/// which are queries of their own).
+fn multiset_operation(body: &sqlparser::ast::SetExpr) -> Option<&'static str> {
+    use sqlparser::ast::{SetExpr, SetOperator, SetQuantifier};
+    match body {
+        SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            let all = matches!(set_quantifier, SetQuantifier::All | SetQuantifier::AllByName);
+            match op {
+                SetOperator::Except | SetOperator::Minus if all => Some("EXCEPT"),
+                SetOperator::Intersect if all => Some("INTERSECT"),
+                _ => multiset_operation(left).or_else(|| multiset_operation(right)),
+            }
+        }
+        _ => None,
+    }
+}
+
 /// Whether two reads name the same source the same way (locations aside).
 fn same_source(a: &Read, b: &Read) -> bool {
     match (a, b) {
@@ -498,6 +515,15 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+        if let Some(op) = multiset_operation(&query.body) {
+            // DataFusion plans both as a semi/anti join, which loses how often a row occurs:
+            // `{1,2,2,3} EXCEPT ALL {2,3,4}` would be {1}, not Spark's {1,2}.
+            self.error = Some(format!(
+                "`{op} ALL` answers differently here than on Spark (it keeps no count of duplicate rows): \
+                 it runs on the Spark backend"
+            ));
+            return ControlFlow::Break(());
+        }
         // Named before the expressions are rewritten: Spark names them as the user wrote them.
         crate::names::name_select_items(&mut query.body);
         ControlFlow::Continue(())

@@ -79,6 +79,25 @@ fn refused(function: &str, why: &str) -> DataFusionError {
 
 fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     if let Expr::BinaryExpr(b) = &e {
+        // Spark types an integer literal met by a DECIMAL in arithmetic as the narrowest DECIMAL
+        // that holds it (`2` is DECIMAL(1,0)), so `DECIMAL(5,2) * 2` is a DECIMAL(7,2);
+        // DataFusion widens the literal to its type's DECIMAL(10,0) or (20,0).
+        let arithmetic =
+            matches!(b.op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo);
+        let decimal = |x: &Expr| x.get_type(schema).is_ok_and(|t| matches!(t, DataType::Decimal128(..)));
+        if arithmetic {
+            let narrowed = |x: &Expr| decimal_literal(x);
+            if decimal(&b.left) {
+                if let Some(r) = narrowed(&b.right) {
+                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(b.left.clone(), b.op, Box::new(r)))));
+                }
+            }
+            if decimal(&b.right) {
+                if let Some(l) = narrowed(&b.left) {
+                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(Box::new(l), b.op, b.right.clone()))));
+                }
+            }
+        }
         // Spark's `/` of two integers is a DOUBLE (`3 / 2` is 1.5); DataFusion's divides
         // integers (1). (`div` is Spark's integer division.)
         let integer = |x: &Expr| x.get_type(schema).is_ok_and(|t| t.is_integer());
@@ -202,6 +221,19 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
 
 /// Which argument of `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)` or
 /// `to_utc_timestamp(ts, zone)` is the timestamp.
+/// An integer literal as the narrowest DECIMAL that holds it (Spark's `DecimalType.fromLiteral`).
+fn decimal_literal(e: &Expr) -> Option<Expr> {
+    let v: i64 = match e {
+        Expr::Literal(ScalarValue::Int8(Some(v)), _) => i64::from(*v),
+        Expr::Literal(ScalarValue::Int16(Some(v)), _) => i64::from(*v),
+        Expr::Literal(ScalarValue::Int32(Some(v)), _) => i64::from(*v),
+        Expr::Literal(ScalarValue::Int64(Some(v)), _) => *v,
+        _ => return None,
+    };
+    let digits = v.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1) as u8;
+    Some(Expr::Literal(ScalarValue::Decimal128(Some(i128::from(v)), digits, 0), None))
+}
+
 fn timestamp_argument(function: &str) -> usize {
     usize::from(function == "date_trunc")
 }

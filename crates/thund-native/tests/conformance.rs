@@ -106,6 +106,7 @@ fn native_backend_reproduces_sparks_tables() {
         "dlt-legacy",
         "dlt-orders",
         "event-time",
+        "python-dataframes",
         "python-init",
         "python-medallion",
         "sdp-basics",

@@ -5,8 +5,19 @@
 use std::path::{Path, PathBuf};
 
 /// What the front-end offers everyone else, by name under `knut_thund::frontend::`.
-const FRONT_END_API: [&str; 9] =
-    ["load", "load_with", "Parses", "load_sql", "analyze_query", "reparse", "statement_ends", "NameContext", "dlt"];
+const FRONT_END_API: [&str; 11] = [
+    "load",
+    "load_with",
+    "Parses",
+    "load_sql",
+    "analyze_query",
+    "dataframe_step",
+    "DataFrameStep",
+    "reparse",
+    "statement_ends",
+    "NameContext",
+    "dlt",
+];
 
 /// Ways to parse SQL text outside the front-end.
 const PARSING: [&str; 7] = [

@@ -565,3 +565,41 @@ fn spark_literals_have_sparks_types_and_their_suffixes_are_never_taken_for_alias
     assert_eq!(named.names, ["1.5", "10", "2", "d"]);
     assert_eq!(named.rows, [[Some("1.5".to_string()), Some("10".into()), Some("2".into()), Some("1.5".into())]]);
 }
+
+/// Spark 4.1's answers (asked of the server): an integer literal met by a DECIMAL in arithmetic is
+/// the narrowest DECIMAL holding it, so the result keeps Spark's precision.
+#[test]
+fn decimal_arithmetic_with_an_integer_literal_has_sparks_type() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", "CREATE MATERIALIZED VIEW t AS SELECT 1 AS a;")]);
+    let typed = query_table(
+        dir.path(),
+        "SELECT CAST(1.50 AS DECIMAL(5,2)) * 2 AS m, CAST(1.50 AS DECIMAL(5,2)) + 100 AS p, \
+         7 - CAST(1.5 AS DECIMAL(3,1)) AS s, CAST(1.50 AS DECIMAL(5,2)) / 4 AS d, CAST(1.50 AS DECIMAL(5,2)) % 7 AS r",
+    )
+    .unwrap();
+    assert_eq!(typed.types, ["decimal(7,2)", "decimal(6,2)", "decimal(4,1)", "decimal(9,6)", "decimal(3,2)"]);
+    let row = ["3.00", "101.50", "5.5", "0.375000", "1.50"].map(|v| Some(v.to_string()));
+    assert_eq!(typed.rows, [row]);
+}
+
+/// DataFusion answers `EXCEPT ALL` and `INTERSECT ALL` as if the rows had no duplicates
+/// (`{1,2,2,3} EXCEPT ALL {2,3,4}` is Spark's {1,2}, DataFusion's {1}): they are refused at the
+/// query's line, not answered differently.
+#[test]
+fn except_all_and_intersect_all_are_refused_rather_than_answered_differently() {
+    for op in ["EXCEPT ALL", "INTERSECT ALL"] {
+        let dir = project(&[
+            ("spark-pipeline.yml", SPEC),
+            (
+                "sql/a.sql",
+                &format!(
+                    "CREATE MATERIALIZED VIEW t AS\nSELECT * FROM VALUES (1), (2), (2), (3) AS a(k)\n{op} SELECT * FROM VALUES (2), (3), (4) AS b(k);"
+                ),
+            ),
+        ]);
+        let (s, _) = run(dir.path());
+        assert!(s.failed(), "{op}: {:?}", s.flows);
+        let error = s.flows.iter().find_map(|f| f.error.clone()).unwrap_or_default();
+        assert!(error.contains(&format!("`{op}` answers differently")) && error.contains("sql/a.sql:2:1"), "{error}");
+    }
+}
