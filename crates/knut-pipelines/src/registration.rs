@@ -236,13 +236,19 @@ fn flow(f: pb::pipeline_command::DefineFlow) -> Result<Flow, Status> {
 /// A `StructType` as Spark DDL (`a INT, b STRING NOT NULL`).
 pub fn struct_ddl(d: &pb::DataType) -> Result<String, String> {
     let Some(pb::data_type::Kind::Struct(s)) = &d.kind else { return Err("a schema must be a StructType".into()) };
+    fields_sql(s, " ")
+}
+
+/// A struct's fields as `name<sep>TYPE [NOT NULL]`, comma-separated (`sep` is `" "` in a table's
+/// DDL, `": "` inside `STRUCT<…>`).
+fn fields_sql(s: &pb::data_type::Struct, sep: &str) -> Result<String, String> {
     let fields: Result<Vec<String>, String> = s
         .fields
         .iter()
         .map(|f| {
             let t = data_type_sql(f.data_type.as_ref().ok_or("a field without a type")?)?;
             let not_null = if f.nullable { "" } else { " NOT NULL" };
-            Ok(format!("{} {t}{not_null}", quote_identifier(&f.name)))
+            Ok(format!("{}{sep}{t}{not_null}", quote_identifier(&f.name)))
         })
         .collect();
     Ok(fields?.join(", "))
@@ -275,18 +281,7 @@ pub fn data_type_sql(d: &pb::DataType) -> Result<String, String> {
             data_type_sql(m.key_type.as_deref().ok_or("a map without key type")?)?,
             data_type_sql(m.value_type.as_deref().ok_or("a map without value type")?)?
         ),
-        Kind::Struct(s) => {
-            let fields: Result<Vec<String>, String> = s
-                .fields
-                .iter()
-                .map(|f| {
-                    let t = data_type_sql(f.data_type.as_ref().ok_or("a field without a type")?)?;
-                    let not_null = if f.nullable { "" } else { " NOT NULL" };
-                    Ok(format!("{}: {t}{not_null}", quote_identifier(&f.name)))
-                })
-                .collect();
-            format!("STRUCT<{}>", fields?.join(", "))
-        }
+        Kind::Struct(s) => format!("STRUCT<{}>", fields_sql(s, ": ")?),
     })
 }
 

@@ -198,3 +198,58 @@ fn a_python_without_pyspark_says_what_to_install() {
     let out = text(&o);
     assert!(out.contains("need pyspark 4.1 or newer") && out.contains("pip install 'pyspark-client>=4.1'"), "{out}");
 }
+
+/// `thund test` replaces a Python dataset's inputs like a SQL dataset's, and a Python sink
+/// receives its append flow's rows.
+#[test]
+fn python_datasets_are_unit_tested_and_feed_sinks() {
+    let dir = project(&[(
+        "a.py",
+        &format!(
+            "{HEADER}\n@dp.materialized_view\ndef orders():\n    \
+             return spark.read.format(\"json\").schema(\"id INT, amount DECIMAL(10,2), kind STRING\").load(\"data/orders\")\n\n\n\
+             @dp.materialized_view\ndef totals():\n    \
+             return spark.read.table(\"orders\").where(F.col(\"kind\") != \"test\").groupBy(\"kind\").agg(F.sum(\"amount\").alias(\"total\"))\n\n\n\
+             dp.create_sink(\"out\", format=\"json\", options={{\"path\": \"sink_out\"}})\n\n\n\
+             @dp.append_flow(target=\"out\")\ndef to_sink():\n    \
+             return spark.readStream.format(\"json\").schema(\"id INT, amount DECIMAL(10,2), kind STRING\").load(\"data/orders\")\n"
+        ),
+    )]);
+    std::fs::create_dir_all(dir.path().join("data/orders")).unwrap();
+    std::fs::write(
+        dir.path().join("data/orders/a.json"),
+        "{\"id\": 1, \"amount\": \"3.50\", \"kind\": \"a\"}\n{\"id\": 2, \"amount\": \"1.00\", \"kind\": \"test\"}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("tests")).unwrap();
+    std::fs::write(
+        dir.path().join("tests/t.yml"),
+        "tests:\n  - name: totals leave test orders out\n    dataset: totals\n    inputs:\n      orders:\n        \
+         schema: \"id INT, amount DECIMAL(10,2), kind STRING\"\n        rows:\n          - {id: 1, amount: 10.5, kind: a}\n          \
+         - {id: 2, amount: 2.0, kind: a}\n          - {id: 3, amount: 99.0, kind: test}\n    expect:\n      rows:\n        \
+         - {kind: a, total: 12.5}\n  - name: a wrong total fails\n    dataset: totals\n    inputs:\n      orders:\n        \
+         schema: \"id INT, amount DECIMAL(10,2), kind STRING\"\n        rows:\n          - {id: 1, amount: 10.5, kind: a}\n    \
+         expect:\n      rows:\n        - {kind: a, total: 11.0}\n",
+    )
+    .unwrap();
+    let o = thund(dir.path(), &["test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("PASS totals leave test orders out") && out.contains("FAIL a wrong total fails"), "{out}");
+
+    let o = thund(dir.path(), &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let written: String = std::fs::read_dir(dir.path().join("sink_out"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    let mut lines: Vec<&str> = written.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        ["{\"id\":1,\"amount\":3.50,\"kind\":\"a\"}", "{\"id\":2,\"amount\":1.00,\"kind\":\"test\"}"],
+        "{written}"
+    );
+}
