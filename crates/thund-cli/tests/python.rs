@@ -152,8 +152,9 @@ fn broken_python_files_are_each_an_error_at_their_line() {
     ] {
         assert!(out.contains(at) && out.contains(says), "expected {says} at {at}:\n{out}");
     }
-    // Nothing ran, nothing was written.
+    // Nothing ran, nothing was written (not even a bytecode cache).
     assert!(!dir.path().join("store").exists());
+    assert!(!dir.path().join("transformations/__pycache__").exists());
 }
 
 /// A DataFrame operation the embedded engine does not translate is refused before anything runs,

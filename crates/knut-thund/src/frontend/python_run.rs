@@ -89,6 +89,8 @@ pub(crate) fn load(
                 .arg(&root)
                 .arg(&report)
                 .args(&files)
+                // Loading writes nothing into the project, not even Python's bytecode cache.
+                .env("PYTHONDONTWRITEBYTECODE", "1")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
