@@ -96,20 +96,70 @@ impl<'a> Sources<'a> {
 
     /// The SQL statement starting at `at`, as written in its file: its lines up to the one holding
     /// the `;` that ends it — found with the front end's own tokenizer (after the same `${key}`
-    /// substitution), so quotes and comments are read as the parser reads them.
+    /// substitution), so quotes and comments are read as the parser reads them. In a Python file,
+    /// the definition at `at`: its decorators and function, or its call.
     pub fn statement(&mut self, at: &SourceLocation) -> String {
         let (root, conf) = (self.root, self.configuration);
+        let python = at.file.ends_with(".py");
         let file = self.files.entry(at.file.clone()).or_insert_with(|| {
             let raw = std::fs::read_to_string(root.join(&at.file)).ok()?;
-            let ends = knut_thund::frontend::statement_ends(&raw, conf, &at.file).unwrap_or_default();
+            let ends = if python {
+                Vec::new()
+            } else {
+                knut_thund::frontend::statement_ends(&raw, conf, &at.file).unwrap_or_default()
+            };
             Some(SourceFile { lines: raw.lines().map(str::to_string).collect(), ends })
         });
         let Some(SourceFile { lines, ends }) = file else { return String::new() };
         let first = at.line.max(1);
-        let last = ends.iter().find(|end| **end >= (at.line, at.column)).map_or(lines.len() as u32, |(line, _)| *line);
+        let last = if python {
+            python_definition_end(lines, first as usize) as u32
+        } else {
+            ends.iter().find(|end| **end >= (at.line, at.column)).map_or(lines.len() as u32, |(line, _)| *line)
+        };
         let shown = lines.get((first - 1) as usize..(last as usize).min(lines.len()));
         shown.map(|l| l.join("\n").trim_end().to_string()).unwrap_or_default()
     }
+}
+
+/// The last line (1-based) of the Python definition starting at line `first`: decorators and
+/// the function they decorate (its indented body), or a call whose brackets close.
+fn python_definition_end(lines: &[String], first: usize) -> usize {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let brackets = |l: &str| l.matches(['(', '[', '{']).count() as i64 - l.matches([')', ']', '}']).count() as i64;
+    // The line at which the brackets opened at line `i` close.
+    let closing = |mut i: usize| {
+        let mut depth = 0;
+        while i < lines.len() {
+            depth += brackets(&lines[i]);
+            if depth <= 0 {
+                break;
+            }
+            i += 1;
+        }
+        i.min(lines.len().saturating_sub(1))
+    };
+    let mut i = first - 1;
+    while lines.get(i).is_some_and(|l| l.trim_start().starts_with('@')) {
+        i = closing(i) + 1;
+    }
+    let Some(head) = lines.get(i) else { return lines.len() };
+    let trimmed = head.trim_start();
+    if !(trimmed.starts_with("def ") || trimmed.starts_with("async def ")) {
+        return closing(i) + 1;
+    }
+    let level = indent(head);
+    let mut last = i + 1;
+    for (j, line) in lines.iter().enumerate().skip(i + 1) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if indent(line) <= level {
+            break;
+        }
+        last = j + 1;
+    }
+    last
 }
 
 /// How many runs `/api/state` lists (the latest); `run_count` says how many there are.
@@ -399,6 +449,20 @@ mod tests {
         assert_eq!(s, "CREATE MATERIALIZED VIEW a AS\nSELECT ';' AS x -- not ; here\n/* nor ; */ FROM t;");
         assert_eq!(sources.statement(&SourceLocation::new("a.sql", 5, 1)), "CREATE VIEW b AS SELECT 1;");
         assert_eq!(sources.statement(&SourceLocation::new("missing.sql", 1, 1)), "");
+    }
+
+    #[test]
+    fn a_python_definition_is_its_decorators_and_function_or_its_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let py = "from pyspark import pipelines as dp\n\n@dp.materialized_view(\n    comment=\"x\",\n)\ndef a():\n    df = spark.range(3)\n\n    return df\n\n\ndp.create_streaming_table(\n    \"s\")\nx = 1\n";
+        std::fs::write(dir.path().join("a.py"), py).unwrap();
+        let conf = BTreeMap::new();
+        let mut sources = Sources::new(dir.path(), &conf);
+        assert_eq!(
+            sources.statement(&SourceLocation::new("a.py", 3, 1)),
+            "@dp.materialized_view(\n    comment=\"x\",\n)\ndef a():\n    df = spark.range(3)\n\n    return df"
+        );
+        assert_eq!(sources.statement(&SourceLocation::new("a.py", 12, 1)), "dp.create_streaming_table(\n    \"s\")");
     }
 
     fn event(run: &str, at: &str, event_type: &str, flow: Option<&str>, details: Value) -> LoggedEvent {
