@@ -98,7 +98,7 @@ fn python_and_sql_datasets_read_each_other_and_the_configuration() {
                 "{HEADER}limit = int(spark.conf.get(\"py.limit\"))\n\n\n\
                  @dp.materialized_view(comment=\"the first numbers\")\n\
                  def numbers():\n    return spark.range(10).where(F.col(\"id\") < limit)\n\n\n\
-                 @dp.materialized_view(name=\"doubled\")\n\
+                 @dp.materialized_view(name=\"doubled\", spark_conf={{\"spark.sql.shuffle.partitions\": \"3\"}})\n\
                  def twice():\n    return spark.read.table(\"from_sql\").select((F.col(\"id\") * 2).alias(\"x\"))\n\n\n\
                  @dp.materialized_view\n\
                  def reshaped():\n    return (spark.read.table(\"doubled\").withColumn(\"n\", F.col(\"x\") / 2)\n\
@@ -253,4 +253,20 @@ fn python_datasets_are_unit_tested_and_feed_sinks() {
         ["{\"id\":1,\"amount\":3.50,\"kind\":\"a\"}", "{\"id\":2,\"amount\":1.00,\"kind\":\"test\"}"],
         "{written}"
     );
+}
+
+/// A flow's `spark_conf` reaches the flow as a SQL file's `SET` does: one the embedded engine
+/// cannot apply is refused at the definition's line, never dropped.
+#[test]
+fn a_flows_spark_conf_is_never_dropped() {
+    let dir = project(&[(
+        "a.py",
+        &format!(
+            "{HEADER}\n@dp.materialized_view(spark_conf={{\"spark.sql.ansi.enabled\": \"false\"}})\ndef lenient():\n    return spark.range(3)\n"
+        ),
+    )]);
+    let o = thund(dir.path(), &["run"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("transformations/a.py:7") && out.contains("SET spark.sql.ansi.enabled"), "{out}");
 }

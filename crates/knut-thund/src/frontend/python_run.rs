@@ -37,7 +37,7 @@ pub(crate) struct PythonStatement {
     pub file: String,
     /// Its 1-based line.
     pub line: u32,
-    /// The statement, without its terminating `;`.
+    /// The statement (after the `SET`s of its flow's `spark_conf`), without its terminating `;`.
     pub sql: String,
     /// The flow's DataFrame, if the statement has one.
     pub dataframe: Option<DataFrameSource>,
@@ -170,6 +170,11 @@ fn properties(map: &BTreeMap<String, String>) -> String {
     map.iter().map(|(k, v)| format!("{} = {}", string(k), string(v))).collect::<Vec<_>>().join(", ")
 }
 
+/// A flow's `spark_conf` as the `SET` statements before it, which give a SQL file's flows theirs.
+fn sets(conf: &BTreeMap<String, String>) -> String {
+    conf.iter().map(|(k, v)| format!("SET {} = {}; ", string(k), string(v))).collect()
+}
+
 /// Where a definition is: its Python file relative to `root`, and line.
 fn place(location: Option<&knut_pipelines::SourceCodeLocation>, root: &Path) -> (String, u32) {
     let Some(l) = location else { return ("<python>".into(), 1) };
@@ -247,9 +252,11 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
                 continue;
             }
         };
+        let mut settings = String::new();
         let (query, dataframe) = match own_flow {
             Some(i) => {
                 implicit.push(i);
+                settings = sets(&graph.flows[i].sql_conf);
                 let (q, df) = flow_query(&graph.flows[i].details);
                 (format!(" AS {q}"), df)
             }
@@ -267,7 +274,7 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
         out.push(PythonStatement {
             file,
             line,
-            sql: format!("CREATE {kind} {}{clauses}{query}", quoted(&o.name)),
+            sql: format!("{settings}CREATE {kind} {}{clauses}{query}", quoted(&o.name)),
             dataframe,
         });
     }
@@ -278,7 +285,12 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
         out.push(PythonStatement {
             file,
             line,
-            sql: format!("CREATE FLOW {} AS INSERT INTO {once}{} BY NAME {q}", quoted(&f.name), quoted(&f.target)),
+            sql: format!(
+                "{}CREATE FLOW {} AS INSERT INTO {once}{} BY NAME {q}",
+                sets(&f.sql_conf),
+                quoted(&f.name),
+                quoted(&f.target)
+            ),
             dataframe,
         });
     }
