@@ -208,13 +208,12 @@ async fn dataframe_query(
             }
         }
     };
-    let mut resolved = analyze(&sql)?;
+    let resolved = analyze(&sql)?;
     let same =
         resolved.reads.len() == q.reads.len() && resolved.reads.iter().zip(&q.reads).all(|(a, b)| same_source(a, b));
     if !same {
         return Err(plan_err("internal error: the DataFrame's final query reads other sources than its first".into()));
     }
-    resolved.event_time.clone_from(&q.event_time);
     Ok(resolved)
 }
 
