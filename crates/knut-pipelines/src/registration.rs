@@ -21,8 +21,10 @@ use std::sync::{Arc, Mutex};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::dataframe::{self, Untranslatable};
 use crate::graph::{
-    DataflowGraph, Flow, FlowDetails, Output, OutputType, Relation, SinkDetails, SourceCodeLocation, TableDetails,
+    AutoCdcDetails, DataflowGraph, Flow, FlowDetails, Output, OutputType, Relation, ScdType, SinkDetails,
+    SourceCodeLocation, TableDetails,
 };
 use crate::proto::spark::connect as pb;
 use crate::proto::spark::connect::spark_connect_service_server::{SparkConnectService, SparkConnectServiceServer};
@@ -219,18 +221,47 @@ fn output(o: pb::pipeline_command::DefineOutput) -> Result<Output, Status> {
 
 fn flow(f: pb::pipeline_command::DefineFlow) -> Result<Flow, Status> {
     use pb::pipeline_command::define_flow::Details;
-    let bytes = match f.details {
-        Some(Details::RelationFlowDetails(d)) => d.relation.unwrap_or_default(),
-        Some(Details::AutoCdcFlowDetails(_)) => return Err(refused("AUTO CDC flows from Python are not read yet")),
+    let details = match f.details {
+        Some(Details::RelationFlowDetails(d)) => {
+            FlowDetails::Relation(Relation::Connect { bytes: d.relation.unwrap_or_default() })
+        }
+        Some(Details::AutoCdcFlowDetails(d)) => FlowDetails::AutoCdc(
+            auto_cdc(d).map_err(|e| status(tonic::Code::InvalidArgument, format!("AUTO CDC flow: {e}")))?,
+        ),
         None => return Err(status(tonic::Code::InvalidArgument, "a flow without a relation")),
     };
     let name = f.flow_name.unwrap_or_default();
     let target = f.target_dataset_name.unwrap_or_else(|| name.clone());
-    let mut out = Flow::new(name, target, FlowDetails::Relation(Relation::Connect { bytes }));
+    let mut out = Flow::new(name, target, details);
     out.sql_conf = f.sql_conf.into_iter().collect();
     out.location = location(f.source_code_location);
     out.once = f.once.unwrap_or(false);
     Ok(out)
+}
+
+/// `create_auto_cdc_flow`'s details, its columns and expressions as Spark SQL, as a SQL file's
+/// `AUTO CDC INTO` gives them.
+fn auto_cdc(d: pb::pipeline_command::define_flow::AutoCdcFlowDetails) -> Result<AutoCdcDetails, Untranslatable> {
+    use pb::pipeline_command::define_flow::ScdType as Scd;
+    let names = |list: &[pb::Expression]| list.iter().map(dataframe::column_name).collect::<Result<Vec<_>, _>>();
+    let sql = |e: &Option<pb::Expression>| e.as_ref().map(dataframe::expression_sql).transpose();
+    let source = d.source.clone().unwrap_or_default();
+    Ok(AutoCdcDetails {
+        keys: names(&d.keys)?,
+        sequence_by: sql(&d.sequence_by)?.ok_or_else(|| Untranslatable("a flow without `sequence_by`".into()))?,
+        apply_as_deletes: sql(&d.apply_as_deletes)?,
+        apply_as_truncates: sql(&d.apply_as_truncates)?,
+        column_list: names(&d.column_list)?,
+        except_column_list: names(&d.except_column_list)?,
+        // Unspecified is the server's default, type 1.
+        stored_as: match Scd::try_from(d.stored_as_scd_type) {
+            Ok(Scd::ScdType2) => ScdType::Type2,
+            _ => ScdType::Type1,
+        },
+        track_history_columns: names(&d.track_history_column_list)?,
+        track_history_except_columns: names(&d.track_history_except_column_list)?,
+        source,
+    })
 }
 
 /// A `StructType` as Spark DDL (`a INT, b STRING NOT NULL`).

@@ -13,11 +13,15 @@ fn python() -> String {
 }
 
 fn thund(dir: &Path, args: &[&str]) -> Output {
+    thund_with(&python(), dir, args)
+}
+
+fn thund_with(python: &str, dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_thund"))
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .env("THUND_PYTHON", python())
+        .env("THUND_PYTHON", python)
         .output()
         .unwrap()
 }
@@ -41,15 +45,15 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// The pyspark 4.1.4 venv the Spark tests install (`scripts/spark-server.sh install 4.1.4`).
-fn spark_venv_python() -> PathBuf {
+/// The pyspark venv of a Spark version the Spark tests install (`scripts/spark-server.sh install`).
+fn spark_venv_python(version: &str) -> PathBuf {
     let cache = std::env::var_os("THUND_SPARK_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/thund-spark"));
-    let python = cache.join("4.1.4/bin/python");
+    let python = cache.join(version).join("bin/python");
     assert!(
         python.exists(),
-        "no pyspark 4.1.4 venv at {}: run `scripts/spark-server.sh install 4.1.4`",
+        "no pyspark {version} venv at {}: run `scripts/spark-server.sh install {version}`",
         python.display()
     );
     python
@@ -63,7 +67,7 @@ const HEADER: &str = "from pyspark import pipelines as dp\nfrom pyspark.sql impo
 #[test]
 fn the_project_spark_pipelines_init_writes_runs_natively() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = Command::new(spark_venv_python())
+    let o = Command::new(spark_venv_python("4.1.4"))
         .args(["-m", "pyspark.pipelines.cli", "init", "--name", "hello"])
         .current_dir(tmp.path())
         .output()
@@ -269,4 +273,119 @@ fn a_flows_spark_conf_is_never_dropped() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
     assert!(out.contains("transformations/a.py:7") && out.contains("SET spark.sql.ansi.enabled"), "{out}");
+}
+
+/// `dp.create_auto_cdc_flow` (pyspark 4.3) becomes the AUTO CDC flow a SQL file's `AUTO CDC INTO`
+/// is: the conformance case `auto-cdc`'s SCD 1 and SCD 2 tables, defined in Python over three
+/// runs of its change feed, equal the independent replay of that feed (`auto-cdc/replay.py`).
+#[test]
+fn auto_cdc_flows_from_python_equal_the_replay_of_their_feed() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/auto-cdc");
+    let dir = project(&[(
+        "cdc.py",
+        &format!(
+            "{HEADER}root = spark.conf.get(\"changes.data_root\")\n\n\n\
+             @dp.table\ndef customer_changes():\n    return spark.readStream.format(\"json\").load(f\"{{root}}/changes\")\n\n\n\
+             dp.create_streaming_table(\"customers\")\n\
+             dp.create_auto_cdc_flow(target=\"customers\", source=\"customer_changes\", keys=[\"id\"], sequence_by=\"seq\",\n    \
+             apply_as_deletes=\"op = 'DELETE'\", except_column_list=[\"op\"], stored_as_scd_type=1, name=\"customers_cdc\")\n\n\
+             dp.create_streaming_table(\"customers_history\")\n\
+             dp.create_auto_cdc_flow(target=\"customers_history\", source=\"customer_changes\", keys=[F.col(\"id\")],\n    \
+             sequence_by=F.col(\"seq\"), apply_as_deletes=F.col(\"op\") == \"DELETE\", except_column_list=[\"op\"],\n    \
+             stored_as_scd_type=\"2\", track_history_except_column_list=[F.col(\"email\")])\n"
+        ),
+    )]);
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let spec = std::fs::read_to_string(dir.path().join("spark-pipeline.yml"))
+        .unwrap()
+        .replace("py.limit: \"3\"", &format!("changes.data_root: \"{}\"", data.display()));
+    std::fs::write(dir.path().join("spark-pipeline.yml"), spec).unwrap();
+    let pyspark_4_3 = spark_venv_python("4.3.0");
+    let pyspark_4_3 = pyspark_4_3.to_str().unwrap();
+
+    // What the Spark backend would be sent: the same flows as the SQL file's.
+    let o = thund_with(pyspark_4_3, dir.path(), &["graph", "--format", "sdp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let graph: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let flow = |name: &str| graph["flows"].as_array().unwrap().iter().find(|f| f["name"] == name).cloned().unwrap();
+    let cdc = &flow("customers_cdc")["details"]["AutoCdc"];
+    assert_eq!((&cdc["keys"], &cdc["sequence_by"]), (&serde_json::json!(["id"]), &"(seq)".into()), "{cdc}");
+    assert_eq!(
+        (&cdc["apply_as_deletes"], &cdc["except_column_list"]),
+        (&"(op = 'DELETE')".into(), &serde_json::json!(["op"]))
+    );
+    let history = &flow("customers_history")["details"]["AutoCdc"];
+    assert_eq!(history["stored_as"], "Type2", "{history}");
+    assert_eq!(history["track_history_except_columns"], serde_json::json!(["email"]), "{history}");
+    for run in 1..=3 {
+        let g = Command::new(python()).arg(case.join("gen_changes.py")).arg(&data).arg((run - 1).to_string()).output();
+        let g = g.unwrap();
+        assert!(g.status.success(), "{}", text(&g));
+        let o = thund_with(pyspark_4_3, dir.path(), &["run"]);
+        assert!(o.status.success(), "run {run}: {}", text(&o));
+        for table in ["customer_changes", "customers", "customers_history"] {
+            let expected = std::fs::read_to_string(case.join(format!("expected/run{run}/{table}.csv"))).unwrap();
+            let mut lines = expected.lines();
+            let header = lines.next().unwrap();
+            let mut want: Vec<&str> = lines.collect();
+            want.sort();
+            let columns: Vec<String> = header.split(',').map(|c| format!("`{c}`")).collect();
+            let sql = format!("SELECT {} FROM {table}", columns.join(", "));
+            let o = thund_with(pyspark_4_3, dir.path(), &["query", &sql, "--format", "csv"]);
+            assert!(o.status.success(), "{}", text(&o));
+            let got = String::from_utf8_lossy(&o.stdout).to_string();
+            let mut got: Vec<&str> = got.lines().skip(1).collect();
+            got.sort();
+            assert_eq!(got, want, "run {run}, {table}");
+        }
+    }
+}
+
+/// A pyspark without `create_auto_cdc_flow` (4.1, 4.2) is told which pyspark has it, at the line.
+#[test]
+fn auto_cdc_on_a_pyspark_without_it_names_the_version_that_has_it() {
+    let dir = project(&[(
+        "cdc.py",
+        &format!("{HEADER}dp.create_streaming_table(\"t\")\ndp.create_auto_cdc_flow(target=\"t\", source=\"s\", keys=[\"id\"], sequence_by=\"seq\")\n"),
+    )]);
+    let o = thund(dir.path(), &["validate"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("transformations/cdc.py:7") && out.contains("pyspark 4.3"), "{out}");
+}
+
+/// A `schema=` given as a `StructType` is the table's schema, as its DDL would be: nested and
+/// non-null fields included.
+#[test]
+fn a_structtype_schema_is_the_tables_schema() {
+    let dir = project(&[(
+        "a.py",
+        &format!(
+            "{HEADER}from pyspark.sql.types import *\n\n\
+             SCHEMA = StructType([StructField(\"id\", LongType(), False), StructField(\"tags\", ArrayType(StringType())),\n    \
+             StructField(\"amount\", DecimalType(10, 2)), StructField(\"meta\", StructType([StructField(\"k\", StringType())]))])\n\n\n\
+             @dp.table(schema=SCHEMA)\ndef events():\n    return spark.readStream.format(\"json\").schema(SCHEMA).load(\"data\")\n"
+        ),
+    )]);
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    std::fs::write(
+        dir.path().join("data/a.json"),
+        "{\"id\": 1, \"tags\": [\"x\", \"y\"], \"amount\": 2.5, \"meta\": {\"k\": \"v\"}}\n{\"id\": 2}\n",
+    )
+    .unwrap();
+    let o = thund(dir.path(), &["graph", "--format", "sdp"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let graph: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        graph["outputs"][0]["table_details"]["schema"],
+        "id BIGINT NOT NULL, tags ARRAY<STRING>, amount DECIMAL(10,2), meta STRUCT<`k`: STRING>",
+        "{graph}"
+    );
+    let o = thund(dir.path(), &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let sql = "SELECT id, tags[1] AS second_tag, amount * 2 AS twice, meta.k AS k FROM events ORDER BY id";
+    let o = thund(dir.path(), &["query", sql, "--format", "csv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "id,second_tag,twice,k\n1,y,5.00,v\n2,,,\n");
 }

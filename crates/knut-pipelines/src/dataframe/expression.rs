@@ -7,6 +7,11 @@ use super::{refuse, Result, Scope, Untranslatable};
 
 /// A column name as pyspark's `col()` takes it (`a`, `t.a`, `` `a.b` ``) as a quoted identifier.
 pub(super) fn identifier(unparsed: &str) -> Result<String> {
+    Ok(identifier_parts(unparsed)?.iter().map(|p| quote_identifier(p)).collect::<Vec<_>>().join("."))
+}
+
+/// The parts of a column name as pyspark's `col()` takes it, unquoted.
+pub(super) fn identifier_parts(unparsed: &str) -> Result<Vec<String>> {
     let mut parts = Vec::new();
     let mut part = String::new();
     let mut chars = unparsed.chars().peekable();
@@ -26,7 +31,7 @@ pub(super) fn identifier(unparsed: &str) -> Result<String> {
     if quoted || parts.iter().any(String::is_empty) {
         return refuse(format!("the column name `{unparsed}`"));
     }
-    Ok(parts.iter().map(|p| quote_identifier(p)).collect::<Vec<_>>().join("."))
+    Ok(parts)
 }
 
 /// A Spark SQL string literal: backslashes and quotes escaped, as Spark's parser unescapes them.

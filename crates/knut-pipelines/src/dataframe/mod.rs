@@ -29,7 +29,7 @@ mod wire;
 
 use crate::proto::spark::connect as pb;
 use crate::registration::quote_identifier;
-use expression::{expr, identifier, select_item, sort_order, string_literal};
+use expression::{expr, identifier, identifier_parts, select_item, sort_order, string_literal};
 use wire::unknown_operation;
 
 /// Why a DataFrame cannot be translated: the operation, in pyspark's words.
@@ -98,6 +98,23 @@ pub fn relation_sql_with_columns(bytes: &[u8], known: &KnownColumns) -> Result<R
         Err(_) if t.needs.is_some() => Ok(Resolution::NeedsColumns(t.needs.take().unwrap_or_default())),
         Err(e) => Err(e),
     }
+}
+
+/// An expression that stands outside any relation (an AUTO CDC flow's ordering or delete
+/// condition) as Spark SQL.
+pub fn expression_sql(e: &pb::Expression) -> Result<String> {
+    expr(e, &[])
+}
+
+/// A column named without qualifier (an AUTO CDC flow's keys and column lists): its name.
+pub fn column_name(e: &pb::Expression) -> Result<String> {
+    if let Some(pb::expression::ExprType::UnresolvedAttribute(a)) = &e.expr_type {
+        if let [name] = identifier_parts(&a.unparsed_identifier)?.as_slice() {
+            return Ok(name.clone());
+        }
+        return refuse(format!("`{}` where a column name without qualifier is expected", a.unparsed_identifier));
+    }
+    refuse(format!("`{}` where a column name is expected", expression_sql(e)?))
 }
 
 /// Hands out the aliases of derived tables; knows the columns of inputs when they are known.
@@ -446,8 +463,9 @@ impl Translator<'_> {
                 };
                 let format = d.format.clone().unwrap_or_else(|| "parquet".into());
                 let mut args = vec![string_literal(path), format!("format => {}", string_literal(&format))];
-                if let Some(schema) = &d.schema {
-                    args.push(format!("schema => {}", string_literal(schema)));
+                // pyspark sends an empty schema for a read without `.schema(…)`.
+                if let Some(schema) = d.schema.as_ref().filter(|s| !s.trim().is_empty()) {
+                    args.push(format!("schema => {}", string_literal(&schema_ddl(schema)?)));
                 }
                 for (k, v) in &d.options {
                     if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -520,6 +538,59 @@ fn streams(r: &pb::Relation) -> bool {
         Some(RelType::WithColumns(x)) => child(&x.input),
         Some(RelType::Range(_)) | None => false,
     }
+}
+
+/// A reader's schema as DDL: pyspark sends a `StructType` as its JSON form, a string as written.
+fn schema_ddl(schema: &str) -> Result<String> {
+    if !schema.trim_start().starts_with('{') {
+        return Ok(schema.to_string());
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(schema).map_err(|e| Untranslatable(format!("a schema that is not a StructType: {e}")))?;
+    if json["type"] != "struct" {
+        return refuse("a schema that is not a StructType");
+    }
+    // A table's columns are `name TYPE`; a STRUCT's fields `name: TYPE`.
+    Ok(json_fields(&json["fields"], " ")?.join(", "))
+}
+
+fn json_fields(fields: &serde_json::Value, sep: &str) -> Result<Vec<String>> {
+    fields
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let name = f["name"].as_str().ok_or_else(|| Untranslatable("a schema field without name".into()))?;
+            let not_null = if f["nullable"] == serde_json::Value::Bool(false) { " NOT NULL" } else { "" };
+            Ok(format!("{}{sep}{}{not_null}", quote_identifier(name), json_type(&f["type"])?))
+        })
+        .collect()
+}
+
+/// A type in Spark's JSON schema form (`"long"`, `{"type": "array", …}`) as a Spark SQL type.
+fn json_type(t: &serde_json::Value) -> Result<String> {
+    use serde_json::Value;
+    Ok(match t {
+        Value::String(name) => match name.as_str() {
+            "long" => "BIGINT".into(),
+            "integer" => "INT".into(),
+            "short" => "SMALLINT".into(),
+            "byte" => "TINYINT".into(),
+            "string" | "boolean" | "double" | "float" | "date" | "timestamp" | "timestamp_ntz" | "binary" => {
+                name.to_ascii_uppercase()
+            }
+            "null" | "void" => "VOID".into(),
+            d if d.starts_with("decimal(") => d.to_ascii_uppercase(),
+            other => return refuse(format!("the schema type `{other}`")),
+        },
+        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
+            Some("array") => format!("ARRAY<{}>", json_type(&t["elementType"])?),
+            Some("map") => format!("MAP<{}, {}>", json_type(&t["keyType"])?, json_type(&t["valueType"])?),
+            Some("struct") => format!("STRUCT<{}>", json_fields(&t["fields"], ": ")?.join(", ")),
+            _ => return refuse(format!("the schema type `{t}`")),
+        },
+        _ => return refuse(format!("the schema type `{t}`")),
+    })
 }
 
 fn quoted_list(columns: &[String]) -> String {

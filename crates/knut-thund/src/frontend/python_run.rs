@@ -137,6 +137,8 @@ pub(crate) fn load(
                     "`dlt` is Databricks' module; Spark's is `from pyspark import pipelines as dp` \
                      (@dp.materialized_view, @dp.table for streaming tables, @dp.temporary_view, spark.read.table)",
                 )
+            } else if message.contains("has no attribute 'create_auto_cdc_flow'") {
+                d.with_hint("`dp.create_auto_cdc_flow` came with pyspark 4.3; install pyspark 4.3 or newer, or define the flow in SQL (`AUTO CDC INTO`)")
             } else {
                 d
             }
@@ -205,13 +207,53 @@ fn flow_query(details: &FlowDetails) -> (String, Option<DataFrameSource>) {
     }
 }
 
+/// `FROM STREAM(source) KEYS (…) …`: what follows `AUTO CDC INTO target` in SQL.
+fn auto_cdc_clauses(c: &knut_pipelines::AutoCdcDetails) -> String {
+    let list = |names: &[String]| names.iter().map(|n| quoted_name(n)).collect::<Vec<_>>().join(", ");
+    let mut sql = format!("FROM STREAM({}) KEYS ({})", quoted(&c.source), list(&c.keys));
+    if let Some(d) = &c.apply_as_deletes {
+        sql.push_str(&format!(" APPLY AS DELETE WHEN {d}"));
+    }
+    if let Some(t) = &c.apply_as_truncates {
+        sql.push_str(&format!(" APPLY AS TRUNCATE WHEN {t}"));
+    }
+    sql.push_str(&format!(" SEQUENCE BY {}", c.sequence_by));
+    if !c.column_list.is_empty() {
+        sql.push_str(&format!(" COLUMNS {}", list(&c.column_list)));
+    } else if !c.except_column_list.is_empty() {
+        sql.push_str(&format!(" COLUMNS * EXCEPT ({})", list(&c.except_column_list)));
+    }
+    match c.stored_as {
+        knut_pipelines::ScdType::Type1 => sql.push_str(" STORED AS SCD TYPE 1"),
+        knut_pipelines::ScdType::Type2 => {
+            sql.push_str(" STORED AS SCD TYPE 2");
+            if !c.track_history_columns.is_empty() {
+                sql.push_str(&format!(" TRACK HISTORY ON {}", list(&c.track_history_columns)));
+            } else if !c.track_history_except_columns.is_empty() {
+                sql.push_str(&format!(" TRACK HISTORY ON * EXCEPT ({})", list(&c.track_history_except_columns)));
+            }
+        }
+    }
+    sql
+}
+
+/// One column name, quoted whole (it may hold a dot).
+fn quoted_name(name: &str) -> String {
+    knut_pipelines::registration::quote_identifier(name)
+}
+
 /// The graph's outputs and flows as statements.
 fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>) -> Vec<PythonStatement> {
     let mut out = Vec::new();
     let mut implicit = Vec::new();
     for o in &graph.outputs {
         let (file, line) = place(o.location.as_ref(), root);
-        let own_flow = graph.flows.iter().position(|f| f.name == o.name && f.target == o.name);
+        // A relation flow named after its table is the table's query; an AUTO CDC flow stays a
+        // flow of its own, as `APPLY CHANGES INTO` is in SQL.
+        let own_flow = graph
+            .flows
+            .iter()
+            .position(|f| f.name == o.name && f.target == o.name && matches!(f.details, FlowDetails::Relation(_)));
         let mut clauses = String::new();
         if let Some(t) = &o.table_details {
             if let Some(schema) = &t.schema {
@@ -280,6 +322,20 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
     }
     for (_, f) in graph.flows.iter().enumerate().filter(|(i, _)| !implicit.contains(i)) {
         let (file, line) = place(f.location.as_ref(), root);
+        if let FlowDetails::AutoCdc(cdc) = &f.details {
+            let flow = if f.name == f.target {
+                format!("APPLY CHANGES INTO {}", quoted(&f.target))
+            } else {
+                format!("CREATE FLOW {} AS AUTO CDC INTO {}", quoted(&f.name), quoted(&f.target))
+            };
+            out.push(PythonStatement {
+                file,
+                line,
+                sql: format!("{}{flow} {}", sets(&f.sql_conf), auto_cdc_clauses(cdc)),
+                dataframe: None,
+            });
+            continue;
+        }
         let (q, dataframe) = flow_query(&f.details);
         let once = if f.once { "ONCE " } else { "" };
         out.push(PythonStatement {

@@ -58,7 +58,8 @@ pub(super) fn columns_and_constraints(c: &mut Cursor<'_>, ds: &mut Dataset) -> P
                 }
                 c.pos += 1;
             }
-            let data_type = c.slice(type_start, c.pos).to_ascii_uppercase();
+            // As written: a STRUCT's field names keep their case.
+            let data_type = c.slice(type_start, c.pos).to_string();
             let nullable = !c.eat_words(&["NOT", "NULL"]);
             let comment = if c.eat_word("COMMENT") { Some(c.string()?) } else { None };
             ds.details.columns.push(ColumnDef { name, data_type, nullable, comment });
