@@ -90,6 +90,12 @@ def aggregated() -> DataFrame:
 
 
 @dp.materialized_view
+def grouped_by_expression() -> DataFrame:
+    e = spark.sql(EMPLOYEES)
+    return e.groupBy((F.col("id") % 2).alias("parity"), F.upper("dept").alias("d")).agg(F.count("*").alias("n"))
+
+
+@dp.materialized_view
 def rolled_up() -> DataFrame:
     e = spark.sql(EMPLOYEES)
     return e.rollup("dept").agg(F.sum("salary").alias("total"), F.count("*").alias("n"))

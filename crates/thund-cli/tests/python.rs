@@ -389,3 +389,53 @@ fn a_structtype_schema_is_the_tables_schema() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(String::from_utf8_lossy(&o.stdout), "id,second_tag,twice,k\n1,y,5.00,v\n2,,,\n");
 }
+
+fn csv_of(dir: &Path, sql: &str) -> String {
+    let o = thund(dir, &["query", sql, "--format", "csv"]);
+    assert!(o.status.success(), "{sql}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Python datasets take part in everything a run does with SQL ones: a dry run writes nothing,
+/// a selection refreshes only what it names, a full refresh reprocesses the whole input once,
+/// and the event log names their Python file and line.
+#[test]
+fn python_datasets_refresh_by_selection_fully_and_in_the_event_log() {
+    let dir = project(&[(
+        "a.py",
+        &format!(
+            "{HEADER}\n@dp.table\ndef raw():\n    return spark.readStream.format(\"json\").schema(\"id INT, v INT\").load(\"in\")\n\n\n\
+             @dp.materialized_view\ndef total():\n    return spark.read.table(\"raw\").agg(F.count(\"*\").alias(\"n\"), F.sum(\"v\").alias(\"s\"))\n"
+        ),
+    )]);
+    let batch = |name: &str, ids: std::ops::Range<i32>| {
+        std::fs::create_dir_all(dir.path().join("in")).unwrap();
+        let rows: String = ids.map(|i| format!("{{\"id\": {i}, \"v\": {}}}\n", i * 10)).collect();
+        std::fs::write(dir.path().join("in").join(name), rows).unwrap();
+    };
+    batch("a.json", 1..4);
+    let o = thund(dir.path(), &["dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!dir.path().join("store").exists(), "a dry run wrote {}", dir.path().join("store").display());
+
+    let o = thund(dir.path(), &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv_of(dir.path(), "SELECT n, s FROM total"), "n,s\n3,60\n");
+
+    batch("b.json", 4..6);
+    let o = thund(dir.path(), &["run", "--refresh", "total"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv_of(dir.path(), "SELECT count(*) AS n FROM raw"), "n\n3\n", "raw was not selected");
+    let o = thund(dir.path(), &["run", "--refresh", "raw+"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv_of(dir.path(), "SELECT n, s FROM total"), "n,s\n5,150\n");
+
+    let o = thund(dir.path(), &["run", "--full-refresh", "raw"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(csv_of(dir.path(), "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM raw"), "n,ids\n5,5\n");
+
+    let o = thund(dir.path(), &["events", "--dataset", "total", "--format", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let events = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(!events.is_empty() && events.contains("transformations/a.py:12"), "{events}");
+}

@@ -92,6 +92,15 @@ fn project(dir: &Path) -> PathBuf {
          AS SELECT * FROM orders_enriched;\n",
     )
     .unwrap();
+    std::fs::write(
+        demo.join("transformations/04_regions.py"),
+        "from pyspark import pipelines as dp\nfrom pyspark.sql import SparkSession\nfrom pyspark.sql import functions as F\n\n\
+         spark = SparkSession.active()\n\n\n\
+         @dp.materialized_view(comment=\"Regions by their whole revenue\")\n\
+         def region_totals():\n    \
+         return spark.read.table(\"revenue_by_region\").groupBy(\"region\").agg(F.sum(\"revenue\").alias(\"revenue\"))\n",
+    )
+    .unwrap();
     demo
 }
 
@@ -112,7 +121,7 @@ fn the_api_serves_the_graph_and_state_read_only_on_the_loopback() {
     let (status, body) = http(&ui.url, "GET", "/api/pipeline");
     assert_eq!(status, 200, "{body}");
     let graph: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(graph["datasets"].as_array().unwrap().len(), 7, "{graph}");
+    assert_eq!(graph["datasets"].as_array().unwrap().len(), 8, "{graph}");
     let layer = |name: &str| {
         graph["datasets"].as_array().unwrap().iter().find(|d| d["short"] == name).unwrap()["layer"].as_u64().unwrap()
     };
@@ -178,6 +187,7 @@ fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
         "revenue_by_region",
         "top_customers",
         "checked_orders",
+        "region_totals",
     ]
     .map(|d| format!("spark_catalog.default.{d}"));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui_browser.py");

@@ -126,6 +126,16 @@ try:
     check(f"the expectation's pass rate is shown: {rate}, its bar as wide, nothing blocked by the page's policy")
     driver.save_screenshot(str(shots / "pipeline.png"))
 
+    # A dataset defined in Python: its panel shows the definition as written, at its line.
+    regions = next(d for d in datasets if d.endswith(".region_totals"))
+    node(regions).click()
+    wait("the Python definition", lambda: "def region_totals():" in details())
+    text = details()
+    assert "@dp.materialized_view(comment=" in text and "transformations/04_regions.py:8" in text, text
+    assert "CREATE MATERIALIZED VIEW" not in text, text
+    wait("the Python dataset's rows", lambda: driver.find_element(By.ID, "d-rows").text not in ("", "—"))
+    check("a Python dataset's panel shows its decorator and function at its file:line, and its rows")
+
     # Open the run: its flows with states, rows and durations.
     driver.find_element(By.CSS_SELECTOR, "#runs tbody tr").click()
     wait("the run's flows", lambda: driver.find_elements(By.CSS_SELECTOR, "#r-flows tr[data-flow]"))

@@ -289,6 +289,30 @@ fn a_dry_run_leaves_a_live_runs_intent_and_staged_sink_files_alone() {
     assert!(staged.join("part-0.parquet").is_file(), "a dry run deleted a live run's staged file");
 }
 
+/// Before the first run no table exists yet: a dry run still plans a view over a streaming
+/// table (against an empty table of its schema), and writes nothing.
+#[test]
+fn a_dry_run_before_the_first_run_plans_what_reads_a_streaming_table() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json');\n\
+             CREATE MATERIALIZED VIEW total AS SELECT count(*) AS n, sum(v) AS s FROM bronze;\n\
+             CREATE MATERIALIZED VIEW broken AS SELECT no_such_column FROM bronze;",
+        ),
+    ]);
+    write_batch(dir.path(), "d1", 0..3);
+    let (s, _) = run_with(dir.path(), RunOptions { dry: true, ..Default::default() });
+    let state = |name: &str| s.flows.iter().find(|f| f.flow.ends_with(name)).map(|f| (f.phase, f.error.clone()));
+    assert_eq!(state(".total").map(|s| s.0), Some(RunPhase::Completed), "{:?}", s.flows);
+    // Planned for real: a wrong column is still found.
+    let (broken, error) = state(".broken").unwrap();
+    assert_eq!(broken, RunPhase::Failed, "{:?}", s.flows);
+    assert!(error.unwrap_or_default().contains("no_such_column"), "{:?}", s.flows);
+    assert!(!dir.path().join(".thund").exists(), "a dry run wrote {}", dir.path().join(".thund").display());
+}
+
 #[test]
 fn a_file_written_under_a_temporary_name_and_renamed_is_read_whole_never_half() {
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", CHAIN)]);

@@ -269,7 +269,15 @@ impl Translator<'_> {
                 let child = self.input(&a.input)?;
                 let ids = with_own(child.ids.clone());
                 let (from, filters, scope) = self.open(child);
-                let keys = a.grouping_expressions.iter().map(|e| expr(e, &scope)).collect::<Result<Vec<_>>>()?;
+                // `groupBy((col % 3).alias("k"))` groups by the expression and names it `k`:
+                // the alias belongs to the select list only.
+                let unaliased = |e: &pb::Expression| match &e.expr_type {
+                    Some(pb::expression::ExprType::Alias(a)) => {
+                        expr(a.expr.as_deref().ok_or_else(|| Untranslatable("an alias of nothing".into()))?, &scope)
+                    }
+                    _ => expr(e, &scope),
+                };
+                let keys = a.grouping_expressions.iter().map(unaliased).collect::<Result<Vec<_>>>()?;
                 let mut items =
                     a.grouping_expressions.iter().map(|e| select_item(e, &scope)).collect::<Result<Vec<_>>>()?;
                 for e in &a.aggregate_expressions {

@@ -68,6 +68,22 @@ pub(crate) fn load(
     catalog: &str,
     database: &str,
 ) -> Result<Vec<PythonStatement>, Vec<Diagnostic>> {
+    // On a thread of its own: the caller may be a task of an async runtime (`thund ui` loads
+    // the project in its request handlers), where blocking on another runtime would panic.
+    std::thread::scope(|s| {
+        s.spawn(|| load_here(root, files, conf, catalog, database))
+            .join()
+            .unwrap_or_else(|_| Err(vec![Diagnostic::global("the Python definition loader failed")]))
+    })
+}
+
+fn load_here(
+    root: &Path,
+    files: &[String],
+    conf: &BTreeMap<String, String>,
+    catalog: &str,
+    database: &str,
+) -> Result<Vec<PythonStatement>, Vec<Diagnostic>> {
     let python = interpreter();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

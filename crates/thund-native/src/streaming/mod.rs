@@ -33,9 +33,13 @@ pub(crate) mod sources;
 mod target;
 mod windowed;
 
+use std::sync::Arc;
+
+use datafusion::datasource::MemTable;
 use knut_thund::backend::DataQuality;
 use knut_thund::ir::{Dataset, FlowKind, OutputMode};
 
+use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
 use crate::flow::{FlowEffect, FlowJob};
@@ -154,6 +158,12 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     };
     job.starting();
     if job.dry {
+        // A table that has never been written is not in the catalog: what reads it downstream
+        // plans against an empty table of the batch's schema.
+        if d.kind != knut_thund::ir::DatasetKind::Sink && !ctx.table_exist(table_ref(&d.name))? {
+            let empty = MemTable::try_new(Arc::clone(rows.schema().inner()), vec![vec![]])?;
+            ctx.register_table(table_ref(&d.name), Arc::new(empty))?;
+        }
         return Ok((FlowEffect::Rows(0), redo));
     }
     let checker = match d.expectations.is_empty() {
