@@ -1,4 +1,6 @@
 """DataFrame operations over inline data, each dataset one family of them."""
+import datetime
+
 from pyspark import pipelines as dp
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -42,6 +44,8 @@ def projected() -> DataFrame:
         F.col("name").like("%e%").alias("has_e"),
         (~(F.col("id") == 1)).alias("not_first"),
         F.col("salary").cast("int").alias("salary_int"),
+        F.lit(datetime.datetime(2024, 3, 31, 1, 30, 0, 250000, tzinfo=datetime.timezone.utc)).alias("at"),
+        F.lit(datetime.date(2024, 2, 29)).alias("day"),
     )
 
 

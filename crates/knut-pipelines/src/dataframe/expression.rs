@@ -284,8 +284,21 @@ fn literal(l: &pb::expression::Literal) -> Result<String> {
         },
         LiteralType::String(s) => string_literal(s),
         LiteralType::Date(days) => format!("DATE'{}'", civil_date(i64::from(*days))),
-        LiteralType::Timestamp(_) | LiteralType::TimestampNtz(_) => {
-            return refuse("a timestamp literal (write it as a string cast to TIMESTAMP)")
+        // An instant: microseconds since the epoch, written in UTC with its offset, so that
+        // the session's time zone does not move it.
+        LiteralType::Timestamp(micros) => {
+            let (seconds, fraction) = (micros.div_euclid(1_000_000), micros.rem_euclid(1_000_000));
+            let (days, second) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+            format!(
+                "TIMESTAMP'{} {:02}:{:02}:{:02}.{fraction:06}+00:00'",
+                civil_date(days),
+                second / 3600,
+                second / 60 % 60,
+                second % 60
+            )
+        }
+        LiteralType::TimestampNtz(_) => {
+            return refuse("a TIMESTAMP_NTZ literal (write it as a string cast to TIMESTAMP)")
         }
     })
 }
