@@ -277,8 +277,8 @@ struct Rewriter<'a> {
     error: Option<String>,
 }
 
-/// Spark date-part functions DataFusion lacks, as `(name, date_part field, offset)`. Spark's
-/// `dayofweek` counts 1 = Sunday, DataFusion's `dow` 0 = Sunday.
+/// Spark date-part functions DataFusion lacks, as `(name, date_part field, offset)`. (The
+/// session's `date_part` is Spark's: its `dow` counts 1 = Sunday, as `dayofweek` does.)
 const DATE_PART_FUNCTIONS: [(&str, &str, i32); 9] = [
     ("year", "year", 0),
     ("month", "month", 0),
@@ -287,7 +287,7 @@ const DATE_PART_FUNCTIONS: [(&str, &str, i32); 9] = [
     ("quarter", "quarter", 0),
     ("dayofyear", "doy", 0),
     ("weekofyear", "week", 0),
-    ("dayofweek", "dow", 1),
+    ("dayofweek", "dow", 0),
     ("yearofweek", "isoyear", 0),
 ];
 
@@ -302,9 +302,19 @@ fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
     let mut call = f.clone();
     call.name = ObjectName::from(vec![Ident::new("date_part")]);
     let mut args = list.clone();
+    // Spark takes a string too, cast to a date as Spark casts it implicitly (a timestamp's
+    // date is its date in the session's time zone, UTC).
+    let FunctionArg::Unnamed(FunctionArgExpr::Expr(inner)) = arg else { return None };
+    let as_date = Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(inner.clone()),
+        data_type: SqlType::Date,
+        array: false,
+        format: None,
+    };
     args.args = vec![
         FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(Value::SingleQuotedString(field.to_string())))),
-        arg.clone(),
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(as_date)),
     ];
     call.args = FunctionArguments::List(args);
     let mut part = Expr::Function(call);
@@ -333,6 +343,8 @@ impl VisitorMut for SparkFunctions {
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         if let Some(new) = rewrite_date_part(expr)
+            .or_else(|| crate::calls::rewrite_call(expr))
+            .or_else(|| crate::calls::rewrite_decode(expr))
             .or_else(|| rewrite_position(expr))
             .or_else(|| rewrite_struct(expr))
             .or_else(|| rewrite_any_value(expr))

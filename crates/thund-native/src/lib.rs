@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod calls;
 mod engine;
 mod error;
 pub mod event_log;

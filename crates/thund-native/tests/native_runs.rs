@@ -603,3 +603,26 @@ fn except_all_and_intersect_all_are_refused_rather_than_answered_differently() {
         assert!(error.contains(&format!("`{op}` answers differently")) && error.contains("sql/a.sql:2:1"), "{error}");
     }
 }
+
+/// Spark's `dayofweek` counts 1 = Sunday … 7 = Saturday and `weekday` 0 = Monday … 6 = Sunday,
+/// from a DATE, a TIMESTAMP or a string alike. (The week of 2024-01-07, a Sunday.)
+#[test]
+fn day_of_week_functions_count_as_sparks_do() {
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", "CREATE MATERIALIZED VIEW t AS SELECT 1 AS a;")]);
+    let typed = query_table(
+        dir.path(),
+        "SELECT dayofweek(d) AS dow, weekday(d) AS wd, dayofweek(CAST(d AS TIMESTAMP)) AS ts_dow, \
+         dayofweek(CAST(d AS STRING)) AS s_dow, weekday(CAST(d AS STRING)) AS s_wd \
+         FROM (SELECT date_add(DATE'2024-01-07', CAST(n AS INT)) AS d FROM VALUES (0), (1), (2), (3), (4), (5), (6) AS v(n)) ORDER BY d",
+    )
+    .unwrap();
+    let got: Vec<Vec<String>> =
+        typed.rows.iter().map(|r| r.iter().map(|v| v.clone().unwrap_or_default()).collect()).collect();
+    let want: Vec<Vec<String>> = (0..7)
+        .map(|n: i32| {
+            let (dow, wd) = ((n + 1).to_string(), ((n + 6) % 7).to_string());
+            vec![dow.clone(), wd.clone(), dow.clone(), dow, wd]
+        })
+        .collect();
+    assert_eq!(got, want);
+}

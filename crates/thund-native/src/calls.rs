@@ -1,0 +1,182 @@
+//! Spark functions that DataFusion has under another name or as another expression, rewritten
+//! on the parse from a template: `lcase(x)` is `lower(x)`, `isnull(x)` is `x IS NULL`,
+//! `max_by(x, y)` is the first `x` ordered by `y` descending, … Each template was checked
+//! against Spark's own examples by `thund-cli/tests/spark_functions.rs` (a template that gives
+//! another answer than Spark's fails that test), so a call either gets Spark's answer or stays
+//! a missing function, refused before the run.
+//!
+//! A template is Spark-dialect-free SQL whose `__a1`, `__a2`, … stand for the call's arguments,
+//! parsed once; the arguments are substituted as parsed expressions, never as text, so their
+//! literals are not read twice.
+
+use std::ops::ControlFlow;
+use std::sync::OnceLock;
+
+use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, VisitMut, VisitorMut};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+
+/// `(Spark's name, argument count, what it is in DataFusion)`.
+const TEMPLATES: &[(&str, usize, &str)] = &[
+    ("lcase", 1, "lower(__a1)"),
+    ("ucase", 1, "upper(__a1)"),
+    ("isnull", 1, "(__a1 IS NULL)"),
+    ("isnotnull", 1, "(__a1 IS NOT NULL)"),
+    ("equal_null", 2, "(__a1 IS NOT DISTINCT FROM __a2)"),
+    ("nullifzero", 1, "nullif(__a1, 0)"),
+    ("zeroifnull", 1, "coalesce(__a1, 0)"),
+    ("startswith", 2, "starts_with(__a1, __a2)"),
+    ("endswith", 2, "ends_with(__a1, __a2)"),
+    ("like", 2, "(__a1 LIKE __a2)"),
+    ("ilike", 2, "(__a1 ILIKE __a2)"),
+    ("rlike", 2, "regexp_like(__a1, __a2)"),
+    ("regexp", 2, "regexp_like(__a1, __a2)"),
+    ("space", 1, "repeat(' ', __a1)"),
+    ("sign", 1, "CAST(signum(__a1) AS DOUBLE)"),
+    ("signum", 1, "CAST(signum(__a1) AS DOUBLE)"),
+    ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    ("shiftleft", 2, "(__a1 << __a2)"),
+    ("shiftright", 2, "(__a1 >> __a2)"),
+    // Spark's aggregate spellings.
+    ("count_if", 1, "count(CASE WHEN __a1 THEN 1 END)"),
+    ("every", 1, "bool_and(__a1)"),
+    ("some", 1, "bool_or(__a1)"),
+    ("any", 1, "bool_or(__a1)"),
+    ("std", 1, "stddev_samp(__a1)"),
+    ("variance", 1, "var_samp(__a1)"),
+    ("first", 1, "first_value(__a1)"),
+    ("last", 1, "last_value(__a1)"),
+    // The value at the greatest (least) ordering value; rows whose ordering value is NULL never
+    // count, so a group of only those gives NULL, as Spark's.
+    ("max_by", 2, "first_value(CASE WHEN __a2 IS NOT NULL THEN __a1 END ORDER BY __a2 DESC NULLS LAST)"),
+    ("min_by", 2, "first_value(CASE WHEN __a2 IS NOT NULL THEN __a1 END ORDER BY __a2 ASC NULLS LAST)"),
+    // Date and time parts Spark takes from a string too (cast as Spark casts it implicitly).
+    ("hour", 1, "CAST(date_part('hour', CAST(__a1 AS TIMESTAMP)) AS INT)"),
+    ("minute", 1, "CAST(date_part('minute', CAST(__a1 AS TIMESTAMP)) AS INT)"),
+    // 0 = Monday; the session's `dow` is Spark's, 1 = Sunday.
+    ("weekday", 1, "CAST((date_part('dow', CAST(__a1 AS DATE)) + 5) % 7 AS INT)"),
+    // Collections: `get` is a subscript (which counts from 0, as the plan's subscripts are
+    // made to), NULL outside the array.
+    ("get", 2, "CASE WHEN __a2 < 0 THEN NULL ELSE __a1[__a2] END"),
+    ("array_size", 1, "CAST(array_length(__a1) AS INT)"),
+    ("map_contains_key", 2, "array_has(map_keys(__a1), __a2)"),
+    ("sort_array", 1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),
+];
+
+/// The templates, parsed.
+fn parsed() -> &'static [(&'static str, usize, Expr)] {
+    static PARSED: OnceLock<Vec<(&'static str, usize, Expr)>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        TEMPLATES
+            .iter()
+            .map(|(name, arity, sql)| {
+                let expr = Parser::new(&GenericDialect {})
+                    .try_with_sql(sql)
+                    .and_then(|mut p| p.parse_expr())
+                    .unwrap_or_else(|e| panic!("the template of `{name}` does not parse: {e}"));
+                (*name, *arity, expr)
+            })
+            .collect()
+    })
+}
+
+/// `expr` as DataFusion spells it, if it is a call of a function with a template.
+pub(crate) fn rewrite_call(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    if f.over.is_some() || f.filter.is_some() || !f.within_group.is_empty() {
+        return None;
+    }
+    let name = f.name.to_string().to_ascii_lowercase();
+    let args: Vec<Expr> = match &f.args {
+        FunctionArguments::None => Vec::new(),
+        FunctionArguments::List(list) if list.duplicate_treatment.is_none() && list.clauses.is_empty() => list
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+                _ => None,
+            })
+            .collect::<Option<_>>()?,
+        _ => return None,
+    };
+    let (_, _, template) = parsed().iter().find(|(n, arity, _)| *n == name && *arity == args.len())?;
+    let mut out = template.clone();
+    let _ = out.visit(&mut Substitute { args: &args });
+    Some(out)
+}
+
+/// `decode(x, s1, r1, s2, r2, …[, default])`: the first `r` whose `s` is `x` (NULL matching
+/// NULL), as a CASE. (`decode(binary, charset)` is another function, left alone.)
+pub(crate) fn rewrite_decode(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("decode") || list.args.len() < 3 || f.over.is_some() {
+        return None;
+    }
+    let args: Vec<&Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let (subject, rest) = args.split_first()?;
+    let conditions = rest
+        .chunks_exact(2)
+        .map(|pair| sqlparser::ast::CaseWhen {
+            condition: Expr::IsNotDistinctFrom(Box::new((*subject).clone()), Box::new(pair[0].clone())),
+            result: pair[1].clone(),
+        })
+        .collect();
+    Some(Expr::Case {
+        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions,
+        else_result: (rest.len() % 2 == 1).then(|| Box::new(rest[rest.len() - 1].clone())),
+    })
+}
+
+/// Puts the call's arguments where the template names them.
+struct Substitute<'a> {
+    args: &'a [Expr],
+}
+
+impl VisitorMut for Substitute<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(id) = expr {
+            if let Some(i) = id.value.strip_prefix("__a").and_then(|n| n.parse::<usize>().ok()) {
+                if let Some(arg) = self.args.get(i - 1) {
+                    *expr = arg.clone();
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewritten(sql: &str) -> String {
+        let e = Parser::new(&GenericDialect {}).try_with_sql(sql).unwrap().parse_expr().unwrap();
+        rewrite_call(&e).map_or_else(|| "unchanged".into(), |e| e.to_string())
+    }
+
+    #[test]
+    fn every_template_parses_and_arguments_are_substituted_as_parsed() {
+        assert_eq!(parsed().len(), TEMPLATES.len());
+        assert_eq!(rewritten("lcase('A''b')"), "lower('A''b')");
+        assert_eq!(
+            rewritten("max_by(x, y + 1)"),
+            "first_value(CASE WHEN y + 1 IS NOT NULL THEN x END ORDER BY y + 1 DESC NULLS LAST)"
+        );
+        // Another argument count, a named argument, or a window is left alone.
+        assert_eq!(rewritten("lcase(a, b)"), "unchanged");
+        assert_eq!(rewritten("first(x) OVER (ORDER BY y)"), "unchanged");
+    }
+}
