@@ -8,6 +8,7 @@
 //!   a string as its text and anything else as JSON; NULL when the JSON is invalid or the path
 //!   leads nowhere, as in Spark. How the event log's `details` column is read with SQL. Wildcards
 //!   (`[*]`) are refused rather than answered differently from Spark.
+//! - `split`, `regexp_extract`, `regexp_extract_all`: see `regexp`.
 
 use std::sync::Arc;
 
@@ -26,6 +27,9 @@ use serde_json::Value;
 /// Registers this module's functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(GetJsonObject::new()));
+    for f in crate::regexp::RegexpFunction::all() {
+        ctx.register_udf(ScalarUDF::from(f));
+    }
     if let Ok(builtin) = ctx.table_function("range") {
         ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));
     }

@@ -58,6 +58,7 @@ mod incremental;
 mod names;
 mod query;
 mod refresh;
+mod regexp;
 mod run;
 mod storage;
 mod streaming;
