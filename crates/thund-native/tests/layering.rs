@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 /// What the front-end offers everyone else, by name under `knut_thund::frontend::`.
-const FRONT_END_API: [&str; 11] = [
+const FRONT_END_API: [&str; 12] = [
     "load",
+    "parse_expression",
     "load_with",
     "Parses",
     "load_sql",

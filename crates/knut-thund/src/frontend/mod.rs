@@ -74,6 +74,12 @@ pub fn dataframe_step(
     }
 }
 
+/// An expression written by a backend rather than a user (a template for a Spark function that
+/// the engine spells otherwise), parsed as the front-end parses expressions in definitions.
+pub fn parse_expression(sql: &str) -> std::result::Result<crate::ir::Expression, Diagnostic> {
+    statement::expression(sql, &SourceLocation::new("<template>", 1, 1))
+}
+
 /// Gives a query read back from a stored definition (a persistent view's record) its parse,
 /// which is not stored.
 pub fn reparse(q: &mut Query) -> std::result::Result<(), Diagnostic> {
