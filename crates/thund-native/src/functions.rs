@@ -90,11 +90,7 @@ impl ScalarUDFImpl for GetJsonObject {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let text = |a: &ArrayRef| -> Result<StringArray> {
-            let c = arrow::compute::cast(a, &DataType::Utf8)?;
-            Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
-        };
-        let (json, path) = (text(&arrays[0])?, text(&arrays[1])?);
+        let (json, path) = (utf8(&arrays[0])?, utf8(&arrays[1])?);
         let mut out = Vec::with_capacity(json.len());
         // The path is nearly always one literal: parsed once, not per row.
         let mut parsed: Option<(&str, Option<Vec<Step>>)> = None;
@@ -110,13 +106,23 @@ impl ScalarUDFImpl for GetJsonObject {
             let steps = parsed.as_ref().and_then(|(_, steps)| steps.as_deref());
             out.push(steps.and_then(|steps| extract(json.value(i), steps)));
         }
-        let result: ArrayRef = Arc::new(StringArray::from(out));
-        Ok(if scalar {
-            ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
-        } else {
-            ColumnarValue::Array(result)
-        })
+        columnar(Arc::new(StringArray::from(out)), scalar)
     }
+}
+
+/// An argument's values as UTF-8 strings.
+pub(crate) fn utf8(a: &ArrayRef) -> Result<StringArray> {
+    let c = arrow::compute::cast(a, &DataType::Utf8)?;
+    Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
+}
+
+/// A function's result: one value when every argument was one.
+pub(crate) fn columnar(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
+    Ok(if scalar {
+        ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+    } else {
+        ColumnarValue::Array(result)
+    })
 }
 
 /// One step of a JSON path.

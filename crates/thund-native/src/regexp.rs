@@ -12,11 +12,13 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Int64Array, ListBuilder, StringArray, StringBuilder};
+use arrow::array::{Array, ArrayRef, Int64Array, ListBuilder, StringBuilder};
 use arrow::datatypes::{DataType, Field};
-use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
+use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use regex::Regex;
+
+use crate::functions::{columnar, utf8};
 
 /// Which function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,11 +89,7 @@ impl ScalarUDFImpl for RegexpFunction {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let text = |a: &ArrayRef| -> Result<StringArray> {
-            let c = arrow::compute::cast(a, &DataType::Utf8)?;
-            Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
-        };
-        let (subject, pattern) = (text(&arrays[0])?, text(&arrays[1])?);
+        let (subject, pattern) = (utf8(&arrays[0])?, utf8(&arrays[1])?);
         let third = match arrays.get(2) {
             Some(a) => {
                 let c = arrow::compute::cast(a, &DataType::Int64)?;
@@ -149,11 +147,7 @@ impl ScalarUDFImpl for RegexpFunction {
                 Arc::new(out.finish())
             }
         };
-        Ok(if scalar {
-            ColumnarValue::Scalar(ScalarValue::try_from_array(&result, 0)?)
-        } else {
-            ColumnarValue::Array(result)
-        })
+        columnar(result, scalar)
     }
 }
 
