@@ -81,6 +81,21 @@ pub use graph::{
     SourceCodeLocation, SqlGraphElements, TableDetails,
 };
 
+/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian, as Spark's DATE), by Howard
+/// Hinnant's days-to-civil algorithm.
+pub fn civil_date(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
 #[cfg(test)]
 mod redact_tests {
     #[test]

@@ -245,7 +245,6 @@ fn auto_cdc(d: pb::pipeline_command::define_flow::AutoCdcFlowDetails) -> Result<
     use pb::pipeline_command::define_flow::ScdType as Scd;
     let names = |list: &[pb::Expression]| list.iter().map(dataframe::column_name).collect::<Result<Vec<_>, _>>();
     let sql = |e: &Option<pb::Expression>| e.as_ref().map(dataframe::expression_sql).transpose();
-    let source = d.source.clone().unwrap_or_default();
     Ok(AutoCdcDetails {
         keys: names(&d.keys)?,
         sequence_by: sql(&d.sequence_by)?.ok_or_else(|| Untranslatable("a flow without `sequence_by`".into()))?,
@@ -260,7 +259,7 @@ fn auto_cdc(d: pb::pipeline_command::define_flow::AutoCdcFlowDetails) -> Result<
         },
         track_history_columns: names(&d.track_history_column_list)?,
         track_history_except_columns: names(&d.track_history_except_column_list)?,
-        source,
+        source: d.source.unwrap_or_default(),
     })
 }
 

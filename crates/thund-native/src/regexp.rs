@@ -46,10 +46,10 @@ impl RegexpFunction {
     }
 }
 
-fn string_list() -> DataType {
-    DataType::List(Arc::new(Field::new("element", DataType::Utf8, true)))
+/// The element field of the lists `split` and `regexp_extract_all` return, as Spark names it.
+fn element() -> Arc<Field> {
+    Arc::new(Field::new("element", DataType::Utf8, true))
 }
-
 impl ScalarUDFImpl for RegexpFunction {
     fn name(&self) -> &str {
         match self.kind {
@@ -82,7 +82,7 @@ impl ScalarUDFImpl for RegexpFunction {
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
             Kind::Extract => DataType::Utf8,
-            Kind::Split | Kind::ExtractAll => string_list(),
+            Kind::Split | Kind::ExtractAll => DataType::List(element()),
         })
     }
 
@@ -123,8 +123,7 @@ impl ScalarUDFImpl for RegexpFunction {
                 Arc::new(out.finish())
             }
             Kind::Split | Kind::ExtractAll => {
-                let element = Arc::new(Field::new("element", DataType::Utf8, true));
-                let mut out = ListBuilder::new(StringBuilder::new()).with_field(element);
+                let mut out = ListBuilder::new(StringBuilder::new()).with_field(element());
                 for i in 0..subject.len() {
                     let Some(n) = (subject.is_valid(i) && pattern.is_valid(i)).then(|| number(i)).flatten() else {
                         out.append_null();

@@ -4,6 +4,7 @@ use crate::proto::spark::connect as pb;
 use crate::registration::{data_type_sql, quote_identifier};
 
 use super::{refuse, Result, Scope, Untranslatable};
+use crate::civil_date;
 
 /// A column name as pyspark's `col()` takes it (`a`, `t.a`, `` `a.b` ``) as a quoted identifier.
 pub(super) fn identifier(unparsed: &str) -> Result<String> {
@@ -301,19 +302,4 @@ fn literal(l: &pb::expression::Literal) -> Result<String> {
             return refuse("a TIMESTAMP_NTZ literal (write it as a string cast to TIMESTAMP)")
         }
     })
-}
-
-/// Days since 1970-01-01 as `YYYY-MM-DD` (proleptic Gregorian, as Spark's DATE).
-pub(super) fn civil_date(days: i64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }

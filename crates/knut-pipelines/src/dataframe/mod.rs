@@ -607,8 +607,9 @@ fn quoted_list(columns: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::expression::{civil_date, identifier};
+    use super::expression::identifier;
     use super::*;
+    use crate::civil_date;
 
     #[test]
     fn dates_are_civil_dates() {

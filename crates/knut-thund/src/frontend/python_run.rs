@@ -225,7 +225,10 @@ fn flow_query(details: &FlowDetails) -> (String, Option<DataFrameSource>) {
 
 /// `FROM STREAM(source) KEYS (…) …`: what follows `AUTO CDC INTO target` in SQL.
 fn auto_cdc_clauses(c: &knut_pipelines::AutoCdcDetails) -> String {
-    let list = |names: &[String]| names.iter().map(|n| quoted_name(n)).collect::<Vec<_>>().join(", ");
+    // Each column name quoted whole: it may hold a dot.
+    let list = |names: &[String]| {
+        names.iter().map(|n| knut_pipelines::registration::quote_identifier(n)).collect::<Vec<_>>().join(", ")
+    };
     let mut sql = format!("FROM STREAM({}) KEYS ({})", quoted(&c.source), list(&c.keys));
     if let Some(d) = &c.apply_as_deletes {
         sql.push_str(&format!(" APPLY AS DELETE WHEN {d}"));
@@ -251,11 +254,6 @@ fn auto_cdc_clauses(c: &knut_pipelines::AutoCdcDetails) -> String {
         }
     }
     sql
-}
-
-/// One column name, quoted whole (it may hold a dot).
-fn quoted_name(name: &str) -> String {
-    knut_pipelines::registration::quote_identifier(name)
 }
 
 /// The graph's outputs and flows as statements.
