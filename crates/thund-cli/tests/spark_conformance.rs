@@ -146,6 +146,7 @@ fn conformance_on(var: &str, line: &str) {
         "python-init",
         "python-medallion",
         "sdp-basics",
+        "sql-generators",
         "stream-files",
     ] {
         assert!(ran.contains(&must.to_string()), "{must} must run on Spark {line}; ran {ran:?}, skipped {skipped:?}");
@@ -169,7 +170,15 @@ fn sparks_own_tables_are_what_spark_pipelines_writes_today() {
         std::process::Command::new(root.join("scripts/spark-server.sh")).args(["python", "4.1.4"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let python = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    for case in ["event-time", "python-dataframes", "python-init", "python-medallion", "sdp-basics", "stream-files"] {
+    for case in [
+        "event-time",
+        "python-dataframes",
+        "python-init",
+        "python-medallion",
+        "sdp-basics",
+        "sql-generators",
+        "stream-files",
+    ] {
         let expected = root.join("conformance").join(case).join("expected");
         let written = tempfile::tempdir().unwrap();
         let o = std::process::Command::new(&python)

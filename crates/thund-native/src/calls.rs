@@ -16,6 +16,10 @@ use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Visi
 
 /// `(Spark's name, argument count, what it is in DataFusion)`.
 const TEMPLATES: &[(&str, usize, &str)] = &[
+    // Spark's empty map; DataFusion's `map` needs entries.
+    ("map", 0, "map_from_arrays(array(), array())"),
+    // Spark 4 (ANSI) answers NULL for NULL; the legacy -1 is what DataFusion's `size` gives.
+    ("size", 1, "CASE WHEN __a1 IS NULL THEN NULL ELSE size(__a1) END"),
     ("lcase", 1, "lower(__a1)"),
     ("ucase", 1, "upper(__a1)"),
     ("isnull", 1, "(__a1 IS NULL)"),

@@ -88,6 +88,7 @@ pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Resul
         .with_runtime_env(runtime)
         .with_default_features()
         .with_spark_features()
+        .with_physical_optimizer_rules(crate::lambdas::physical_optimizer_rules())
         // delta-rs writes through extension nodes that only its planner turns into execution plans.
         .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new())
         .build();
@@ -160,6 +161,7 @@ pub(crate) async fn plan_query_with_streams(
     if let Some(e) = rewriter.error {
         return Err(plan_err(e));
     }
+    crate::generators::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
     let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
     let plan = ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
     crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
@@ -341,7 +343,67 @@ struct SparkFunctions;
 impl VisitorMut for SparkFunctions {
     type Break = ();
 
+    /// A `VALUES` row's integer literals are INTs, as Spark types them, before the planner
+    /// gives each column its rows' common type: a BIGINT nested in a row (`array(1)`,
+    /// `named_struct('q', 2)`) would make the column's type BIGINT however the literal is
+    /// retyped later.
+    fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+        if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
+            for row in values.rows.iter_mut() {
+                let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
+                    if let Expr::Value(v) = e {
+                        if let Value::Number(n, false) = &v.value {
+                            if n.parse::<i32>().is_ok() {
+                                *e = Expr::Cast {
+                                    kind: CastKind::Cast,
+                                    expr: Box::new(e.clone()),
+                                    data_type: SqlType::Int(None),
+                                    array: false,
+                                    format: None,
+                                };
+                            }
+                        }
+                    }
+                    ControlFlow::<()>::Continue(())
+                });
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        // Spark names a lambda's `(x, y)` struct after its variables, as `struct(x, y)`; `x.f`
+        // is a field of the variable `x` (the planner would look for a table `x`).
+        if let Expr::Lambda(lambda) = expr {
+            let params: Vec<String> = lambda.params.iter().map(|p| p.name.value.clone()).collect();
+            let _ = sqlparser::ast::visit_expressions_mut(&mut lambda.body, |e| {
+                if let Expr::CompoundIdentifier(ids) = e {
+                    if ids.len() > 1 && params.contains(&ids[0].value) {
+                        // As `x['f']`: the planner reads `x.f` back as a table's column.
+                        let access_chain = ids[1..]
+                            .iter()
+                            .map(|f| {
+                                sqlparser::ast::AccessExpr::Subscript(sqlparser::ast::Subscript::Index {
+                                    index: Expr::value(Value::SingleQuotedString(f.value.clone())),
+                                })
+                            })
+                            .collect();
+                        *e = Expr::CompoundFieldAccess {
+                            root: Box::new(Expr::Identifier(ids[0].clone())),
+                            access_chain,
+                        };
+                    }
+                }
+                if let Expr::Tuple(values) = e {
+                    let as_struct = Expr::Struct { values: std::mem::take(values), fields: Vec::new() };
+                    *e = rewrite_struct(&as_struct).unwrap_or(as_struct);
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        }
+        if let Some(new) = rewrite_map_cast(expr) {
+            *expr = new;
+        }
         if let Some(new) = rewrite_date_part(expr)
             .or_else(|| crate::calls::rewrite_call(expr))
             .or_else(|| crate::calls::rewrite_decode(expr))
@@ -381,6 +443,43 @@ impl VisitorMut for SparkFunctions {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `CAST(m AS MAP<K, V>)` → `map_from_arrays(CAST(map_keys(m) AS ARRAY<K>), CAST(map_values(m)
+/// AS ARRAY<V>))`: DataFusion's SQL has no map type to cast to. A NULL stays NULL.
+fn rewrite_map_cast(expr: &Expr) -> Option<Expr> {
+    let Expr::Cast { kind: CastKind::Cast, expr: inner, data_type: SqlType::Map(k, v), format: None, .. } = expr else {
+        return None;
+    };
+    let call = |name: &str, args: Vec<Expr>| {
+        Expr::Function(sqlparser::ast::Function {
+            name: ObjectName::from(vec![Ident::new(name)]),
+            uses_odbc_syntax: false,
+            parameters: FunctionArguments::None,
+            args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+                duplicate_treatment: None,
+                args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+                clauses: Vec::new(),
+            }),
+            filter: None,
+            null_treatment: None,
+            over: None,
+            within_group: Vec::new(),
+        })
+    };
+    let array_of = |e: Expr, t: &SqlType| Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(e),
+        data_type: SqlType::Array(sqlparser::ast::ArrayElemTypeDef::AngleBracket(Box::new(t.clone()))),
+        array: false,
+        format: None,
+    };
+    // A NULL has no keys to take: it becomes NULL arrays of the types.
+    let null = matches!(inner.as_ref(), Expr::Value(v) if v.value == Value::Null);
+    let part = |name: &str| if null { inner.as_ref().clone() } else { call(name, vec![inner.as_ref().clone()]) };
+    let keys = array_of(part("map_keys"), k);
+    let values = array_of(part("map_values"), v);
+    Some(call("map_from_arrays", vec![keys, values]))
 }
 
 /// `struct(a, s.b, 1)` → `named_struct('a', a, 'b', s.b, 'col3', 1)`: Spark names a struct's
@@ -537,7 +636,7 @@ impl VisitorMut for Rewriter<'_> {
         }
         // Named before the expressions are rewritten: Spark names them as the user wrote them.
         crate::names::name_select_items(&mut query.body);
-        ControlFlow::Continue(())
+        SparkFunctions.pre_visit_query(query)
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {

@@ -40,14 +40,26 @@ const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"]
 
 /// `plan` with Spark's semantics, or the first function that would answer differently.
 pub(crate) fn spark_semantics(plan: LogicalPlan) -> Result<LogicalPlan> {
+    // A generator's columns are named by the query's alias or as Spark names them: which one is
+    // marked before the types below rename what they retype.
+    let plan = crate::generators::mark_unnamed(plan)?;
     let plan = spark_types(plan)?;
-    Ok(plan
+    let plan = crate::generators::plan_generators(plan)?;
+    let plan = plan
         .transform_up_with_subqueries(|node| {
             let schema = merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
             node.map_expressions(|e| e.transform_up(|e| rewrite(e, &schema)))?.map_data(refresh_schema)
         })?
-        .data)
+        .data;
+    // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal
+    // array) changes them.
+    let resolved = plan.resolve_lambda_variables()?;
+    if !resolved.transformed {
+        return Ok(resolved.data);
+    }
+    // The lambdas' answers may have new types (an INT where a BIGINT was): every schema again.
+    Ok(resolved.data.transform_up_with_subqueries(|node| Ok(Transformed::yes(refresh_schema(node)?)))?.data)
 }
 
 /// `node`'s schema derived again from its expressions and inputs. (A union would keep its

@@ -27,9 +27,12 @@ use serde_json::Value;
 /// Registers this module's functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(GetJsonObject::new()));
+    ctx.register_udf(ScalarUDF::from(TypeOf { signature: Signature::any(1, Volatility::Immutable) }));
     for f in crate::regexp::RegexpFunction::all() {
         ctx.register_udf(ScalarUDF::from(f));
     }
+    crate::lambdas::register(ctx);
+    crate::generators::register(ctx);
     if let Ok(builtin) = ctx.table_function("range") {
         ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));
     }
@@ -55,6 +58,31 @@ impl TableFunctionImpl for SparkRange {
             .project(vec![col("value").alias("id")])?
             .build()?;
         Ok(Arc::new(ViewTable::new(plan, None)))
+    }
+}
+
+/// `typeof(x)`: the argument's type as Spark writes it (`int`, `array<struct<q:int>>`).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TypeOf {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for TypeOf {
+    fn name(&self) -> &str {
+        "typeof"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = crate::types::spark_simple_string(args.arg_fields[0].data_type());
+        Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Utf8(Some(name))))
     }
 }
 

@@ -17,9 +17,10 @@
 //!     └─ streaming:  streaming table / sink — only new input (sources) → one Append commit
 //!                    carrying the batch number, exactly once across crashes (checkpoint)
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
-//!           STREAM reads replaced by registered tables, datafusion-spark functions, Spark's
-//!           spellings rewritten by calls, the rest in functions/regexp) ─fidelity→ Spark's
-//!           types and answers, or a refusal
+//!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
+//!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
+//!           functions/regexp, higher-order functions in lambdas) ─fidelity→ Spark's types and
+//!           answers (generators planned as Unnest steps), or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
 //!  every key under the storage root comes from storage::Storage
 //! ```
@@ -56,7 +57,9 @@ mod fidelity;
 mod flow;
 mod freshness;
 mod functions;
+mod generators;
 mod incremental;
+mod lambdas;
 mod names;
 mod query;
 mod refresh;

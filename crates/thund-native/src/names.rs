@@ -37,6 +37,10 @@ fn name_items(select: &mut Select) {
         if matches!(expr, Expr::Identifier(_)) {
             continue;
         }
+        // A generator's columns are named after what it generates (`col`, `pos`, …).
+        if matches!(expr, Expr::Function(f) if crate::generators::is_generator(&f.name.to_string())) {
+            continue;
+        }
         let Some(name) = top_level_name(expr) else { continue };
         if taken.contains(&name.to_lowercase()) {
             continue;
@@ -208,6 +212,8 @@ fn sql(e: &Expr) -> Option<String> {
                 ("substring" | "substr", 2) => Some("2147483647"),
                 ("lpad" | "rpad", 2) => Some(" "),
                 ("regexp_instr" | "regexp_extract" | "regexp_extract_all", 2) => Some("0"),
+                // `aggregate`'s finish is the identity.
+                ("aggregate" | "reduce", 3) => Some("lambdafunction(namedlambdavariable(), namedlambdavariable())"),
                 _ => None,
             };
             args.extend(default.map(String::from));
@@ -252,6 +258,54 @@ fn sql(e: &Expr) -> Option<String> {
             format!("struct({})", values.iter().map(sql).collect::<Option<Vec<_>>>()?.join(", "))
         }
         Expr::Extract { field, expr, .. } => format!("extract({field} FROM {})", sql(expr)?),
+        Expr::Lambda(lambda) => {
+            // Spark prints a lambda's variables without their names.
+            let params: Vec<&str> = lambda.params.iter().map(|p| p.name.value.as_str()).collect();
+            let mut body = lambda.body.as_ref().clone();
+            // `(x, y)` is Spark's `named_struct('x', x, 'y', y)`.
+            let _ = sqlparser::ast::visit_expressions_mut(&mut body, |e| {
+                if let Expr::Tuple(values) = e {
+                    let mut args = Vec::new();
+                    for (i, v) in values.iter().enumerate() {
+                        let name = match v {
+                            Expr::Identifier(id) => id.value.clone(),
+                            _ => format!("col{}", i + 1),
+                        };
+                        args.push(Expr::value(Value::SingleQuotedString(name)));
+                        args.push(v.clone());
+                    }
+                    *e = Expr::Function(sqlparser::ast::Function {
+                        name: sqlparser::ast::ObjectName::from(vec![Ident::new("named_struct")]),
+                        uses_odbc_syntax: false,
+                        parameters: FunctionArguments::None,
+                        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+                            duplicate_treatment: None,
+                            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+                            clauses: Vec::new(),
+                        }),
+                        filter: None,
+                        null_treatment: None,
+                        over: None,
+                        within_group: Vec::new(),
+                    });
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            let _ = sqlparser::ast::visit_expressions_mut(&mut body, |e| {
+                if matches!(e, Expr::Identifier(i) if params.contains(&i.value.as_str())) {
+                    *e = Expr::Identifier(Ident::new(LAMBDA_VARIABLE));
+                }
+                if let Expr::CompoundIdentifier(ids) = e {
+                    if ids.len() > 1 && params.contains(&ids[0].value.as_str()) {
+                        let fields: Vec<&str> = ids[1..].iter().map(|i| i.value.as_str()).collect();
+                        *e = Expr::Identifier(Ident::new(format!("{LAMBDA_VARIABLE}.{}", fields.join("."))));
+                    }
+                }
+                std::ops::ControlFlow::<()>::Continue(())
+            });
+            let variables = vec![LAMBDA_VARIABLE; params.len()].join(", ");
+            format!("lambdafunction({}, {variables})", sql(&body)?)
+        }
         Expr::Trim { expr, trim_where, trim_what, trim_characters: None } => match (trim_where, trim_what) {
             (None, None) => format!("trim({})", sql(expr)?),
             (Some(w), Some(what)) => format!("TRIM({w} {} FROM {})", sql(what)?, sql(expr)?),
@@ -261,6 +315,9 @@ fn sql(e: &Expr) -> Option<String> {
         _ => return None,
     })
 }
+
+/// How Spark prints a lambda's variable.
+const LAMBDA_VARIABLE: &str = "namedlambdavariable()";
 
 /// Functions Spark prints in upper case (as its math functions name themselves).
 const UPPER_CASE: [&str; 32] = [

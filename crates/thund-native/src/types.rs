@@ -227,6 +227,32 @@ pub fn spark_type_name(dt: &DataType) -> String {
     }
 }
 
+/// An Arrow type as Spark's `DataType.simpleString` writes it (`int`, `decimal(10,2)`,
+/// `array<struct<q:int>>`, `map<string,int>`): what `typeof` answers.
+pub fn spark_simple_string(dt: &DataType) -> String {
+    match dt {
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
+            format!("array<{}>", spark_simple_string(f.data_type()))
+        }
+        DataType::Struct(fields) => format!(
+            "struct<{}>",
+            fields
+                .iter()
+                .map(|f| format!("{}:{}", f.name(), spark_simple_string(f.data_type())))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("map<{},{}>", spark_simple_string(kv[0].data_type()), spark_simple_string(kv[1].data_type()))
+            }
+            other => other.to_string(),
+        },
+        DataType::Dictionary(_, value) => spark_simple_string(value),
+        other => spark_type_name(other).to_ascii_lowercase(),
+    }
+}
+
 #[cfg(test)]
 mod name_tests {
     use super::*;

@@ -110,6 +110,7 @@ fn native_backend_reproduces_sparks_tables() {
         "python-init",
         "python-medallion",
         "sdp-basics",
+        "sql-generators",
         "stream-files",
     ] {
         assert!(ran.contains(&must.to_string()), "{must} must run on the native backend; ran {ran:?}");

@@ -626,3 +626,48 @@ fn day_of_week_functions_count_as_sparks_do() {
         .collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn generators_and_lambdas_out_of_place_are_refused_at_their_line() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW src AS SELECT 1 AS id, array(1, 2) AS xs, array(3) AS ys;\n\
+             CREATE MATERIALIZED VIEW nested AS SELECT explode(xs) + 1 AS v FROM src;\n\
+             CREATE MATERIALIZED VIEW in_where AS SELECT id FROM src WHERE explode(xs) > 1;\n\
+             CREATE MATERIALIZED VIEW two AS SELECT explode(xs), explode(ys) FROM src;\n\
+             CREATE MATERIALIZED VIEW joined AS SELECT * FROM src a JOIN src b ON a.id = b.id LATERAL VIEW explode(a.xs) v AS x;\n\
+             CREATE MATERIALIZED VIEW misnamed AS SELECT * FROM src LATERAL VIEW posexplode(xs) v AS only_one;\n\
+             CREATE MATERIALIZED VIEW dup_keys AS SELECT transform_keys(map('a', 1, 'b', 2), (k, v) -> 'same') AS m;\n\
+             CREATE MATERIALIZED VIEW wide_merge AS SELECT aggregate(xs, 0, (acc, x) -> acc + x * 1.5) AS s FROM src;\n\
+             CREATE MATERIALIZED VIEW fine AS SELECT id, x, exists(xs, e -> e = x + 1) AS found \
+             FROM src LATERAL VIEW explode(xs) v AS x WHERE EXISTS (SELECT 1 FROM src s WHERE s.id = id);",
+        ),
+    ]);
+    let (summary, _) = run(dir.path());
+    let error = |name: &str| {
+        summary.flows.iter().find(|f| f.target.ends_with(name)).and_then(|f| f.error.clone()).unwrap_or_default()
+    };
+    for (name, line, says) in [
+        ("nested", 2, "must be a whole item of a SELECT list"),
+        ("in_where", 3, "must be a whole item of a SELECT list"),
+        ("two", 4, "one generator"),
+        ("joined", 5, "LATERAL VIEW over a join runs on the Spark backend"),
+        ("misnamed", 6, "makes 2 columns, but the view names 1"),
+        ("dup_keys", 7, "duplicate map key"),
+        ("wide_merge", 8, "cast the start value"),
+    ] {
+        let e = error(&format!(".{name}"));
+        assert!(e.contains(&format!("sql/a.sql:{line}:")) && e.contains(says), "{name}: {e}");
+    }
+    // `exists(array, lambda)` is the function (its lambda reads the view's column), and
+    // `EXISTS (SELECT …)` still the subquery.
+    assert_eq!(
+        sorted_rows(dir.path(), "SELECT id, x, found FROM fine"),
+        vec![vec!["1", "1", "true"], vec!["1", "2", "false"]]
+            .into_iter()
+            .map(|r| r.into_iter().map(String::from).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+}

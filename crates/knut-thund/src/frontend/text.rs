@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use sqlparser::dialect::SparkSqlDialect;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 use crate::error::Diagnostic;
 use crate::ir::query::LineIndex;
@@ -185,7 +186,15 @@ pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'stati
         .tokenize_with_location()
         .map_err(|e| sqlparser::parser::ParserError::TokenizerError(e.to_string()))?;
     let mut tokens = Vec::with_capacity(raw.len());
-    let mut raw = raw.into_iter().peekable();
+    let function_exists: Vec<bool> = (0..raw.len()).map(|i| is_exists_function(&raw, i)).collect();
+    let mut raw = raw.into_iter().enumerate().map(|(i, mut t)| {
+        if function_exists[i] {
+            // Quoted, the word is the function's name and no longer the keyword.
+            t.token = Token::Word(Word { value: "exists".into(), quote_style: Some('`'), keyword: Keyword::NoKeyword });
+        }
+        t
+    });
+    let mut raw = raw.by_ref().peekable();
     while let Some(t) = raw.next() {
         let suffix = match (&t.token, raw.peek().map(|n| &n.token)) {
             (Token::Number(_, false), Some(Token::Word(w))) if w.quote_style.is_none() => {
@@ -228,6 +237,25 @@ pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'stati
         raw.next(); // the suffix
     }
     Ok(sqlparser::parser::Parser::new(&DIALECT).with_tokens_with_locations(tokens))
+}
+
+/// Whether token `i` is Spark's higher-order function `exists(array, x -> …)`: the word
+/// `EXISTS` before a parenthesis that opens no query. (The parser would read an `EXISTS`
+/// subquery there.)
+fn is_exists_function(tokens: &[TokenWithSpan], i: usize) -> bool {
+    let Token::Word(w) = &tokens[i].token else { return false };
+    if w.keyword != Keyword::EXISTS || w.quote_style.is_some() {
+        return false;
+    }
+    let mut next = tokens[i + 1..].iter().map(|t| &t.token).filter(|t| !matches!(t, Token::Whitespace(_)));
+    if next.next() != Some(&Token::LParen) {
+        return false;
+    }
+    let opens_query = |t: Option<&Token>| {
+        matches!(t, Some(Token::Word(w)) if matches!(w.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES))
+            || matches!(t, Some(Token::LParen))
+    };
+    !opens_query(next.next())
 }
 
 #[cfg(test)]

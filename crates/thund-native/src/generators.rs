@@ -1,0 +1,823 @@
+//! Spark's generators in a SELECT list: `explode`, `posexplode`, `inline`, `stack` and their
+//! `_outer` forms, each turning one input row into as many output rows as its argument has
+//! elements (`LATERAL VIEW` is rewritten into this form on the parse, in `engine`).
+//!
+//! DataFusion plans a generator as an ordinary call (the functions registered here give its
+//! types), then [`plan_generators`] replaces the projection holding it with three steps:
+//!
+//! 1. the input's columns and `__thund_generate(arg, kind)`: one array per row of structs, one
+//!    struct per output row (`pos`, then `col`, or `key` and `value`, or the inlined fields), with
+//!    one all-NULL struct for a NULL or empty argument of an `_outer` generator;
+//! 2. DataFusion's `Unnest`, twice: the array into rows, the struct into columns;
+//! 3. the projection's other items as they were, and the generated columns named as Spark
+//!    names them (`col`, `pos`, `key`, `value`, `col1`…) or as the query aliases them.
+//!
+//! A generator anywhere else (nested in an expression, in WHERE) is refused before the run, as
+//! Spark refuses it.
+
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, Array, ArrayRef, AsArray, Int32Array, ListArray, StructArray, UInt32Array};
+use arrow::buffer::OffsetBuffer;
+use arrow::compute::take;
+use arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{exec_err, plan_err, Column, Result, ScalarValue};
+use datafusion::logical_expr::expr::{Alias, ScalarFunction};
+use datafusion::logical_expr::{
+    col, lit, ColumnarValue, Expr, LogicalPlan, LogicalPlanBuilder, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF,
+    ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::prelude::SessionContext;
+
+/// The generators, by the name a query calls them.
+const GENERATORS: [&str; 7] =
+    ["explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer", "stack"];
+
+/// The metadata key marking a generator's struct type as its several columns.
+const COLUMNS_KEY: &str = "thund.generator.columns";
+
+/// The column the generated structs are held in between the steps.
+const GENERATED: &str = "__thund_generated";
+
+/// Registers the generators and the function that lays out their rows.
+pub(crate) fn register(ctx: &SessionContext) {
+    for name in GENERATORS {
+        ctx.register_udf(ScalarUDF::from(Generator::new(name)));
+    }
+    ctx.register_udf(ScalarUDF::from(Generate::new()));
+    ctx.register_udf(ScalarUDF::from(Lateral { signature: Signature::variadic_any(Volatility::Immutable) }));
+}
+
+/// What a generator makes of its argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    /// A `pos` column first (`posexplode`).
+    pos: bool,
+    /// The argument's elements are structs whose fields become the columns (`inline`).
+    inline: bool,
+    /// A NULL or empty argument still gives one row, of NULLs.
+    outer: bool,
+}
+
+impl Kind {
+    fn of(name: &str) -> Option<Kind> {
+        let outer = name.ends_with("_outer");
+        let base = name.trim_end_matches("_outer");
+        let (pos, inline) = match base {
+            "explode" => (false, false),
+            "posexplode" => (true, false),
+            "inline" => (false, true),
+            _ => return None,
+        };
+        Some(Kind { pos, inline, outer })
+    }
+}
+
+/// The fields of the struct each output row is made of, for an argument of type `t`.
+fn row_fields(name: &str, kind: Kind, t: &DataType) -> Result<Fields> {
+    let mut fields = Vec::new();
+    if kind.pos {
+        fields.push(Field::new("pos", DataType::Int32, true));
+    }
+    match t {
+        DataType::List(f) if kind.inline => match f.data_type() {
+            DataType::Struct(inner) => {
+                fields.extend(inner.iter().map(|f| f.as_ref().clone().with_nullable(true)));
+            }
+            other => return plan_err!("{name} expects an array of structs, not an array of {other}"),
+        },
+        DataType::List(f) => fields.push(Field::new("col", f.data_type().clone(), true)),
+        DataType::Map(entries, _) if !kind.inline => {
+            let DataType::Struct(kv) = entries.data_type() else { return plan_err!("{name}: a map without entries") };
+            fields.push(Field::new("key", kv[0].data_type().clone(), true));
+            fields.push(Field::new("value", kv[1].data_type().clone(), true));
+        }
+        DataType::Null => fields.push(Field::new("col", DataType::Null, true)),
+        other if kind.inline => return plan_err!("{name} expects an array of structs, not {other}"),
+        other => return plan_err!("{name} expects an array or a map, not {other}"),
+    }
+    Ok(fields.into())
+}
+
+/// A generator as DataFusion plans it: a call typed as the struct of one output row. It never
+/// runs: [`plan_generators`] replaces it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Generator {
+    name: &'static str,
+    signature: Signature,
+}
+
+impl Generator {
+    fn new(name: &'static str) -> Self {
+        let signature = match name {
+            "stack" => Signature::variadic_any(Volatility::Immutable),
+            // Spark's parameter names, for `explode(collection => …)`.
+            _ => {
+                let parameter = if name.starts_with("inline") { "input" } else { "collection" };
+                Signature::any(1, Volatility::Immutable)
+                    .with_parameter_names(vec![parameter])
+                    .expect("one name for one parameter")
+            }
+        };
+        Self { name, signature }
+    }
+}
+
+impl ScalarUDFImpl for Generator {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        plan_err!("{}'s type depends on its arguments", self.name)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<Arc<Field>> {
+        let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let fields = if self.name == "stack" {
+            stack_fields(&types, args.scalar_arguments.first().copied().flatten())?
+        } else {
+            let [t] = types.as_slice() else { return plan_err!("{} takes one argument", self.name) };
+            row_fields(self.name, Kind::of(self.name).expect("a generator"), t)?
+        };
+        // One column is typed as itself, so that a generator nested in an expression still
+        // plans and is then refused with the reason. Several are a struct, marked as such (one
+        // column may be a struct too).
+        Ok(Arc::new(match fields.len() {
+            1 => Field::new(self.name, fields[0].data_type().clone(), true),
+            n => Field::new(self.name, DataType::Struct(fields), true)
+                .with_metadata([(COLUMNS_KEY.to_string(), n.to_string())].into()),
+        }))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        exec_err!("`{}` is a generator: it must be a whole item of a SELECT list", self.name)
+    }
+}
+
+/// `stack(n, v1, …, vk)`'s columns: `col0`, `col1`, … (k/n of them), typed as the first row's
+/// values (the plan casts every row's to the column's common type).
+fn stack_fields(args: &[DataType], count: Option<&ScalarValue>) -> Result<Fields> {
+    let Some((_, values)) = args.split_first() else { return plan_err!("stack takes a row count and values") };
+    let rows = stack_rows(count)?;
+    if values.is_empty() {
+        return plan_err!("stack takes a row count and values");
+    }
+    let width = values.len().div_ceil(rows);
+    Ok(values.iter().take(width).enumerate().map(|(i, t)| Field::new(format!("col{i}"), t.clone(), true)).collect())
+}
+
+/// `stack`'s row count, a positive integer literal.
+fn stack_rows(count: Option<&ScalarValue>) -> Result<usize> {
+    let rows = match count {
+        Some(ScalarValue::Int8(Some(v))) => *v as i64,
+        Some(ScalarValue::Int16(Some(v))) => *v as i64,
+        Some(ScalarValue::Int32(Some(v))) => *v as i64,
+        Some(ScalarValue::Int64(Some(v))) => *v,
+        _ => return plan_err!("stack's row count must be an integer literal"),
+    };
+    if rows < 1 {
+        return plan_err!("stack's row count must be positive, not {rows}");
+    }
+    Ok(rows as usize)
+}
+
+/// `__thund_lateral(generator, 'a', 'b', …)`: a LATERAL VIEW's generator, whose columns are
+/// one struct named by the view (`AS a, b`), read back field by field by the query around it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Lateral {
+    signature: Signature,
+}
+
+const LATERAL: &str = "__thund_lateral";
+
+impl ScalarUDFImpl for Lateral {
+    fn name(&self) -> &str {
+        LATERAL
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        plan_err!("{LATERAL}'s type depends on its arguments")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<Arc<Field>> {
+        let names = args.scalar_arguments[1..]
+            .iter()
+            .map(|a| match a {
+                Some(ScalarValue::Utf8(Some(n))) => Ok(n.clone()),
+                _ => plan_err!("{LATERAL} takes its column names as literals"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let generated = &args.arg_fields[0];
+        let types: Vec<DataType> = match generated.data_type() {
+            DataType::Struct(fields) if generated.metadata().contains_key(COLUMNS_KEY) => {
+                fields.iter().map(|f| f.data_type().clone()).collect()
+            }
+            t => vec![t.clone()],
+        };
+        if types.len() != names.len() {
+            return plan_err!(
+                "the LATERAL VIEW's generator makes {} columns, but the view names {}: {}",
+                types.len(),
+                names.len(),
+                if names.is_empty() { "name them with `AS a, b, …`".to_string() } else { names.join(", ") }
+            );
+        }
+        let fields: Fields = names.iter().zip(types).map(|(n, t)| Field::new(n, t, true)).collect();
+        Ok(Arc::new(Field::new(LATERAL, DataType::Struct(fields), true)))
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        exec_err!("a LATERAL VIEW's generator runs as its own step")
+    }
+}
+
+/// `__thund_generate(arg, 'kind')`: per input row, the list of output rows' structs.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Generate {
+    signature: Signature,
+}
+
+impl Generate {
+    fn new() -> Self {
+        Self { signature: Signature::any(2, Volatility::Immutable) }
+    }
+}
+
+fn kind_argument(arg: Option<&ScalarValue>) -> Result<(&str, Kind)> {
+    match arg {
+        Some(ScalarValue::Utf8(Some(name))) => match Kind::of(name) {
+            Some(k) => Ok((name.as_str(), k)),
+            None => plan_err!("not a generator: {name}"),
+        },
+        _ => plan_err!("__thund_generate takes the generator's name as a literal"),
+    }
+}
+
+impl ScalarUDFImpl for Generate {
+    fn name(&self) -> &str {
+        "__thund_generate"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        plan_err!("__thund_generate's type depends on its arguments")
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<Arc<Field>> {
+        let (name, kind) = kind_argument(args.scalar_arguments.get(1).copied().flatten())?;
+        let fields = row_fields(name, kind, args.arg_fields[0].data_type())?;
+        let element = Field::new("element", DataType::Struct(fields), false);
+        Ok(Arc::new(Field::new(self.name(), DataType::List(Arc::new(element)), false)))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let ColumnarValue::Scalar(s) = &args.args[1] else { return exec_err!("__thund_generate: kind not literal") };
+        let (_, kind) = kind_argument(Some(s))?;
+        let input = args.args[0].to_array(args.number_rows)?;
+        let DataType::List(element) = args.return_field.data_type() else { return exec_err!("not a list") };
+        let DataType::Struct(fields) = element.data_type() else { return exec_err!("not a struct") };
+        Ok(ColumnarValue::Array(generate(&input, kind, fields, Arc::clone(element))?))
+    }
+}
+
+/// The output rows of each input row, as a list of structs (see the module's step 1).
+fn generate(input: &ArrayRef, kind: Kind, fields: &Fields, element: Arc<Field>) -> Result<ArrayRef> {
+    // The flattened elements, as the columns each output row takes a value of.
+    let (offsets, nulls, columns): (Vec<usize>, _, Vec<ArrayRef>) = match input.data_type() {
+        DataType::List(_) => {
+            let list = input.as_list::<i32>();
+            let offsets = list.offsets().iter().map(|o| *o as usize).collect();
+            let values = list.values();
+            let columns = if kind.inline {
+                let s = values.as_struct();
+                // A NULL struct gives a row of NULLs: its fields' values are hidden behind it.
+                s.columns()
+                    .iter()
+                    .map(|c| match s.nulls() {
+                        Some(n) => {
+                            let data = c.to_data();
+                            let merged = arrow::buffer::NullBuffer::union(data.nulls(), Some(n));
+                            Ok(arrow::array::make_array(data.into_builder().nulls(merged).build()?))
+                        }
+                        None => Ok(Arc::clone(c)),
+                    })
+                    .collect::<Result<Vec<_>>>()?
+            } else {
+                vec![Arc::clone(values)]
+            };
+            (offsets, list.nulls().cloned(), columns)
+        }
+        DataType::Map(_, _) => {
+            let map = input.as_map();
+            let offsets = map.offsets().iter().map(|o| *o as usize).collect();
+            (offsets, map.nulls().cloned(), map.entries().columns().to_vec())
+        }
+        DataType::Null => (vec![0; input.len() + 1], Some(arrow::buffer::NullBuffer::new_null(input.len())), vec![]),
+        other => return exec_err!("a generator's argument is {other}"),
+    };
+    let mut take_ix: Vec<Option<u32>> = Vec::new();
+    let mut pos: Vec<Option<i32>> = Vec::new();
+    let mut out_offsets = vec![0i32];
+    for r in 0..input.len() {
+        let (from, to) = (offsets[r], offsets[r + 1]);
+        let valid = !nulls.as_ref().is_some_and(|n| n.is_null(r));
+        if valid && to > from {
+            take_ix.extend((from..to).map(|i| Some(i as u32)));
+            pos.extend((0..(to - from) as i32).map(Some));
+        } else if kind.outer {
+            take_ix.push(None);
+            pos.push(None);
+        }
+        out_offsets.push(take_ix.len() as i32);
+    }
+    let indices = UInt32Array::from(take_ix);
+    let mut out: Vec<ArrayRef> = Vec::new();
+    if kind.pos {
+        out.push(Arc::new(Int32Array::from(pos)));
+    }
+    for c in &columns {
+        out.push(take(c.as_ref(), &indices, None)?);
+    }
+    if columns.is_empty() {
+        out.push(new_null_array(&DataType::Null, indices.len()));
+    }
+    let rows = StructArray::try_new(fields.clone(), out, None)?;
+    Ok(Arc::new(ListArray::try_new(element, OffsetBuffer::new(out_offsets.into()), Arc::new(rows), None)?))
+}
+
+/// How a generator's columns are named.
+enum Naming<'a> {
+    /// As Spark names them (`col`, `pos`, `key`, …), or by the item's alias if it makes one.
+    Items(Option<&'a str>),
+    /// One struct column, named by the item's alias, whose fields a LATERAL VIEW names.
+    Lateral(&'a str, Vec<String>),
+}
+
+/// The generator call an item of a SELECT list is, and how its columns are named.
+fn generator_item(e: &Expr) -> Option<(&ScalarFunction, Naming<'_>)> {
+    match e {
+        Expr::Alias(Alias { expr, name, .. }) => match expr.as_ref() {
+            Expr::ScalarFunction(f) if f.func.name() == LATERAL => {
+                let Some(Expr::ScalarFunction(g)) = f.args.first() else { return None };
+                let names = f.args[1..]
+                    .iter()
+                    .filter_map(|a| match a {
+                        Expr::Literal(ScalarValue::Utf8(Some(n)), _) => Some(n.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                Some((g, Naming::Lateral(name.as_str(), names)))
+            }
+            _ => {
+                let alias = (name != UNNAMED).then_some(name.as_str());
+                generator_item(expr).map(|(f, _)| (f, Naming::Items(alias)))
+            }
+        },
+        Expr::ScalarFunction(f) if GENERATORS.contains(&f.func.name()) => Some((f, Naming::Items(None))),
+        _ => None,
+    }
+}
+
+/// Whether a function of this name is a generator.
+pub(crate) fn is_generator(name: &str) -> bool {
+    GENERATORS.contains(&name.to_ascii_lowercase().as_str())
+}
+
+fn is_generator_call(e: &Expr) -> bool {
+    matches!(e, Expr::ScalarFunction(f) if GENERATORS.contains(&f.func.name()) || f.func.name() == LATERAL)
+}
+
+/// The alias of a generator item the query did not name.
+const UNNAMED: &str = "__thund_unnamed";
+
+/// `plan` with each generator item the query did not name aliased as [`UNNAMED`], so that an
+/// alias given later (for a retyped argument) is not taken for the query's.
+pub(crate) fn mark_unnamed(plan: LogicalPlan) -> Result<LogicalPlan> {
+    Ok(plan
+        .transform_up_with_subqueries(|node| match node {
+            // (Several generators in one list are refused later; two marks would clash first.)
+            LogicalPlan::Projection(mut p) if p.expr.iter().filter(|e| is_generator_call(e)).count() == 1 => {
+                for e in p.expr.iter_mut().filter(|e| is_generator_call(e)) {
+                    *e = std::mem::replace(e, lit(0)).alias(UNNAMED);
+                }
+                Ok(Transformed::yes(LogicalPlan::Projection(datafusion::logical_expr::Projection::try_new(
+                    p.expr, p.input,
+                )?)))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data)
+}
+
+/// `plan` with each projection that holds a generator replaced by the steps that generate its
+/// rows; a generator anywhere else is an error.
+pub(crate) fn plan_generators(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let plan = plan
+        .transform_up_with_subqueries(|node| match node {
+            LogicalPlan::Projection(p) if p.expr.iter().any(|e| generator_item(e).is_some()) => {
+                Ok(Transformed::yes(generate_rows(&p.expr, Arc::unwrap_or_clone(p.input))?))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data;
+    let mut misplaced = None;
+    plan.apply_with_subqueries(|node| {
+        for e in node.expressions() {
+            e.apply(|e| {
+                if let Expr::ScalarFunction(f) = e {
+                    if is_generator_call(e) {
+                        misplaced = Some(f.func.name().to_string());
+                        return Ok(TreeNodeRecursion::Stop);
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })?;
+        }
+        Ok(if misplaced.is_some() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    })?;
+    if let Some(name) = misplaced {
+        return plan_err!(
+            "`{name}` is a generator: it must be a whole item of a SELECT list (or a LATERAL VIEW), as in Spark"
+        );
+    }
+    Ok(plan)
+}
+
+/// The steps replacing a projection `items` over `input` whose one generator is an item.
+fn generate_rows(items: &[Expr], input: LogicalPlan) -> Result<LogicalPlan> {
+    let generators: Vec<usize> = (0..items.len()).filter(|&i| generator_item(&items[i]).is_some()).collect();
+    let [g] = generators.as_slice() else {
+        return plan_err!("a SELECT list may hold one generator (explode, inline, …), as in Spark");
+    };
+    let (call, naming) = generator_item(&items[*g]).expect("an item that is a generator");
+    let name = call.func.name();
+    if items.iter().enumerate().any(|(i, e)| i != *g && e.exists(|e| Ok(is_generator_call(e))).unwrap_or(false)) {
+        return plan_err!("`{name}` is a generator: it must be a whole item of a SELECT list, as in Spark");
+    }
+    let (arg, kind_name) = match name {
+        "stack" => (stack_argument(&call.args, input.schema())?, "inline"),
+        _ => {
+            let [arg] = call.args.as_slice() else { return plan_err!("{name} takes one argument") };
+            (arg.clone(), name)
+        }
+    };
+    let generate = Expr::ScalarFunction(ScalarFunction::new_udf(
+        Arc::new(ScalarUDF::from(Generate::new())),
+        vec![arg, lit(kind_name)],
+    ));
+    let mut inner: Vec<Expr> = input.schema().columns().into_iter().map(Expr::Column).collect();
+    inner.push(generate.alias(GENERATED));
+    let unnested = LogicalPlanBuilder::from(input)
+        .project(inner)?
+        .unnest_column(Column::from_name(GENERATED))?
+        .unnest_column(Column::from_name(GENERATED))?
+        .build()?;
+    let prefix = format!("{GENERATED}.");
+    let generated: Vec<String> =
+        unnested.schema().fields().iter().filter(|f| f.name().starts_with(&prefix)).map(|f| f.name().clone()).collect();
+    let columns = |names: &[String]| -> Vec<(Expr, String)> {
+        generated.iter().zip(names).map(|(g, n)| (col(Column::from_name(g)), n.clone())).collect()
+    };
+    let made: Vec<Expr> = match naming {
+        Naming::Lateral(alias, names) => {
+            if names.len() != generated.len() {
+                return plan_err!(
+                    "`{name}` makes {} columns, but the LATERAL VIEW names {}",
+                    generated.len(),
+                    names.len()
+                );
+            }
+            let fields = columns(&names).into_iter().flat_map(|(c, n)| [lit(n), c]).collect();
+            vec![datafusion::functions::core::expr_fn::named_struct(fields).alias(alias)]
+        }
+        Naming::Items(alias) => {
+            let names: Vec<String> = match alias {
+                Some(a) if generated.len() == 1 => vec![a.to_string()],
+                Some(a) => {
+                    return plan_err!(
+                        "`{name}` makes {} columns: name them in a LATERAL VIEW (`AS a, b`), not with one alias `{a}`",
+                        generated.len()
+                    )
+                }
+                None => generated.iter().map(|g| g[prefix.len()..].to_string()).collect(),
+            };
+            columns(&names).into_iter().map(|(c, n)| c.alias(n)).collect()
+        }
+    };
+    let mut outer = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if i == *g {
+            outer.extend(made.iter().cloned());
+        } else {
+            outer.push(item.clone());
+        }
+    }
+    LogicalPlanBuilder::from(unnested).project(outer)?.build()
+}
+
+/// `stack(n, v1, …, vk)` as an array of n structs (`col0` … `col{k/n-1}`), the last padded with
+/// NULLs, for `inline` to generate from.
+fn stack_argument(args: &[Expr], schema: &datafusion::common::DFSchema) -> Result<Expr> {
+    use datafusion::logical_expr::ExprSchemable;
+    let Some((n, values)) = args.split_first() else { return plan_err!("stack takes a row count and values") };
+    let Expr::Literal(count, _) = n else { return plan_err!("stack's row count must be a literal") };
+    let rows = stack_rows(Some(count))?;
+    if values.is_empty() {
+        return plan_err!("stack takes a row count and at least one value");
+    }
+    let width = values.len().div_ceil(rows);
+    // Each column's type is its values' common type, as Spark's.
+    let mut types = Vec::with_capacity(width);
+    for c in 0..width {
+        let column: Vec<DataType> =
+            (0..rows).filter_map(|r| values.get(r * width + c)).map(|v| v.get_type(schema)).collect::<Result<_>>()?;
+        let common = column.iter().skip(1).try_fold(column[0].clone(), |a, b| {
+            if &a == b || b == &DataType::Null {
+                Some(a)
+            } else if a == DataType::Null {
+                Some(b.clone())
+            } else {
+                datafusion::logical_expr::type_coercion::binary::comparison_coercion(&a, b)
+            }
+        });
+        match common {
+            Some(t) => types.push(t),
+            None => return plan_err!("stack's column {c} mixes types that have no common type"),
+        }
+    }
+    let structs = (0..rows)
+        .map(|r| {
+            let mut fields = Vec::with_capacity(width * 2);
+            for (c, t) in types.iter().enumerate() {
+                let v = values.get(r * width + c).cloned().unwrap_or(Expr::Literal(ScalarValue::Null, None));
+                fields.push(lit(format!("col{c}")));
+                // Values of the column's type stay as they are, for Spark's literal types to
+                // apply to them as to any other; NULL padding takes the array's common type.
+                let same = v.get_type(schema).is_ok_and(|vt| &vt == t || vt == DataType::Null);
+                fields.push(if same { v } else { datafusion::logical_expr::cast(v, t.clone()) });
+            }
+            datafusion::functions::core::expr_fn::named_struct(fields)
+        })
+        .collect();
+    Ok(datafusion::functions_nested::expr_fn::make_array(structs))
+}
+
+/// Rewrites each `LATERAL VIEW [OUTER] gen(…) v [AS a, b]` of the query's selects into a
+/// generator item of derived tables that stand where the FROM clause stood:
+///
+/// `SELECT … FROM t LATERAL VIEW posexplode(t.xs) v AS i, x` →
+/// `SELECT … FROM (SELECT * EXCEPT (__thund_lv), __thund_lv.i AS i, __thund_lv.x AS x
+///   FROM (SELECT *, __thund_lateral(posexplode(t.xs), 'i', 'x') AS __thund_lv FROM t) AS t) AS t`
+///
+/// with `v.x` read as `t.x`, so the query's references to the table and the view both hold.
+/// (The generator's columns travel as one struct, so that the planner knows their names before
+/// [`plan_generators`] has run.) Several views nest in order. A FROM clause with joins or
+/// several tables is refused: its columns could not all keep their qualifiers under one alias.
+pub(crate) fn rewrite_lateral_views(query: &mut sqlparser::ast::Query) -> std::result::Result<(), String> {
+    use sqlparser::ast::{SetExpr, VisitMut};
+    struct Views(Option<String>);
+    impl sqlparser::ast::VisitorMut for Views {
+        type Break = ();
+        fn post_visit_query(&mut self, q: &mut sqlparser::ast::Query) -> std::ops::ControlFlow<()> {
+            let mut renames = Vec::new();
+            let mut selects = Vec::new();
+            collect_selects(&mut q.body, &mut selects);
+            for select in selects {
+                if let Err(e) = rewrite_select(select, &mut renames) {
+                    self.0 = Some(e);
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+            // ORDER BY belongs to the query, not its select.
+            if let Some(order_by) = q.order_by.as_mut() {
+                rename_references(order_by, &renames);
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    fn collect_selects<'a>(body: &'a mut SetExpr, out: &mut Vec<&'a mut sqlparser::ast::Select>) {
+        match body {
+            SetExpr::Select(s) => out.push(s),
+            SetExpr::SetOperation { left, right, .. } => {
+                collect_selects(left, out);
+                collect_selects(right, out);
+            }
+            _ => {}
+        }
+    }
+    let mut views = Views(None);
+    let _ = query.visit(&mut views);
+    views.0.map_or(Ok(()), Err)
+}
+
+/// `(view, alias, column)`: `view.column` is read as `alias.column`.
+type Renames = Vec<(String, String, String)>;
+
+fn rewrite_select(select: &mut sqlparser::ast::Select, renames: &mut Renames) -> std::result::Result<(), String> {
+    use sqlparser::ast::{
+        ExceptSelectItem, Expr as SqlExpr, FunctionArg, FunctionArgExpr, Ident, ObjectName, SelectItem, TableFactor,
+        Value,
+    };
+    let views = std::mem::take(&mut select.lateral_views);
+    for (n, view) in views.into_iter().enumerate() {
+        let [from] = select.from.as_slice() else {
+            return Err("LATERAL VIEW over several tables runs on the Spark backend".into());
+        };
+        if !from.joins.is_empty() {
+            return Err("LATERAL VIEW over a join runs on the Spark backend".into());
+        }
+        let alias = match &from.relation {
+            TableFactor::Table { alias: Some(a), .. } | TableFactor::Derived { alias: Some(a), .. } => a.name.clone(),
+            TableFactor::Table { name, .. } => {
+                name.0.last().and_then(|p| p.as_ident()).cloned().unwrap_or_else(|| Ident::new("__thund_view"))
+            }
+            _ => Ident::new("__thund_view"),
+        };
+        let SqlExpr::Function(mut call) = view.lateral_view.clone() else {
+            return Err(format!("LATERAL VIEW takes a generator call, not `{}`", view.lateral_view));
+        };
+        let name = call.name.to_string().to_ascii_lowercase();
+        if !is_generator(&name) {
+            return Err(format!("`{name}` is not a generator (explode, posexplode, inline, stack)"));
+        }
+        if view.outer && !name.ends_with("_outer") && name != "stack" {
+            call.name = ObjectName::from(vec![Ident::new(format!("{name}_outer"))]);
+        }
+        let names: Vec<String> = match view.lateral_col_alias.as_slice() {
+            [] => default_names(&name, &call),
+            given => given.iter().map(|i| i.value.clone()).collect(),
+        };
+        let view_name = view.lateral_view_name.to_string();
+        let mut generator = SqlExpr::Function(call);
+        // Earlier views' columns are read from the derived table.
+        rename_references(&mut generator, renames);
+        let holder = Ident::new(format!("__thund_lv{n}"));
+        let string =
+            |s: &str| FunctionArg::Unnamed(FunctionArgExpr::Expr(SqlExpr::value(Value::SingleQuotedString(s.into()))));
+        let mut args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(generator))];
+        args.extend(names.iter().map(|n| string(n)));
+        let lateral = function_call(LATERAL, args);
+        let inner = derived(
+            vec![wildcard(None), SelectItem::ExprWithAlias { expr: lateral, alias: holder.clone() }],
+            std::mem::take(&mut select.from),
+            &alias,
+        );
+        let mut items =
+            vec![wildcard(Some(ExceptSelectItem { first_element: holder.clone(), additional_elements: vec![] }))];
+        for n in &names {
+            items.push(SelectItem::ExprWithAlias {
+                expr: SqlExpr::CompoundIdentifier(vec![holder.clone(), Ident::with_quote('`', n.clone())]),
+                alias: Ident::with_quote('`', n.clone()),
+            });
+            renames.push((view_name.clone(), alias.value.clone(), n.clone()));
+        }
+        select.from = derived(items, inner, &alias);
+    }
+    rename_references(select, renames);
+    Ok(())
+}
+
+/// A view's column names when it gives none: Spark's names where they do not depend on the
+/// argument's type (an array's `col`, `pos`; `stack`'s `col0`, …); none otherwise, which the
+/// plan then refuses with the number it needs.
+fn default_names(name: &str, call: &sqlparser::ast::Function) -> Vec<String> {
+    match name.trim_end_matches("_outer") {
+        "explode" => vec!["col".into()],
+        "posexplode" => vec!["pos".into(), "col".into()],
+        "stack" => {
+            let sqlparser::ast::FunctionArguments::List(list) = &call.args else { return vec![] };
+            let rows = match list.args.first() {
+                Some(sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(
+                    sqlparser::ast::Expr::Value(v),
+                ))) => match &v.value {
+                    sqlparser::ast::Value::Number(n, _) => n.parse::<usize>().unwrap_or(0),
+                    _ => 0,
+                },
+                _ => 0,
+            };
+            let values = list.args.len().saturating_sub(1);
+            if rows == 0 {
+                return vec![];
+            }
+            (0..values.div_ceil(rows)).map(|i| format!("col{i}")).collect()
+        }
+        _ => vec![],
+    }
+}
+
+fn wildcard(except: Option<sqlparser::ast::ExceptSelectItem>) -> sqlparser::ast::SelectItem {
+    sqlparser::ast::SelectItem::Wildcard(sqlparser::ast::WildcardAdditionalOptions {
+        opt_except: except,
+        ..Default::default()
+    })
+}
+
+fn function_call(name: &str, args: Vec<sqlparser::ast::FunctionArg>) -> sqlparser::ast::Expr {
+    use sqlparser::ast::{Function, FunctionArgumentList, FunctionArguments, Ident, ObjectName};
+    sqlparser::ast::Expr::Function(Function {
+        name: ObjectName::from(vec![Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList { duplicate_treatment: None, args, clauses: Vec::new() }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
+/// `FROM (SELECT items FROM from) AS alias`.
+fn derived(
+    items: Vec<sqlparser::ast::SelectItem>,
+    from: Vec<sqlparser::ast::TableWithJoins>,
+    alias: &sqlparser::ast::Ident,
+) -> Vec<sqlparser::ast::TableWithJoins> {
+    use sqlparser::ast::{SetExpr, TableAlias, TableFactor, TableWithJoins};
+    let mut query = skeleton_query();
+    let SetExpr::Select(select) = query.body.as_mut() else { unreachable!("a SELECT parses as a select") };
+    select.projection = items;
+    select.from = from;
+    vec![TableWithJoins {
+        relation: TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(query),
+            alias: Some(TableAlias { explicit: true, name: alias.clone(), columns: Vec::new(), at: None }),
+            sample: None,
+        },
+        joins: Vec::new(),
+    }]
+}
+
+/// Rewrites `view.column` to `alias.column` in `node` for each rename.
+fn rename_references<T: sqlparser::ast::VisitMut>(node: &mut T, renames: &Renames) {
+    use sqlparser::ast::{Expr as SqlExpr, Ident};
+    let _ = sqlparser::ast::visit_expressions_mut(node, |e| {
+        if let SqlExpr::CompoundIdentifier(parts) = e {
+            if let [v, c] = parts.as_slice() {
+                for (view, alias, column) in renames {
+                    if v.value.eq_ignore_ascii_case(view) && c.value.eq_ignore_ascii_case(column) {
+                        *parts = vec![Ident::new(alias), c.clone()];
+                        break;
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// `SELECT items FROM from` as a query, every other clause empty.
+fn skeleton_query() -> sqlparser::ast::Query {
+    use sqlparser::ast::{GroupByExpr, Select, SelectFlavor, SetExpr};
+    let select = Select {
+        select_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        optimizer_hints: Vec::new(),
+        distinct: None,
+        select_modifiers: None,
+        top: None,
+        top_before_distinct: false,
+        projection: Vec::new(),
+        exclude: None,
+        into: None,
+        from: Vec::new(),
+        lateral_views: Vec::new(),
+        prewhere: None,
+        selection: None,
+        connect_by: Vec::new(),
+        group_by: GroupByExpr::Expressions(Vec::new(), Vec::new()),
+        cluster_by: Vec::new(),
+        distribute_by: Vec::new(),
+        sort_by: Vec::new(),
+        having: None,
+        named_window: Vec::new(),
+        qualify: None,
+        window_before_qualify: false,
+        value_table_mode: None,
+        flavor: SelectFlavor::Standard,
+    };
+    sqlparser::ast::Query {
+        with: None,
+        body: Box::new(SetExpr::Select(Box::new(select))),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    }
+}
