@@ -24,7 +24,7 @@ schema as Spark's `simpleString()`.
 import os, pathlib, shutil, subprocess, sys, tempfile, time
 
 # Runs per case: one batch of the case's generator before each run.
-RUNS = {"sdp-basics": 1, "stream-files": 2, "event-time": 2, "python-init": 1, "python-medallion": 2, "python-dataframes": 1, "sql-generators": 1}
+RUNS = {"sdp-basics": 1, "stream-files": 2, "event-time": 2, "python-init": 1, "python-medallion": 2, "python-dataframes": 1, "sql-generators": 1, "sql-functions": 1}
 
 HERE = pathlib.Path(__file__).resolve().parent
 

@@ -146,6 +146,7 @@ fn conformance_on(var: &str, line: &str) {
         "python-init",
         "python-medallion",
         "sdp-basics",
+        "sql-functions",
         "sql-generators",
         "stream-files",
     ] {
@@ -176,6 +177,7 @@ fn sparks_own_tables_are_what_spark_pipelines_writes_today() {
         "python-init",
         "python-medallion",
         "sdp-basics",
+        "sql-functions",
         "sql-generators",
         "stream-files",
     ] {

@@ -20,6 +20,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("map", 0, "map_from_arrays(array(), array())"),
     // Spark 4 (ANSI) answers NULL for NULL; the legacy -1 is what DataFusion's `size` gives.
     ("size", 1, "CASE WHEN __a1 IS NULL THEN NULL ELSE size(__a1) END"),
+    // Spark's average of numbers is a DOUBLE that does not overflow; `try_` adds nothing to it.
+    ("try_avg", 1, "avg(__a1)"),
     ("lcase", 1, "lower(__a1)"),
     ("ucase", 1, "upper(__a1)"),
     ("isnull", 1, "(__a1 IS NULL)"),
@@ -155,6 +157,51 @@ impl VisitorMut for Substitute<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `listagg(x[, delimiter]) [WITHIN GROUP (ORDER BY …)]` (and its other name `string_agg`) →
+/// `string_agg(x, delimiter ORDER BY …)`: Spark's default delimiter is none (`''`) and its
+/// order is given in `WITHIN GROUP`, DataFusion's in the argument list. DISTINCT is kept.
+pub(crate) fn rewrite_listagg(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    if !matches!(name.as_str(), "listagg" | "string_agg") || f.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if !list.clauses.is_empty() || !(1..=2).contains(&list.args.len()) {
+        return None;
+    }
+    let mut call = f.clone();
+    let mut args = list.clone();
+    let empty = || {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(sqlparser::ast::Value::SingleQuotedString(
+            String::new(),
+        ))))
+    };
+    match args.args.get(1) {
+        None => args.args.push(empty()),
+        // A NULL delimiter is none, as in Spark.
+        Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) if v.value == sqlparser::ast::Value::Null => {
+            args.args[1] = empty();
+        }
+        Some(_) => {}
+    }
+    if !f.within_group.is_empty() {
+        args.clauses.push(sqlparser::ast::FunctionArgumentClause::OrderBy(f.within_group.clone()));
+        call.within_group = Vec::new();
+    } else if args.duplicate_treatment == Some(sqlparser::ast::DuplicateTreatment::Distinct) {
+        // Distinct values come in no order on either engine: in theirs, for one answer always.
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(value)) = &args.args[0] else { return None };
+        args.clauses.push(sqlparser::ast::FunctionArgumentClause::OrderBy(vec![sqlparser::ast::OrderByExpr {
+            expr: value.clone(),
+            options: sqlparser::ast::OrderByOptions { asc: None, nulls_first: None },
+            with_fill: None,
+        }]));
+    }
+    call.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new("string_agg")]);
+    call.args = FunctionArguments::List(args);
+    Some(Expr::Function(call))
 }
 
 #[cfg(test)]

@@ -351,6 +351,19 @@ impl VisitorMut for SparkFunctions {
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
+                    // `-2147483648` is an INT too: its digits alone are not.
+                    let negative_int = matches!(e, Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr }
+                        if matches!(expr.as_ref(), Expr::Value(v)
+                            if matches!(&v.value, Value::Number(n, false) if n.parse::<i32>().is_err() && format!("-{n}").parse::<i32>().is_ok())));
+                    if negative_int {
+                        *e = Expr::Cast {
+                            kind: CastKind::Cast,
+                            expr: Box::new(e.clone()),
+                            data_type: SqlType::Int(None),
+                            array: false,
+                            format: None,
+                        };
+                    }
                     if let Expr::Value(v) = e {
                         if let Value::Number(n, false) = &v.value {
                             if n.parse::<i32>().is_ok() {
@@ -407,6 +420,7 @@ impl VisitorMut for SparkFunctions {
         if let Some(new) = rewrite_date_part(expr)
             .or_else(|| crate::calls::rewrite_call(expr))
             .or_else(|| crate::calls::rewrite_decode(expr))
+            .or_else(|| crate::calls::rewrite_listagg(expr))
             .or_else(|| rewrite_position(expr))
             .or_else(|| rewrite_struct(expr))
             .or_else(|| rewrite_any_value(expr))

@@ -9,6 +9,10 @@
 //!   leads nowhere, as in Spark. How the event log's `details` column is read with SQL. Wildcards
 //!   (`[*]`) are refused rather than answered differently from Spark.
 //! - `split`, `regexp_extract`, `regexp_extract_all`: see `regexp`.
+//! - `typeof(x)`: the argument's type as Spark writes it.
+//! - the higher-order functions (`lambdas`), generators (`generators`), datetime patterns
+//!   (`datetime`), JSON (`json`), the `try_` operators (`arithmetic`) and `mask` (`strings`)
+//!   are registered from here too.
 
 use std::sync::Arc;
 
@@ -32,6 +36,10 @@ pub(crate) fn register(ctx: &SessionContext) {
         ctx.register_udf(ScalarUDF::from(f));
     }
     crate::lambdas::register(ctx);
+    crate::datetime::register(ctx);
+    crate::strings::register(ctx);
+    crate::arithmetic::register(ctx);
+    crate::json::register(ctx);
     crate::generators::register(ctx);
     if let Ok(builtin) = ctx.table_function("range") {
         ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));

@@ -19,7 +19,8 @@
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
 //!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
-//!           functions/regexp, higher-order functions in lambdas) ─fidelity→ Spark's types and
+//!           functions, regexp, datetime, json, arithmetic and strings, higher-order functions
+//!           in lambdas) ─fidelity→ Spark's types and
 //!           answers (generators planned as Unnest steps), or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
 //!  every key under the storage root comes from storage::Storage
@@ -46,8 +47,10 @@
 //! ```
 #![warn(missing_docs)]
 
+mod arithmetic;
 mod backend;
 mod calls;
+mod datetime;
 mod engine;
 mod error;
 pub mod event_log;
@@ -59,6 +62,7 @@ mod freshness;
 mod functions;
 mod generators;
 mod incremental;
+mod json;
 mod lambdas;
 mod names;
 mod query;
@@ -67,6 +71,7 @@ mod regexp;
 mod run;
 mod storage;
 mod streaming;
+mod strings;
 mod table;
 mod types;
 mod views;

@@ -213,6 +213,13 @@ fn sql(e: &Expr) -> Option<String> {
                 ("lpad" | "rpad", 2) => Some(" "),
                 ("regexp_instr" | "regexp_extract" | "regexp_extract_all", 2) => Some("0"),
                 // `aggregate`'s finish is the identity.
+                ("from_unixtime", 1) => Some("yyyy-MM-dd HH:mm:ss"),
+                ("mask", 1..=4) => {
+                    // Spark prints the replacements it takes by default.
+                    let defaults = ["X", "x", "n", "NULL"];
+                    args.extend(defaults[args.len() - 1..].iter().map(|d| d.to_string()));
+                    None
+                }
                 ("aggregate" | "reduce", 3) => Some("lambdafunction(namedlambdavariable(), namedlambdavariable())"),
                 _ => None,
             };
@@ -220,6 +227,8 @@ fn sql(e: &Expr) -> Option<String> {
             match name.as_str() {
                 "if" if args.len() == 3 => return Some(format!("(IF({}))", args.join(", "))),
                 "if" => return None,
+                // Spark names a parse of JSON after its text only.
+                "from_json" if !args.is_empty() => return Some(format!("from_json({})", args[0])),
                 "str_to_map" if args.len() == 1 => args.extend([",".into(), ":".into()]),
                 "datepart" if args.len() == 2 => return Some(format!("datepart({} FROM {})", args[0], args[1])),
                 _ => {}

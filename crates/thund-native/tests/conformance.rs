@@ -110,6 +110,7 @@ fn native_backend_reproduces_sparks_tables() {
         "python-init",
         "python-medallion",
         "sdp-basics",
+        "sql-functions",
         "sql-generators",
         "stream-files",
     ] {
