@@ -22,6 +22,9 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("size", 1, "CASE WHEN __a1 IS NULL THEN NULL ELSE size(__a1) END"),
     // Spark's average of numbers is a DOUBLE that does not overflow; `try_` adds nothing to it.
     ("try_avg", 1, "avg(__a1)"),
+    // Spark's casts written as functions.
+    ("date", 1, "CAST(__a1 AS DATE)"),
+    ("timestamp", 1, "CAST(__a1 AS TIMESTAMP)"),
     ("lcase", 1, "lower(__a1)"),
     ("ucase", 1, "upper(__a1)"),
     ("isnull", 1, "(__a1 IS NULL)"),

@@ -1,7 +1,8 @@
 //! Spark's datetime patterns (`yyyy-MM-dd HH:mm:ss`, Java's `DateTimeFormatter` letters) for
 //! formatting and parsing: `date_format`, `to_char`/`to_varchar` of a date or timestamp,
 //! `from_unixtime`, and `to_date`, `to_timestamp`, `try_to_date`, `try_to_timestamp`,
-//! `unix_timestamp`, `to_unix_timestamp` with a pattern.
+//! `unix_timestamp`, `to_unix_timestamp` with a pattern; and the counts since the epoch
+//! (`timestamp_seconds`, `unix_millis`, `unix_date`, …).
 //!
 //! A pattern is translated once per distinct pattern into chrono's items; a letter this
 //! translation does not know (`k`, `K`, `Q`, `w`, `G`, two-digit fractions …) is an error naming
@@ -43,6 +44,117 @@ pub(crate) fn register(ctx: &SessionContext) {
             strict,
             signature: Signature::variadic_any(Volatility::Immutable),
         }));
+    }
+    for kind in [
+        Epoch::TimestampSeconds,
+        Epoch::TimestampMillis,
+        Epoch::TimestampMicros,
+        Epoch::UnixSeconds,
+        Epoch::UnixMillis,
+        Epoch::UnixMicros,
+        Epoch::UnixDate,
+        Epoch::DateFromUnixDate,
+    ] {
+        ctx.register_udf(ScalarUDF::from(EpochFunction { kind, signature: Signature::any(1, Volatility::Immutable) }));
+    }
+}
+
+/// Conversions between instants or dates and counts since the epoch: `timestamp_seconds`
+/// (a number, fractions kept to the microsecond), `timestamp_millis`, `timestamp_micros`,
+/// `unix_seconds`, `unix_millis`, `unix_micros` (rounded down, as Spark's), `unix_date`,
+/// `date_from_unix_date`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Epoch {
+    TimestampSeconds,
+    TimestampMillis,
+    TimestampMicros,
+    UnixSeconds,
+    UnixMillis,
+    UnixMicros,
+    UnixDate,
+    DateFromUnixDate,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct EpochFunction {
+    kind: Epoch,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for EpochFunction {
+    fn name(&self) -> &str {
+        match self.kind {
+            Epoch::TimestampSeconds => "timestamp_seconds",
+            Epoch::TimestampMillis => "timestamp_millis",
+            Epoch::TimestampMicros => "timestamp_micros",
+            Epoch::UnixSeconds => "unix_seconds",
+            Epoch::UnixMillis => "unix_millis",
+            Epoch::UnixMicros => "unix_micros",
+            Epoch::UnixDate => "unix_date",
+            Epoch::DateFromUnixDate => "date_from_unix_date",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        let t = &args[0];
+        let fits = match self.kind {
+            Epoch::TimestampSeconds => t.is_numeric(),
+            Epoch::TimestampMillis | Epoch::TimestampMicros | Epoch::DateFromUnixDate => t.is_integer(),
+            Epoch::UnixSeconds | Epoch::UnixMillis | Epoch::UnixMicros => matches!(t, DataType::Timestamp(..)),
+            Epoch::UnixDate => matches!(t, DataType::Date32),
+        };
+        if !fits && t != &DataType::Null {
+            return plan_err!("{} does not take a {}", self.name(), crate::types::spark_type_name(t));
+        }
+        Ok(match self.kind {
+            Epoch::TimestampSeconds | Epoch::TimestampMillis | Epoch::TimestampMicros => {
+                crate::types::spark_timestamp()
+            }
+            Epoch::UnixSeconds | Epoch::UnixMillis | Epoch::UnixMicros => DataType::Int64,
+            Epoch::UnixDate => DataType::Int32,
+            Epoch::DateFromUnixDate => DataType::Date32,
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::datatypes::{Date32Type, Int32Type, Int64Type};
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let a = args.args[0].to_array(args.number_rows)?;
+        let scaled = |by: i64| -> Result<TimestampMicrosecondArray> {
+            let ints = arrow::compute::cast(&a, &DataType::Int64)?;
+            Ok(ints
+                .as_primitive::<Int64Type>()
+                .iter()
+                .map(|v| v.and_then(|v| v.checked_mul(by)))
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone("UTC"))
+        };
+        let out: ArrayRef = match self.kind {
+            Epoch::TimestampSeconds => Arc::new(instants(&a)?),
+            Epoch::TimestampMillis => Arc::new(scaled(1_000)?),
+            Epoch::TimestampMicros => Arc::new(scaled(1)?),
+            Epoch::UnixSeconds | Epoch::UnixMillis | Epoch::UnixMicros => {
+                let per = match self.kind {
+                    Epoch::UnixSeconds => 1_000_000,
+                    Epoch::UnixMillis => 1_000,
+                    _ => 1,
+                };
+                Arc::new(instants(&a)?.iter().map(|m| m.map(|m| m.div_euclid(per))).collect::<Int64Array>())
+            }
+            Epoch::UnixDate => {
+                let dates = arrow::compute::cast(&a, &DataType::Date32)?;
+                Arc::new(dates.as_primitive::<Date32Type>().reinterpret_cast::<Int32Type>())
+            }
+            Epoch::DateFromUnixDate => {
+                let days = arrow::compute::cast(&a, &DataType::Int32)?;
+                Arc::new(days.as_primitive::<Int32Type>().reinterpret_cast::<Date32Type>())
+            }
+        };
+        columnar(out, scalar)
     }
 }
 

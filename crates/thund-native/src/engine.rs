@@ -162,9 +162,99 @@ pub(crate) async fn plan_query_with_streams(
         return Err(plan_err(e));
     }
     crate::generators::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
-    let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast))));
-    let plan = ctx.state().statement_to_plan(stmt).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
+    let plan = plan_case_insensitively(ctx, ast).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
     crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
+}
+
+/// How many differently cased names one query may resolve (each costs one more planning).
+const CASE_FIXES: usize = 64;
+
+/// Plans `ast` resolving column names as Spark does, ignoring case: `customerID` and
+/// `CustomerId` both name a column `customerID`. DataFusion resolves them by case (an unquoted
+/// name lower-cased); a name it cannot find that differs from exactly one column only in case
+/// is written as that column's name, quoted, and the query planned again. A name that matches
+/// several columns when case is ignored stays an error, as it is on Spark ("ambiguous").
+async fn plan_case_insensitively(
+    ctx: &SessionContext,
+    mut ast: sqlparser::ast::Query,
+) -> datafusion::error::Result<LogicalPlan> {
+    let mut fixed = 0;
+    loop {
+        let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast.clone()))));
+        let error = match ctx.state().statement_to_plan(stmt).await {
+            Ok(plan) => return Ok(plan),
+            Err(e) => e,
+        };
+        let Some((written, column)) = differently_cased(&error) else { return Err(error) };
+        if fixed == CASE_FIXES || !rename_column(&mut ast, &written, &column) {
+            return Err(error);
+        }
+        fixed += 1;
+    }
+}
+
+/// The name a planning error could not find and the one column whose name it is, ignoring case.
+fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, String)> {
+    use datafusion::common::SchemaError;
+    use datafusion::error::DataFusionError;
+    let mut at = e;
+    loop {
+        match at {
+            DataFusionError::SchemaError(schema_error, _) => {
+                let SchemaError::FieldNotFound { field, valid_fields } = schema_error.as_ref() else { return None };
+                let mut names: Vec<&str> = valid_fields
+                    .iter()
+                    .filter(|c| c.name.eq_ignore_ascii_case(&field.name))
+                    .filter(|c| match (&field.relation, &c.relation) {
+                        (Some(want), Some(have)) => want.table().eq_ignore_ascii_case(have.table()),
+                        _ => true,
+                    })
+                    .map(|c| c.name.as_str())
+                    .collect();
+                names.dedup();
+                return match names.as_slice() {
+                    [one] if *one != field.name => Some((field.name.clone(), one.to_string())),
+                    _ => None,
+                };
+            }
+            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => at = inner,
+            other if !std::ptr::eq(other.find_root(), other) => at = other.find_root(),
+            _ => return None,
+        }
+    }
+}
+
+/// Writes every identifier naming `written` (ignoring case) as `column`, quoted so that it
+/// keeps its case. Whether any was found.
+fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -> bool {
+    let mut renamed = false;
+    let mut fix = |i: &mut Ident| {
+        // (An unquoted name is lower-cased by the planner, even when written as the column is.)
+        if i.value.eq_ignore_ascii_case(written) && (i.value != column || i.quote_style.is_none()) {
+            *i = Ident::with_quote('`', column);
+            renamed = true;
+        }
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
+        match e {
+            Expr::Identifier(i) => fix(i),
+            Expr::CompoundIdentifier(ids) => {
+                if let Some(last) = ids.last_mut() {
+                    fix(last);
+                }
+            }
+            Expr::CompoundFieldAccess { access_chain, .. } => {
+                for a in access_chain.iter_mut() {
+                    if let sqlparser::ast::AccessExpr::Dot(Expr::Identifier(i)) = a {
+                        fix(i);
+                    }
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    renamed
 }
 
 /// The final query of a Python DataFrame whose translation depends on its inputs' columns: each
@@ -256,7 +346,19 @@ fn describe_plan_error(e: &datafusion::error::DataFusionError) -> String {
             "function `{name}` is not supported by the native backend (Spark function missing in DataFusion)"
         );
     }
-    text.trim_start_matches("Error during planning: ").to_string()
+    let text = text.trim_start_matches("Error during planning: ").to_string();
+    if text.contains("No field named") {
+        // DataFusion's hint (double quotes, a setting of its own) is not how Spark SQL is
+        // written: names resolve ignoring case here, and Spark quotes with backticks.
+        let mut text = text;
+        if let (Some(from), Some(to)) = (text.find("Column names are case sensitive."), text.find("configuration.")) {
+            if from < to {
+                text.replace_range(from..to + "configuration.".len(), "");
+            }
+        }
+        return text.replace('"', "`").replace("\n\n", "\n");
+    }
+    text
 }
 
 /// The alias `STREAM(a.b.src)` gets when it has none: `src`.

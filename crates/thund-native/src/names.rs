@@ -32,6 +32,13 @@ pub(crate) fn name_select_items(body: &mut SetExpr) {
 fn name_items(select: &mut Select) {
     let mut taken: Vec<String> = select.projection.iter().filter_map(own_name).map(|n| n.to_lowercase()).collect();
     for item in select.projection.iter_mut() {
+        // An alias keeps its case, as on Spark (the planner lower-cases what is not quoted).
+        if let SelectItem::ExprWithAlias { alias, .. } = item {
+            if alias.quote_style.is_none() {
+                alias.quote_style = Some('`');
+            }
+            continue;
+        }
         // A column keeps its own name; `s.f` (a table's column, or a struct's field) is named too.
         let SelectItem::UnnamedExpr(expr) = item else { continue };
         if matches!(expr, Expr::Identifier(_)) {

@@ -249,6 +249,9 @@ pub fn spark_simple_string(dt: &DataType) -> String {
             other => other.to_string(),
         },
         DataType::Dictionary(_, value) => spark_simple_string(value),
+        // The native engine has no TIMESTAMP_NTZ: a timestamp without a zone is one in the
+        // session's (UTC), written as Spark's TIMESTAMP.
+        DataType::Timestamp(..) => "timestamp".into(),
         other => spark_type_name(other).to_ascii_lowercase(),
     }
 }

@@ -671,3 +671,34 @@ fn generators_and_lambdas_out_of_place_are_refused_at_their_line() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn column_names_resolve_ignoring_case_as_on_spark() {
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("in/1.json", "{\"customerID\": 7, \"Amount\": 2.5, \"nested\": {\"Field\": \"x\"}}\n"),
+        (
+            "sql/a.sql",
+            "CREATE MATERIALIZED VIEW raw AS SELECT * FROM read_files('in', format => 'json');\n\
+             CREATE MATERIALIZED VIEW picked AS SELECT customerid, r.CUSTOMERID + 1 AS next_id, amount \
+             FROM raw r WHERE CustomerId = 7 ORDER BY customerID;\n\
+             CREATE MATERIALIZED VIEW ambiguous AS SELECT ab FROM (SELECT x AS `Ab`, y AS `aB` FROM VALUES (1, 2) t(x, y));\n\
+             CREATE MATERIALIZED VIEW missing AS SELECT customer_id FROM raw;",
+        ),
+    ]);
+    let (summary, _) = run(dir.path());
+    let error = |name: &str| {
+        summary.flows.iter().find(|f| f.target.ends_with(name)).and_then(|f| f.error.clone()).unwrap_or_default()
+    };
+    assert_eq!(phase_of(&summary, "picked"), RunPhase::Completed, "{}", error(".picked"));
+    // The columns keep the case they were defined with, as Spark names them.
+    let (names, values) = rows(&query(dir.path(), "SELECT * FROM picked").unwrap());
+    assert_eq!(names, vec!["customerID".to_string(), "next_id".into(), "Amount".into()]);
+    assert_eq!(values, vec![vec!["7".to_string(), "8".into(), "2.5".into()]]);
+    // A name no column has, whatever its case, is still an error at its line.
+    let e = error(".missing");
+    assert!(e.contains("sql/a.sql:4:") && e.contains("customer_id"), "{e}");
+    // A name two columns have, ignoring case, is ambiguous: an error, as on Spark.
+    let e = error(".ambiguous");
+    assert!(e.contains("sql/a.sql:3:") && e.contains("ab"), "{e}");
+}

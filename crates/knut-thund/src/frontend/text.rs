@@ -263,6 +263,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn exists_over_an_array_is_the_function_and_over_a_query_the_subquery() {
+        let parse = |sql: &str| spark_parser(sql).unwrap().parse_query().unwrap().to_string();
+        let f = parse("SELECT exists(xs, x -> x > 1) FROM t");
+        assert!(f.contains("`exists`(xs, x -> x > 1)"), "{f}");
+        for sub in ["SELECT 1 WHERE EXISTS (SELECT 1)", "SELECT 1 WHERE EXISTS ( WITH c AS (SELECT 1) SELECT * FROM c)"]
+        {
+            let q = parse(sub);
+            assert!(q.contains("EXISTS (") && !q.contains('`'), "{q}");
+        }
+    }
+
+    #[test]
     fn substitutes_outside_comments_and_reports_undefined_keys() {
         let conf = BTreeMap::from([("root".to_string(), "/data".to_string())]);
         let out = substitute("SELECT '${root}/x' -- ${nope}\n", &conf, "f.sql").unwrap();
