@@ -151,7 +151,7 @@ impl Root {
 
     fn query(&self, dir: &Path, sql: &str) -> String {
         let o = self.thund(dir, &["query", sql, "--format", "csv"]).output().unwrap();
-        assert!(o.status.success(), "{sql}: {}", text(&o));
+        assert!(o.status.success(), "{sql}: {} ({})", text(&o), o.status);
         String::from_utf8(o.stdout).unwrap()
     }
 }

@@ -162,6 +162,24 @@ impl VisitorMut for Substitute<'_> {
     }
 }
 
+/// The call `name(args…)`, as the parser would read it.
+pub(crate) fn function(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(sqlparser::ast::Function {
+        name: sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(name)]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
 /// `listagg(x[, delimiter]) [WITHIN GROUP (ORDER BY …)]` (and its other name `string_agg`) →
 /// `string_agg(x, delimiter ORDER BY …)`: Spark's default delimiter is none (`''`) and its
 /// order is given in `WITHIN GROUP`, DataFusion's in the argument list. DISTINCT is kept.

@@ -23,12 +23,11 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion::sql::parser::Statement as DfStatement;
 use datafusion_spark::SessionStateBuilderSpark;
 use knut_thund::ir::{Expression, FileSource, Query, Read, ReadFinder, SourceLocation};
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    ObjectName, Statement, TableAlias, TableFactor, Value, VisitMut, VisitorMut,
+    ObjectName, TableAlias, TableFactor, Value, VisitMut, VisitorMut,
 };
 
 use crate::error::{NativeError, Result};
@@ -161,100 +160,10 @@ pub(crate) async fn plan_query_with_streams(
     if let Some(e) = rewriter.error {
         return Err(plan_err(e));
     }
-    crate::generators::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
-    let plan = plan_case_insensitively(ctx, ast).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
+    crate::lateral::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
+    let plan =
+        crate::resolution::plan_case_insensitively(ctx, ast).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
     crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
-}
-
-/// How many differently cased names one query may resolve (each costs one more planning).
-const CASE_FIXES: usize = 64;
-
-/// Plans `ast` resolving column names as Spark does, ignoring case: `customerID` and
-/// `CustomerId` both name a column `customerID`. DataFusion resolves them by case (an unquoted
-/// name lower-cased); a name it cannot find that differs from exactly one column only in case
-/// is written as that column's name, quoted, and the query planned again. A name that matches
-/// several columns when case is ignored stays an error, as it is on Spark ("ambiguous").
-async fn plan_case_insensitively(
-    ctx: &SessionContext,
-    mut ast: sqlparser::ast::Query,
-) -> datafusion::error::Result<LogicalPlan> {
-    let mut fixed = 0;
-    loop {
-        let stmt = DfStatement::Statement(Box::new(Statement::Query(Box::new(ast.clone()))));
-        let error = match ctx.state().statement_to_plan(stmt).await {
-            Ok(plan) => return Ok(plan),
-            Err(e) => e,
-        };
-        let Some((written, column)) = differently_cased(&error) else { return Err(error) };
-        if fixed == CASE_FIXES || !rename_column(&mut ast, &written, &column) {
-            return Err(error);
-        }
-        fixed += 1;
-    }
-}
-
-/// The name a planning error could not find and the one column whose name it is, ignoring case.
-fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, String)> {
-    use datafusion::common::SchemaError;
-    use datafusion::error::DataFusionError;
-    let mut at = e;
-    loop {
-        match at {
-            DataFusionError::SchemaError(schema_error, _) => {
-                let SchemaError::FieldNotFound { field, valid_fields } = schema_error.as_ref() else { return None };
-                let mut names: Vec<&str> = valid_fields
-                    .iter()
-                    .filter(|c| c.name.eq_ignore_ascii_case(&field.name))
-                    .filter(|c| match (&field.relation, &c.relation) {
-                        (Some(want), Some(have)) => want.table().eq_ignore_ascii_case(have.table()),
-                        _ => true,
-                    })
-                    .map(|c| c.name.as_str())
-                    .collect();
-                names.dedup();
-                return match names.as_slice() {
-                    [one] if *one != field.name => Some((field.name.clone(), one.to_string())),
-                    _ => None,
-                };
-            }
-            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => at = inner,
-            other if !std::ptr::eq(other.find_root(), other) => at = other.find_root(),
-            _ => return None,
-        }
-    }
-}
-
-/// Writes every identifier naming `written` (ignoring case) as `column`, quoted so that it
-/// keeps its case. Whether any was found.
-fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -> bool {
-    let mut renamed = false;
-    let mut fix = |i: &mut Ident| {
-        // (An unquoted name is lower-cased by the planner, even when written as the column is.)
-        if i.value.eq_ignore_ascii_case(written) && (i.value != column || i.quote_style.is_none()) {
-            *i = Ident::with_quote('`', column);
-            renamed = true;
-        }
-    };
-    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
-        match e {
-            Expr::Identifier(i) => fix(i),
-            Expr::CompoundIdentifier(ids) => {
-                if let Some(last) = ids.last_mut() {
-                    fix(last);
-                }
-            }
-            Expr::CompoundFieldAccess { access_chain, .. } => {
-                for a in access_chain.iter_mut() {
-                    if let sqlparser::ast::AccessExpr::Dot(Expr::Identifier(i)) = a {
-                        fix(i);
-                    }
-                }
-            }
-            _ => {}
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    renamed
 }
 
 /// The final query of a Python DataFrame whose translation depends on its inputs' columns: each
@@ -567,22 +476,7 @@ fn rewrite_map_cast(expr: &Expr) -> Option<Expr> {
     let Expr::Cast { kind: CastKind::Cast, expr: inner, data_type: SqlType::Map(k, v), format: None, .. } = expr else {
         return None;
     };
-    let call = |name: &str, args: Vec<Expr>| {
-        Expr::Function(sqlparser::ast::Function {
-            name: ObjectName::from(vec![Ident::new(name)]),
-            uses_odbc_syntax: false,
-            parameters: FunctionArguments::None,
-            args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-                duplicate_treatment: None,
-                args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-                clauses: Vec::new(),
-            }),
-            filter: None,
-            null_treatment: None,
-            over: None,
-            within_group: Vec::new(),
-        })
-    };
+    let call = crate::calls::function;
     let array_of = |e: Expr, t: &SqlType| Expr::Cast {
         kind: CastKind::Cast,
         expr: Box::new(e),
@@ -614,23 +508,10 @@ fn rewrite_struct(expr: &Expr) -> Option<Expr> {
             Expr::CompoundIdentifier(ids) => (ids.last()?.value.clone(), e.clone()),
             _ => (format!("col{}", i + 1), e.clone()),
         };
-        args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(Value::SingleQuotedString(name)))));
-        args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(value)));
+        args.push(Expr::value(Value::SingleQuotedString(name)));
+        args.push(value);
     }
-    Some(Expr::Function(sqlparser::ast::Function {
-        name: ObjectName::from(vec![Ident::new("named_struct")]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-            duplicate_treatment: None,
-            args,
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    }))
+    Some(crate::calls::function("named_struct", args))
 }
 
 /// `any_value(x)` → `first_value(x)`: Spark's is the group's first value, NULL included

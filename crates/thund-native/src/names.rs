@@ -290,20 +290,7 @@ fn sql(e: &Expr) -> Option<String> {
                         args.push(Expr::value(Value::SingleQuotedString(name)));
                         args.push(v.clone());
                     }
-                    *e = Expr::Function(sqlparser::ast::Function {
-                        name: sqlparser::ast::ObjectName::from(vec![Ident::new("named_struct")]),
-                        uses_odbc_syntax: false,
-                        parameters: FunctionArguments::None,
-                        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
-                            duplicate_treatment: None,
-                            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-                            clauses: Vec::new(),
-                        }),
-                        filter: None,
-                        null_treatment: None,
-                        over: None,
-                        within_group: Vec::new(),
-                    });
+                    *e = crate::calls::function("named_struct", args);
                 }
                 std::ops::ControlFlow::<()>::Continue(())
             });

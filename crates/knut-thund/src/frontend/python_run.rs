@@ -71,10 +71,29 @@ pub(crate) fn load(
     // On a thread of its own: the caller may be a task of an async runtime (`thund ui` loads
     // the project in its request handlers), where blocking on another runtime would panic.
     std::thread::scope(|s| {
-        s.spawn(|| load_here(root, files, conf, catalog, database))
-            .join()
-            .unwrap_or_else(|_| Err(vec![Diagnostic::global("the Python definition loader failed")]))
+        s.spawn(|| {
+            no_broken_pipe_signals();
+            load_here(root, files, conf, catalog, database)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(vec![Diagnostic::global("the Python definition loader failed")]))
     })
+}
+
+/// Blocks SIGPIPE on the calling thread, and so on the threads it starts (which inherit the
+/// mask): the loopback server's sockets and the interpreter's stdin. The `thund` binary lets
+/// SIGPIPE end the process (so `thund query … | head` stops quietly); here, a write to a
+/// socket or pipe whose reader has gone (the Python client closing its channel first) would
+/// end it silently in the middle of a command. Blocked, the write fails with an error instead.
+fn no_broken_pipe_signals() {
+    #[cfg(unix)]
+    // SAFETY: changes the signal mask of the calling thread only, with a set built here.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 fn load_here(
