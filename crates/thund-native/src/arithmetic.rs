@@ -206,7 +206,9 @@ where
                 Op::Subtract => a.sub_checked(b).ok(),
                 Op::Multiply => a.mul_checked(b).ok(),
                 // The one remainder that overflows, MIN % -1, is 0 (as on Spark).
-                Op::Mod | Op::Divide => (!b.is_zero()).then(|| a.mod_wrapping(b)),
+                Op::Mod => (!b.is_zero()).then(|| a.mod_wrapping(b)),
+                // Integers divide as DOUBLEs (`Plan::Doubles`), never here.
+                Op::Divide => None,
             }
         })
         .collect())

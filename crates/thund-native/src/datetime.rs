@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Date32Array, Int64Array, StringArray, TimestampMicrosecondArray};
-use arrow::datatypes::{DataType, TimeUnit};
+use arrow::datatypes::DataType;
 use chrono::format::{Item, StrftimeItems};
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use datafusion::common::{exec_err, plan_err, Result};
@@ -121,22 +121,13 @@ impl ScalarUDFImpl for EpochFunction {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        use arrow::datatypes::{Date32Type, Int32Type, Int64Type};
+        use arrow::datatypes::{Date32Type, Int32Type};
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let a = args.args[0].to_array(args.number_rows)?;
-        let scaled = |by: i64| -> Result<TimestampMicrosecondArray> {
-            let ints = arrow::compute::cast(&a, &DataType::Int64)?;
-            Ok(ints
-                .as_primitive::<Int64Type>()
-                .iter()
-                .map(|v| v.and_then(|v| v.checked_mul(by)))
-                .collect::<TimestampMicrosecondArray>()
-                .with_timezone("UTC"))
-        };
         let out: ArrayRef = match self.kind {
             Epoch::TimestampSeconds => Arc::new(instants(&a)?),
-            Epoch::TimestampMillis => Arc::new(scaled(1_000)?),
-            Epoch::TimestampMicros => Arc::new(scaled(1)?),
+            Epoch::TimestampMillis => Arc::new(counted_instants(&a, 1_000)?),
+            Epoch::TimestampMicros => Arc::new(counted_instants(&a, 1)?),
             Epoch::UnixSeconds | Epoch::UnixMillis | Epoch::UnixMicros => {
                 let per = match self.kind {
                     Epoch::UnixSeconds => 1_000_000,
@@ -268,9 +259,21 @@ fn instants(a: &ArrayRef) -> Result<TimestampMicrosecondArray> {
             .collect::<TimestampMicrosecondArray>()
             .with_timezone("UTC"));
     }
-    let t = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    let t = crate::types::spark_timestamp();
     let cast = arrow::compute::cast(a, &t)?;
     Ok(cast.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().clone())
+}
+
+/// Counts of a unit since the epoch (`micros_per_unit` microseconds each) as instants; one too
+/// large is NULL.
+fn counted_instants(a: &ArrayRef, micros_per_unit: i64) -> Result<TimestampMicrosecondArray> {
+    let counts = arrow::compute::cast(a, &DataType::Int64)?;
+    Ok(counts
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .iter()
+        .map(|v| v.and_then(|v| v.checked_mul(micros_per_unit)))
+        .collect::<TimestampMicrosecondArray>()
+        .with_timezone("UTC"))
 }
 
 /// `date_format(t, pattern)` and the functions formatting the same way.
@@ -326,13 +329,8 @@ impl ScalarUDFImpl for Format {
             None => StringArray::from(vec!["yyyy-MM-dd HH:mm:ss"; n]),
         };
         let instants = if self.name == "from_unixtime" {
-            let seconds = arrow::compute::cast(&values, &DataType::Int64)?;
-            let micros: TimestampMicrosecondArray = seconds
-                .as_primitive::<arrow::datatypes::Int64Type>()
-                .iter()
-                .map(|s| s.and_then(|s| s.checked_mul(1_000_000)))
-                .collect();
-            micros
+            // Whole seconds, as Spark casts them to a BIGINT.
+            counted_instants(&values, 1_000_000)?
         } else {
             instants(&values)?
         };
@@ -385,7 +383,7 @@ impl ScalarUDFImpl for Parse {
             return plan_err!("{} is called as {}(value[, pattern])", self.name, self.name);
         }
         Ok(match self.target {
-            Target::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            Target::Timestamp => crate::types::spark_timestamp(),
             Target::Date => DataType::Date32,
             Target::Seconds => DataType::Int64,
         })

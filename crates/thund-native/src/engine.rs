@@ -362,11 +362,20 @@ impl VisitorMut for SparkFunctions {
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
-                    // `-2147483648` is an INT too: its digits alone are not.
-                    let negative_int = matches!(e, Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr }
-                        if matches!(expr.as_ref(), Expr::Value(v)
-                            if matches!(&v.value, Value::Number(n, false) if n.parse::<i32>().is_err() && format!("-{n}").parse::<i32>().is_ok())));
-                    if negative_int {
+                    let digits = |e: &Expr| match e {
+                        Expr::Value(v) => match &v.value {
+                            Value::Number(n, false) => Some(n.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    // `-2147483648` is an INT too, though its digits alone are not.
+                    let int = match e {
+                        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => digits(expr)
+                            .is_some_and(|n| n.parse::<i32>().is_err() && format!("-{n}").parse::<i32>().is_ok()),
+                        _ => digits(e).is_some_and(|n| n.parse::<i32>().is_ok()),
+                    };
+                    if int {
                         *e = Expr::Cast {
                             kind: CastKind::Cast,
                             expr: Box::new(e.clone()),
@@ -374,19 +383,6 @@ impl VisitorMut for SparkFunctions {
                             array: false,
                             format: None,
                         };
-                    }
-                    if let Expr::Value(v) = e {
-                        if let Value::Number(n, false) = &v.value {
-                            if n.parse::<i32>().is_ok() {
-                                *e = Expr::Cast {
-                                    kind: CastKind::Cast,
-                                    expr: Box::new(e.clone()),
-                                    data_type: SqlType::Int(None),
-                                    array: false,
-                                    format: None,
-                                };
-                            }
-                        }
                     }
                     ControlFlow::<()>::Continue(())
                 });
@@ -494,7 +490,7 @@ fn rewrite_map_cast(expr: &Expr) -> Option<Expr> {
 
 /// `struct(a, s.b, 1)` → `named_struct('a', a, 'b', s.b, 'col3', 1)`: Spark names a struct's
 /// fields after the columns given, and `col1`, `col2`, … otherwise (DataFusion: `c0`, `c1`, …).
-fn rewrite_struct(expr: &Expr) -> Option<Expr> {
+pub(crate) fn rewrite_struct(expr: &Expr) -> Option<Expr> {
     // The parser reads `struct(…)` as a struct literal.
     let Expr::Struct { values, fields } = expr else { return None };
     if !fields.is_empty() {

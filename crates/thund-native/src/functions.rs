@@ -146,6 +146,14 @@ impl ScalarUDFImpl for GetJsonObject {
     }
 }
 
+/// `a` with the rows `nulls` marks NULL made NULL too (a parent's NULLs over its children).
+pub(crate) fn with_nulls(a: ArrayRef, nulls: Option<&arrow::buffer::NullBuffer>) -> Result<ArrayRef> {
+    let Some(nulls) = nulls else { return Ok(a) };
+    let data = a.to_data();
+    let merged = arrow::buffer::NullBuffer::union(data.nulls(), Some(nulls));
+    Ok(arrow::array::make_array(data.into_builder().nulls(merged).build()?))
+}
+
 /// An argument's values as UTF-8 strings.
 pub(crate) fn utf8(a: &ArrayRef) -> Result<StringArray> {
     let c = arrow::compute::cast(a, &DataType::Utf8)?;

@@ -160,16 +160,41 @@ impl ScalarUDFImpl for Generator {
     }
 }
 
-/// `stack(n, v1, …, vk)`'s columns: `col0`, `col1`, … (k/n of them), typed as the first row's
-/// values (the plan casts every row's to the column's common type).
+/// `stack(n, v1, …, vk)`'s columns: `col0`, `col1`, … (k/n of them), each of its values'
+/// common type.
 fn stack_fields(args: &[DataType], count: Option<&ScalarValue>) -> Result<Fields> {
     let Some((_, values)) = args.split_first() else { return plan_err!("stack takes a row count and values") };
-    let rows = stack_rows(count)?;
+    let types = stack_column_types(values, stack_rows(count)?)?;
+    Ok(types.into_iter().enumerate().map(|(i, t)| Field::new(format!("col{i}"), t, true)).collect())
+}
+
+/// The type of each of `stack`'s columns, given its values' types row after row: their common
+/// type, as Spark's (a NULL takes the others').
+fn stack_column_types(values: &[DataType], rows: usize) -> Result<Vec<DataType>> {
     if values.is_empty() {
-        return plan_err!("stack takes a row count and values");
+        return plan_err!("stack takes a row count and at least one value");
     }
     let width = values.len().div_ceil(rows);
-    Ok(values.iter().take(width).enumerate().map(|(i, t)| Field::new(format!("col{i}"), t.clone(), true)).collect())
+    (0..width)
+        .map(|c| {
+            let mut column = (0..rows).filter_map(|r| values.get(r * width + c));
+            let first = column.next().cloned().unwrap_or(DataType::Null);
+            let common = column.try_fold(first, |a, b| {
+                if &a == b || b == &DataType::Null {
+                    Some(a)
+                } else if a == DataType::Null {
+                    Some(b.clone())
+                } else {
+                    datafusion::logical_expr::type_coercion::binary::comparison_coercion(&a, b)
+                }
+            });
+            common.ok_or_else(|| {
+                datafusion::common::DataFusionError::Plan(format!(
+                    "stack's column {c} mixes types that have no common type"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// `stack`'s row count, a positive integer literal.
@@ -306,14 +331,7 @@ fn generate(input: &ArrayRef, kind: Kind, fields: &Fields, element: Arc<Field>) 
                 // A NULL struct gives a row of NULLs: its fields' values are hidden behind it.
                 s.columns()
                     .iter()
-                    .map(|c| match s.nulls() {
-                        Some(n) => {
-                            let data = c.to_data();
-                            let merged = arrow::buffer::NullBuffer::union(data.nulls(), Some(n));
-                            Ok(arrow::array::make_array(data.into_builder().nulls(merged).build()?))
-                        }
-                        None => Ok(Arc::clone(c)),
-                    })
+                    .map(|c| crate::functions::with_nulls(Arc::clone(c), s.nulls()))
                     .collect::<Result<Vec<_>>>()?
             } else {
                 vec![Arc::clone(values)]
@@ -535,29 +553,9 @@ fn stack_argument(args: &[Expr], schema: &datafusion::common::DFSchema) -> Resul
     let Some((n, values)) = args.split_first() else { return plan_err!("stack takes a row count and values") };
     let Expr::Literal(count, _) = n else { return plan_err!("stack's row count must be a literal") };
     let rows = stack_rows(Some(count))?;
-    if values.is_empty() {
-        return plan_err!("stack takes a row count and at least one value");
-    }
-    let width = values.len().div_ceil(rows);
-    // Each column's type is its values' common type, as Spark's.
-    let mut types = Vec::with_capacity(width);
-    for c in 0..width {
-        let column: Vec<DataType> =
-            (0..rows).filter_map(|r| values.get(r * width + c)).map(|v| v.get_type(schema)).collect::<Result<_>>()?;
-        let common = column.iter().skip(1).try_fold(column[0].clone(), |a, b| {
-            if &a == b || b == &DataType::Null {
-                Some(a)
-            } else if a == DataType::Null {
-                Some(b.clone())
-            } else {
-                datafusion::logical_expr::type_coercion::binary::comparison_coercion(&a, b)
-            }
-        });
-        match common {
-            Some(t) => types.push(t),
-            None => return plan_err!("stack's column {c} mixes types that have no common type"),
-        }
-    }
+    let value_types = values.iter().map(|v| v.get_type(schema)).collect::<Result<Vec<_>>>()?;
+    let types = stack_column_types(&value_types, rows)?;
+    let width = types.len();
     let structs = (0..rows)
         .map(|r| {
             let mut fields = Vec::with_capacity(width * 2);

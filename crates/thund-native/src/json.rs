@@ -84,11 +84,10 @@ impl ScalarUDFImpl for FromJson {
         // Rows that are JSON objects are decoded together; the others are NULL.
         let objects: Vec<bool> = (0..n)
             .map(|i| {
+                // Checked without building the value: the decoder reads it again below.
                 !text.is_null(i)
-                    && matches!(
-                        serde_json::from_str::<serde_json::Value>(text.value(i)),
-                        Ok(serde_json::Value::Object(_))
-                    )
+                    && text.value(i).trim_start().starts_with('{')
+                    && serde_json::from_str::<serde::de::IgnoredAny>(text.value(i)).is_ok()
             })
             .collect();
         let schema = Arc::new(Schema::new(fields.clone()));

@@ -491,14 +491,7 @@ fn aggregate(list: &ArrayRef, start: &ArrayRef, lambdas: &[&LambdaArgument], ret
     };
     let out = if out.data_type() == ret { out } else { cast(&out, ret)? };
     // A NULL array folds to NULL.
-    match &flat.nulls {
-        Some(nulls) => {
-            let data = out.to_data();
-            let merged = NullBuffer::union(data.nulls(), Some(nulls));
-            Ok(arrow::array::make_array(data.into_builder().nulls(merged).build()?))
-        }
-        None => Ok(out),
-    }
+    crate::functions::with_nulls(out, flat.nulls.as_ref())
 }
 
 fn zip_with(left: &ArrayRef, right: &ArrayRef, lambda: &LambdaArgument, ret: &FieldRef) -> Result<ArrayRef> {

@@ -219,7 +219,6 @@ fn sql(e: &Expr) -> Option<String> {
                 ("substring" | "substr", 2) => Some("2147483647"),
                 ("lpad" | "rpad", 2) => Some(" "),
                 ("regexp_instr" | "regexp_extract" | "regexp_extract_all", 2) => Some("0"),
-                // `aggregate`'s finish is the identity.
                 ("from_unixtime", 1) => Some("yyyy-MM-dd HH:mm:ss"),
                 ("mask", 1..=4) => {
                     // Spark prints the replacements it takes by default.
@@ -227,6 +226,7 @@ fn sql(e: &Expr) -> Option<String> {
                     args.extend(defaults[args.len() - 1..].iter().map(|d| d.to_string()));
                     None
                 }
+                // `aggregate`'s finish is the identity.
                 ("aggregate" | "reduce", 3) => Some("lambdafunction(namedlambdavariable(), namedlambdavariable())"),
                 _ => None,
             };
@@ -278,19 +278,11 @@ fn sql(e: &Expr) -> Option<String> {
             // Spark prints a lambda's variables without their names.
             let params: Vec<&str> = lambda.params.iter().map(|p| p.name.value.as_str()).collect();
             let mut body = lambda.body.as_ref().clone();
-            // `(x, y)` is Spark's `named_struct('x', x, 'y', y)`.
+            // `(x, y)` is Spark's `named_struct('x', x, 'y', y)`, as the engine plans it.
             let _ = sqlparser::ast::visit_expressions_mut(&mut body, |e| {
                 if let Expr::Tuple(values) = e {
-                    let mut args = Vec::new();
-                    for (i, v) in values.iter().enumerate() {
-                        let name = match v {
-                            Expr::Identifier(id) => id.value.clone(),
-                            _ => format!("col{}", i + 1),
-                        };
-                        args.push(Expr::value(Value::SingleQuotedString(name)));
-                        args.push(v.clone());
-                    }
-                    *e = crate::calls::function("named_struct", args);
+                    let as_struct = Expr::Struct { values: std::mem::take(values), fields: Vec::new() };
+                    *e = crate::engine::rewrite_struct(&as_struct).unwrap_or(as_struct);
                 }
                 std::ops::ControlFlow::<()>::Continue(())
             });

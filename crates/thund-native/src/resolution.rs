@@ -56,6 +56,7 @@ fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, 
                     })
                     .map(|c| c.name.as_str())
                     .collect();
+                names.sort_unstable();
                 names.dedup();
                 return match names.as_slice() {
                     [one] if *one != field.name => Some((field.name.clone(), one.to_string())),
