@@ -6,10 +6,11 @@
 //! the spec's own substitution variables) and `spark.sql.*` settings that only tune how Spark
 //! executes (shuffle partitions, adaptive execution, the pipelines engine, …) do not change
 //! results and pass. The session time zone and case sensitivity pass at the values the engine
-//! computes with (UTC, case-insensitive). Everything else under `spark.sql.` may change results
-//! and is refused, ANSI mode included: the engine follows neither mode exactly (invalid casts and
-//! division by zero fail, as in ANSI mode; integer overflow wraps, as without it).
+//! computes with (UTC, case-insensitive). ANSI mode (`spark.sql.ansi.enabled`) is honoured both
+//! ways: on by default, as in Spark 4, and off by default for a DLT project, as on Databricks
+//! (its loader sets it). Everything else under `spark.sql.` may change results and is refused.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::ir::{Pipeline, SourceLocation};
@@ -34,6 +35,26 @@ const NEUTRAL: [&str; 16] = [
     "spark.sql.debug.",
 ];
 
+/// The key of Spark's ANSI mode.
+pub const ANSI: &str = "spark.sql.ansi.enabled";
+
+/// The ANSI mode `settings` set (keys compare ignoring case, as Spark's do); `None` if they do
+/// not set it, or set it to something that is neither `true` nor `false` (refused).
+pub fn ansi_setting(settings: &BTreeMap<String, String>) -> Option<bool> {
+    let (_, value) = settings.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(ANSI))?;
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a pipeline with this `configuration` runs in ANSI mode: as set, else Spark 4's
+/// default (on).
+pub fn ansi_mode(configuration: &BTreeMap<String, String>) -> bool {
+    ansi_setting(configuration).unwrap_or(true)
+}
+
 /// Why the embedded engine cannot honour `key = value`; `None` when it does (or the setting does
 /// not change results).
 pub fn refusal(key: &str, value: &str) -> Option<String> {
@@ -50,11 +71,8 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
         }
         "spark.sql.casesensitive" => (!v.eq_ignore_ascii_case("false"))
             .then(|| "the native backend resolves names case-insensitively, as Spark does by default".to_string()),
-        "spark.sql.ansi.enabled" => Some(
-            "the native backend follows neither ANSI mode nor its absence exactly (invalid casts and division by \
-             zero fail; integer overflow wraps): remove the setting or run on Spark"
-                .to_string(),
-        ),
+        "spark.sql.ansi.enabled" => (!v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false"))
+            .then(|| format!("`{key}` is `true` or `false`, not `{v}`")),
         _ => Some(format!(
             "the native backend does not apply `{key}`, which may change results: remove it or run on Spark"
         )),
@@ -83,7 +101,16 @@ pub(crate) fn spec_location(p: &Pipeline, key: &str) -> SourceLocation {
 
 #[cfg(test)]
 mod tests {
-    use super::refusal;
+    use super::{ansi_mode, refusal};
+
+    #[test]
+    fn ansi_mode_is_on_unless_set_off() {
+        let set = |k: &str, v: &str| [(k.to_string(), v.to_string())].into_iter().collect();
+        assert!(ansi_mode(&Default::default()));
+        assert!(!ansi_mode(&set("spark.sql.ansi.enabled", "false")));
+        assert!(!ansi_mode(&set("Spark.SQL.ANSI.Enabled", " False ")));
+        assert!(ansi_mode(&set("spark.sql.ansi.enabled", "true")));
+    }
 
     #[test]
     fn settings_that_change_results_are_refused_and_the_others_pass() {
@@ -93,8 +120,9 @@ mod tests {
         assert_eq!(refusal("source_root", "/data"), None);
         assert_eq!(refusal("spark.sql.session.timeZone", "UTC"), None);
         assert!(refusal("spark.sql.session.timeZone", "Europe/Oslo").is_some_and(|m| m.contains("UTC")));
-        assert!(refusal("spark.sql.ansi.enabled", "true").is_some());
-        assert!(refusal("spark.sql.ansi.enabled", "false").is_some());
+        assert_eq!(refusal("spark.sql.ansi.enabled", "true"), None);
+        assert_eq!(refusal("spark.sql.ansi.enabled", "FALSE"), None);
+        assert!(refusal("spark.sql.ansi.enabled", "maybe").is_some());
         assert_eq!(refusal("spark.sql.caseSensitive", "false"), None);
         assert!(refusal("spark.sql.caseSensitive", "true").is_some());
         assert!(refusal("spark.sql.legacy.timeParserPolicy", "LEGACY").is_some());

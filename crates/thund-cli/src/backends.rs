@@ -61,7 +61,17 @@ impl Backend for knut_thund::spark::SparkBackend {
     fn query(&self, p: Option<&Pipeline>, sql: &str) -> anyhow::Result<QueryResult> {
         // Inside a project, unqualified names resolve to its catalog and database, as in a run.
         let namespace = p.map(|p| (p.catalog.as_str(), p.database.as_str()));
-        let batches = self.query_in(namespace, sql)?;
+        // The project's SQL settings (ANSI mode, say) hold for its queries as for its runs.
+        let settings: Vec<(&str, &str)> = p
+            .map(|p| {
+                p.configuration
+                    .iter()
+                    .filter(|(k, _)| k.to_ascii_lowercase().starts_with("spark.sql."))
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let batches = self.query_in(namespace, &settings, sql)?;
         let schema =
             batches.first().map_or_else(|| SchemaRef::new(arrow::datatypes::Schema::empty()), RecordBatch::schema);
         Ok(QueryResult { schema, batches })

@@ -22,14 +22,15 @@
 
 #[path = "../../thund-native/tests/common/mod.rs"]
 mod common;
+mod differential;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use differential::{read_lines, same_rows};
 use knut_thund::spark::SparkBackend;
-use thund_native::{spark_type_name, EngineOptions};
+use thund_native::EngineOptions;
 
 /// One documented example.
 struct Example {
@@ -254,13 +255,13 @@ fn examples_in(text: &str) -> Vec<String> {
 
 fn collect_examples(spark: &SparkBackend) -> Vec<Example> {
     let functions = spark.query("SHOW FUNCTIONS").expect("SHOW FUNCTIONS");
-    let names: Vec<String> = typed(&functions).2.into_iter().map(|r| r[0].clone()).collect();
+    let names: Vec<String> = unordered(&functions).2.into_iter().map(|r| r[0].clone()).collect();
     let mut out = Vec::new();
     for f in names {
         let Ok(described) = spark.query(&format!("DESCRIBE FUNCTION EXTENDED `{}`", f.replace('`', "``"))) else {
             continue;
         };
-        let lines: Vec<String> = typed(&described).2.into_iter().map(|r| r[0].clone()).collect();
+        let lines: Vec<String> = unordered(&described).2.into_iter().map(|r| r[0].clone()).collect();
         let class = lines.iter().find_map(|l| l.strip_prefix("Class: ")).unwrap_or("").to_string();
         for sql in lines.iter().flat_map(|l| examples_in(l)) {
             out.push(Example { function: f.clone(), category: category(&class), sql });
@@ -269,33 +270,9 @@ fn collect_examples(spark: &SparkBackend) -> Vec<Example> {
     out
 }
 
-/// Column names, Spark type names and rows (sorted; NULL as `NULL`) of a result.
-fn typed(batches: &[RecordBatch]) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
-    let options = FormatOptions::default().with_null("NULL");
-    let (mut names, mut types, mut rows) = (Vec::new(), Vec::new(), Vec::new());
-    for b in batches {
-        names = b.schema().fields().iter().map(|f| f.name().clone()).collect();
-        types = b.schema().fields().iter().map(|f| spark_type_name(f.data_type())).collect();
-        // A column Arrow cannot show (a timestamp whose zone is not a zone) shows as its error.
-        let formatters: Vec<Result<ArrayFormatter, String>> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).map_err(|e| e.to_string()))
-            .collect();
-        for r in 0..b.num_rows() {
-            rows.push(
-                formatters
-                    .iter()
-                    .map(|f| match f {
-                        Ok(f) => f.value(r).to_string(),
-                        Err(e) => format!("<{e}>"),
-                    })
-                    .collect(),
-            );
-        }
-    }
-    rows.sort();
-    (names, types, rows)
+/// A result as compared here: examples have no order.
+fn unordered(b: &[RecordBatch]) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
+    differential::typed(b, false)
 }
 
 /// The outcome of one example, with what the native engine said when it differs or refuses.
@@ -305,13 +282,13 @@ fn outcome(
     sql: &str,
 ) -> (Outcome, String) {
     let Ok(first) = spark.query(sql) else { return (Outcome::SparkError, String::new()) };
-    let spark_answer = typed(&first);
+    let spark_answer = unordered(&first);
     match spark.query(sql) {
-        Ok(again) if typed(&again) == spark_answer => {}
+        Ok(again) if unordered(&again) == spark_answer => {}
         _ => return (Outcome::Nondeterministic, String::new()),
     }
     let native_answer = match native(sql) {
-        Ok(b) => typed(&b),
+        Ok(b) => unordered(&b),
         Err(e) => return (Outcome::Refused, e),
     };
     // A result of no rows has no batches natively but a schema-only batch on Spark.
@@ -328,32 +305,6 @@ fn outcome(
             ),
         ),
     }
-}
-
-/// Whether two sorted row sets are equal, a DOUBLE or FLOAT column's values to within a relative
-/// 1e-12 (the last bits of a sum depend on the order it adds in, on Spark as here).
-fn same_rows(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool {
-    let close = |t: &String, x: &String, y: &String| {
-        x == y
-            || (t == "DOUBLE" || t == "FLOAT")
-                && match (x.parse::<f64>(), y.parse::<f64>()) {
-                    (Ok(x), Ok(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
-                    _ => false,
-                }
-    };
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(r, s)| r.len() == s.len() && r.iter().zip(s).zip(types).all(|((x, y), t)| close(t, x, y)))
-}
-
-fn read_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]
@@ -388,11 +339,14 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     let mut different = Vec::new();
     let mut names_differ = Vec::new();
     let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    // Each example's outcome, one per line, to compare two builds (`THUND_EXAMPLES_OUT=file`).
+    let mut listing = String::new();
     for e in &examples {
         let (o, detail) = match NONDETERMINISTIC.contains(&e.function.as_str()) {
             true => (Outcome::Nondeterministic, String::new()),
             false => outcome(&spark, &native, &e.sql),
         };
+        listing.push_str(&format!("{o:?}\t{}\n", e.sql.replace('\n', " ")));
         *counts.entry(e.category).or_default().entry(o).or_default() += 1;
         match o {
             Outcome::Different => different.push((e.sql.replace('\n', " "), e.function.clone(), detail)),
@@ -402,6 +356,9 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
         }
     }
 
+    if let Some(out) = std::env::var_os("THUND_EXAMPLES_OUT") {
+        std::fs::write(&out, &listing).unwrap_or_else(|e| panic!("{}: {e}", Path::new(&out).display()));
+    }
     println!("Spark {url}: {} documented examples", examples.len());
     println!(
         "{:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",

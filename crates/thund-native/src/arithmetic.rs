@@ -1,19 +1,27 @@
-//! Spark's `try_add`, `try_subtract`, `try_multiply`, `try_divide` and `try_mod`: the operator's
-//! answer, or NULL where the operator would fail (an integer overflow, a division by zero).
+//! Spark's arithmetic where DataFusion's operators answer otherwise, in both of Spark's modes:
 //!
-//! Integers are computed here with checked arithmetic, vectorised over the arrays: the common
-//! type of the two (INT, or BIGINT if either is), each overflowing row NULL. `try_divide` of
-//! numbers is a DOUBLE, as Spark's, NULL for a zero divisor. A date plus or minus an integer
-//! moves by days. Every other pair (decimals, floating point, dates and timestamps with
-//! intervals) takes DataFusion's operator with its own type rules; a row it cannot compute is
-//! NULL. Decimal division is refused: Spark's result scale differs from DataFusion's.
+//! - `try_add`, `try_subtract`, `try_multiply`, `try_divide` and `try_mod`: the operator's answer,
+//!   or NULL where the operator would fail (an integer overflow, a division by zero). Without
+//!   ANSI mode, `/` and `%` are these (a zero divisor gives NULL).
+//! - In ANSI mode (Spark 4's default), the operators `+`, `-`, `*` of integers, and `/` and `%`
+//!   of integers and floating point, fail the query on an overflow or a zero divisor, as Spark's
+//!   do (DataFusion's integer operators wrap, and its floating-point ones give infinities).
+//!
+//! Integers are computed here with checked arithmetic, vectorised over the arrays, in the wider
+//! of the two types (TINYINT + TINYINT is a TINYINT, as on Spark). Division of numbers is a
+//! DOUBLE, as Spark's. A date plus or minus an integer moves by days. Every other pair
+//! (decimals, dates and timestamps with intervals) takes DataFusion's operator with its own type
+//! rules; a row it cannot compute is NULL (`try_`) or fails. Decimal division is refused: Spark's
+//! result scale differs from DataFusion's.
 
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
 use arrow::compute::kernels::numeric;
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Date32Type, Float64Type, Int32Type, Int64Type};
-use datafusion::common::{plan_err, Result};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Date32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+};
+use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
     ColumnarValue, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -22,12 +30,26 @@ use datafusion::prelude::SessionContext;
 
 pub(crate) fn register(ctx: &SessionContext) {
     for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide, Op::Mod] {
-        ctx.register_udf(ScalarUDF::from(TryArithmetic { op, signature: Signature::any(2, Volatility::Immutable) }));
+        ctx.register_udf(operator(op, OnFailure::Null));
     }
 }
 
+/// The function computing `op`: NULL where it fails (`try_`), or failing the query (ANSI).
+pub(crate) fn operator(op: Op, on_failure: OnFailure) -> ScalarUDF {
+    ScalarUDF::from(Arithmetic { op, on_failure, signature: Signature::any(2, Volatility::Immutable) })
+}
+
+/// What a row the operator cannot compute gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Op {
+pub(crate) enum OnFailure {
+    /// NULL (the `try_` functions, and `/` and `%` without ANSI mode).
+    Null,
+    /// An error that fails the query (ANSI mode).
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Op {
     Add,
     Subtract,
     Multiply,
@@ -36,6 +58,17 @@ enum Op {
 }
 
 impl Op {
+    /// The operation's name in Spark's `try_` functions.
+    fn function(self) -> &'static str {
+        match self {
+            Op::Add => "add",
+            Op::Subtract => "subtract",
+            Op::Multiply => "multiply",
+            Op::Divide => "divide",
+            Op::Mod => "mod",
+        }
+    }
+
     fn operator(self) -> Operator {
         match self {
             Op::Add => Operator::Plus,
@@ -48,8 +81,9 @@ impl Op {
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct TryArithmetic {
+struct Arithmetic {
     op: Op,
+    on_failure: OnFailure,
     signature: Signature,
 }
 
@@ -65,15 +99,14 @@ enum Plan {
     Operator(DataType, DataType, DataType),
 }
 
-impl TryArithmetic {
+impl Arithmetic {
     fn plan(&self, l: &DataType, r: &DataType) -> Result<Plan> {
         let int = |t: &DataType| t.is_integer() || t == &DataType::Null;
         if int(l) && int(r) {
             if self.op == Op::Divide {
                 return Ok(Plan::Doubles);
             }
-            let wide = [l, r].iter().any(|t| matches!(t, DataType::Int64 | DataType::UInt32 | DataType::UInt64));
-            return Ok(Plan::Integers(if wide { DataType::Int64 } else { DataType::Int32 }));
+            return Ok(Plan::Integers(wider_integer(l, r)));
         }
         if matches!(self.op, Op::Add | Op::Subtract) && l == &DataType::Date32 && int(r) {
             return Ok(Plan::DateDays);
@@ -113,14 +146,19 @@ impl TryArithmetic {
     }
 }
 
-impl ScalarUDFImpl for TryArithmetic {
+impl ScalarUDFImpl for Arithmetic {
     fn name(&self) -> &str {
-        match self.op {
-            Op::Add => "try_add",
-            Op::Subtract => "try_subtract",
-            Op::Multiply => "try_multiply",
-            Op::Divide => "try_divide",
-            Op::Mod => "try_mod",
+        match (self.on_failure, self.op) {
+            (OnFailure::Null, Op::Add) => "try_add",
+            (OnFailure::Null, Op::Subtract) => "try_subtract",
+            (OnFailure::Null, Op::Multiply) => "try_multiply",
+            (OnFailure::Null, Op::Divide) => "try_divide",
+            (OnFailure::Null, Op::Mod) => "try_mod",
+            (OnFailure::Error, Op::Add) => "ansi_add",
+            (OnFailure::Error, Op::Subtract) => "ansi_subtract",
+            (OnFailure::Error, Op::Multiply) => "ansi_multiply",
+            (OnFailure::Error, Op::Divide) => "ansi_divide",
+            (OnFailure::Error, Op::Mod) => "ansi_mod",
         }
     }
 
@@ -141,9 +179,22 @@ impl ScalarUDFImpl for TryArithmetic {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let (l, r) = (args.args[0].to_array(n)?, args.args[1].to_array(n)?);
+        if matches!(self.op, Op::Divide | Op::Mod) && self.on_failure == OnFailure::Error && has_zero(&r)? {
+            return exec_err!(
+                "{}: use try_{} to get NULL for a zero divisor, or set spark.sql.ansi.enabled to false",
+                if self.op == Op::Divide {
+                    "[DIVIDE_BY_ZERO] division by zero"
+                } else {
+                    "[REMAINDER_BY_ZERO] remainder by zero"
+                },
+                if self.op == Op::Divide { "divide" } else { "mod" }
+            );
+        }
         let out: ArrayRef = match self.plan(l.data_type(), r.data_type())? {
-            Plan::Integers(DataType::Int32) => Arc::new(checked::<Int32Type>(self.op, &l, &r)?),
-            Plan::Integers(_) => Arc::new(checked::<Int64Type>(self.op, &l, &r)?),
+            Plan::Integers(DataType::Int8) => Arc::new(self.checked::<Int8Type>(&l, &r)?),
+            Plan::Integers(DataType::Int16) => Arc::new(self.checked::<Int16Type>(&l, &r)?),
+            Plan::Integers(DataType::Int32) => Arc::new(self.checked::<Int32Type>(&l, &r)?),
+            Plan::Integers(_) => Arc::new(self.checked::<Int64Type>(&l, &r)?),
             Plan::Doubles => {
                 let (x, y) = (as_type::<Float64Type>(&l)?, as_type::<Float64Type>(&r)?);
                 let quotient: PrimitiveArray<Float64Type> = x
@@ -174,44 +225,100 @@ impl ScalarUDFImpl for TryArithmetic {
                 let (x, y) = (arrow::compute::cast(&l, &lt)?, arrow::compute::cast(&r, &rt)?);
                 let answer = match operate(self.op, &x, &y) {
                     Ok(a) => a,
+                    Err(e) if self.on_failure == OnFailure::Error => return Err(e),
                     // Some row fails: each row on its own, the failing ones NULL.
                     Err(_) => row_by_row(self.op, &x, &y, &result)?,
                 };
-                arrow::compute::cast(&answer, &result)?
+                let answer = arrow::compute::cast(&answer, &result)?;
+                // A floating-point remainder by zero is NaN in Arrow, NULL on Spark.
+                match self.op {
+                    Op::Mod if result.is_floating() => {
+                        arrow::compute::nullif(&answer, &arrow::compute::kernels::cmp::eq(&y, &zero(&rt)?)?)?
+                    }
+                    _ => answer,
+                }
             }
         };
         crate::functions::columnar(out, scalar)
     }
 }
 
+/// The wider of two integer types (NULL counting as none), as Spark types `+`, `-`, `*`, `%`
+/// of integers.
+fn wider_integer(l: &DataType, r: &DataType) -> DataType {
+    let rank = |t: &DataType| match t {
+        DataType::Null => 0,
+        DataType::Int8 | DataType::UInt8 => 1,
+        DataType::Int16 | DataType::UInt16 => 2,
+        DataType::Int32 => 3,
+        _ => 4,
+    };
+    match rank(l).max(rank(r)) {
+        1 => DataType::Int8,
+        2 => DataType::Int16,
+        0 | 3 => DataType::Int32,
+        _ => DataType::Int64,
+    }
+}
+
+/// A zero of type `t`, as a scalar to compare with.
+fn zero(t: &DataType) -> Result<arrow::array::Scalar<ArrayRef>> {
+    datafusion::common::ScalarValue::new_zero(t)?.to_scalar()
+}
+
+/// Whether a divisor column holds a zero.
+fn has_zero(divisor: &ArrayRef) -> Result<bool> {
+    if divisor.data_type() == &DataType::Null || !divisor.data_type().is_numeric() {
+        return Ok(false);
+    }
+    let zeros = arrow::compute::kernels::cmp::eq(divisor, &zero(divisor.data_type())?)?;
+    Ok(zeros.true_count() > 0)
+}
+
 fn as_type<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<PrimitiveArray<T>> {
     Ok(arrow::compute::cast(a, &T::DATA_TYPE)?.as_primitive::<T>().clone())
 }
 
-/// Checked integer arithmetic over two arrays cast to `T`: NULL where it overflows or divides
-/// by zero.
-fn checked<T>(op: Op, l: &ArrayRef, r: &ArrayRef) -> Result<PrimitiveArray<T>>
-where
-    T: ArrowPrimitiveType,
-    T::Native: arrow::datatypes::ArrowNativeTypeOp,
-{
-    use arrow::datatypes::ArrowNativeTypeOp;
-    let (x, y) = (as_type::<T>(l)?, as_type::<T>(r)?);
-    Ok(x.iter()
-        .zip(y.iter())
-        .map(|(a, b)| {
-            let (a, b) = (a?, b?);
-            match op {
-                Op::Add => a.add_checked(b).ok(),
-                Op::Subtract => a.sub_checked(b).ok(),
-                Op::Multiply => a.mul_checked(b).ok(),
-                // The one remainder that overflows, MIN % -1, is 0 (as on Spark).
-                Op::Mod => (!b.is_zero()).then(|| a.mod_wrapping(b)),
-                // Integers divide as DOUBLEs (`Plan::Doubles`), never here.
-                Op::Divide => None,
-            }
-        })
-        .collect())
+impl Arithmetic {
+    /// Checked integer arithmetic over two arrays cast to `T`: NULL where it overflows or
+    /// divides by zero, or an error in ANSI mode.
+    fn checked<T>(&self, l: &ArrayRef, r: &ArrayRef) -> Result<PrimitiveArray<T>>
+    where
+        T: ArrowPrimitiveType,
+        T::Native: arrow::datatypes::ArrowNativeTypeOp,
+    {
+        use arrow::datatypes::ArrowNativeTypeOp;
+        let (x, y) = (as_type::<T>(l)?, as_type::<T>(r)?);
+        if self.on_failure == OnFailure::Error && self.op != Op::Mod {
+            // Arrow's checked kernels fail on the first overflow.
+            return match operate(self.op, &x, &y) {
+                Ok(answer) => Ok(answer.as_primitive::<T>().clone()),
+                Err(e) => exec_err!(
+                    "[ARITHMETIC_OVERFLOW] {} overflow ({e}): use try_{} to get NULL instead, or set \
+                     spark.sql.ansi.enabled to false",
+                    crate::types::spark_type_name(&T::DATA_TYPE).to_ascii_lowercase(),
+                    self.op.function()
+                ),
+            };
+        }
+        // NULL where a row overflows (or, for `%`, divides by zero: in ANSI mode a zero divisor
+        // failed before; MIN % -1 does not overflow).
+        Ok(x.iter()
+            .zip(y.iter())
+            .map(|(a, b)| {
+                let (a, b) = (a?, b?);
+                match self.op {
+                    Op::Add => a.add_checked(b).ok(),
+                    Op::Subtract => a.sub_checked(b).ok(),
+                    Op::Multiply => a.mul_checked(b).ok(),
+                    // The one remainder that overflows, MIN % -1, is 0 (as on Spark).
+                    Op::Mod => (!b.is_zero()).then(|| a.mod_wrapping(b)),
+                    // Integers divide as DOUBLEs (`Plan::Doubles`), never here.
+                    Op::Divide => None,
+                }
+            })
+            .collect())
+    }
 }
 
 fn operate(op: Op, x: &dyn arrow::array::Datum, y: &dyn arrow::array::Datum) -> Result<ArrayRef> {
@@ -239,4 +346,146 @@ fn row_by_row(op: Op, x: &ArrayRef, y: &ArrayRef, result: &DataType) -> Result<A
         return Ok(arrow::array::new_empty_array(result));
     }
     Ok(arrow::compute::concat(&refs)?)
+}
+
+/// Spark's type of a DECIMAL(p1,s1) divided by a DECIMAL(p2,s2) (an integer counting as the
+/// DECIMAL that holds its type): scale max(6, s1 + p2 + 1), precision p1 - s1 + s2 + scale,
+/// and over 38 digits the integral digits kept at the expense of the scale (down to 6).
+pub(crate) fn decimal_quotient_type(l: &DataType, r: &DataType) -> Option<DataType> {
+    let (p1, s1) = decimal_of(l)?;
+    let (p2, s2) = decimal_of(r)?;
+    let scale = 6.max(s1 + p2 + 1);
+    let precision = p1 - s1 + s2 + scale;
+    let (precision, scale) = if precision > 38 {
+        let integral = precision - scale;
+        (38, (38 - integral).max(scale.min(6)))
+    } else {
+        (precision, scale)
+    };
+    Some(DataType::Decimal128(precision as u8, scale as i8))
+}
+
+/// A decimal type's precision and scale; an integer type as the DECIMAL that holds it.
+fn decimal_of(t: &DataType) -> Option<(i32, i32)> {
+    Some(match t {
+        DataType::Decimal128(p, s) => (i32::from(*p), i32::from(*s)),
+        DataType::Int8 => (3, 0),
+        DataType::Int16 => (5, 0),
+        DataType::Int32 => (10, 0),
+        DataType::Int64 => (20, 0),
+        _ => return None,
+    })
+}
+
+/// `a / b` of decimals as Spark divides them: the quotient at [`decimal_quotient_type`]'s
+/// scale, rounded half up; a zero divisor or a quotient too wide for the type fails (ANSI
+/// mode) or is NULL.
+pub(crate) fn decimal_divide(on_failure: OnFailure) -> ScalarUDF {
+    ScalarUDF::from(DecimalDivide { on_failure, signature: Signature::any(2, Volatility::Immutable) })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DecimalDivide {
+    on_failure: OnFailure,
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for DecimalDivide {
+    fn name(&self) -> &str {
+        match self.on_failure {
+            OnFailure::Null => "try_divide",
+            OnFailure::Error => "divide",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        match decimal_quotient_type(&args[0], &args[1]) {
+            Some(t) => Ok(t),
+            None => plan_err!("decimal division of {} and {}", args[0], args[1]),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::datatypes::{i256, Decimal128Type};
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = args.number_rows;
+        let (l, r) = (args.args[0].to_array(n)?, args.args[1].to_array(n)?);
+        let Some(DataType::Decimal128(precision, scale)) = decimal_quotient_type(l.data_type(), r.data_type()) else {
+            return exec_err!("internal error: decimal division of {} and {}", l.data_type(), r.data_type());
+        };
+        let as_decimal = |a: &ArrayRef| -> Result<(PrimitiveArray<Decimal128Type>, i32)> {
+            let (p, s) = decimal_of(a.data_type()).unwrap_or((38, 0));
+            let d = arrow::compute::cast(a, &DataType::Decimal128(p as u8, s as i8))?;
+            Ok((d.as_primitive::<Decimal128Type>().clone(), s))
+        };
+        let ((x, s1), (y, s2)) = (as_decimal(&l)?, as_decimal(&r)?);
+        // quotient = x·10^k / y at the result's scale, k = scale - s1 + s2 (a negative k
+        // scales the divisor instead).
+        let k = i32::from(scale) - s1 + s2;
+        let ten = |e: i32| i256::from_i128(10).checked_pow(e.unsigned_abs());
+        let (up, down) = match k >= 0 {
+            true => (ten(k), Some(i256::ONE)),
+            false => (Some(i256::ONE), ten(-k)),
+        };
+        let bound = ten(i32::from(precision));
+        let mut failure: Option<String> = None;
+        let mut out = Vec::with_capacity(n);
+        for (a, b) in x.iter().zip(y.iter()) {
+            let (Some(a), Some(b)) = (a, b) else {
+                out.push(None);
+                continue;
+            };
+            let quotient = match b {
+                0 => Err("[DIVIDE_BY_ZERO] division by zero: use try_divide to get NULL for a zero divisor, or set \
+                          spark.sql.ansi.enabled to false"
+                    .to_string()),
+                _ => half_up_quotient(a, b, up, down, bound).ok_or_else(|| {
+                    format!(
+                        "[NUMERIC_VALUE_OUT_OF_RANGE] the quotient of {a} and {b} (unscaled) cannot be represented as \
+                         DECIMAL({precision},{scale}): use try_divide to get NULL, or set spark.sql.ansi.enabled to false"
+                    )
+                }),
+            };
+            match quotient {
+                Ok(q) => out.push(Some(q)),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    out.push(None);
+                }
+            }
+        }
+        if let (Some(e), OnFailure::Error) = (failure, self.on_failure) {
+            return exec_err!("{e}");
+        }
+        let quotients = PrimitiveArray::<Decimal128Type>::from(out).with_precision_and_scale(precision, scale)?;
+        crate::functions::columnar(Arc::new(quotients), scalar)
+    }
+}
+
+/// `a·up / (b·down)` rounded half up (away from zero), if it has fewer digits than `bound`.
+fn half_up_quotient(
+    a: i128,
+    b: i128,
+    up: Option<arrow::datatypes::i256>,
+    down: Option<arrow::datatypes::i256>,
+    bound: Option<arrow::datatypes::i256>,
+) -> Option<i128> {
+    use arrow::datatypes::i256;
+    let numerator = i256::from_i128(a).checked_mul(up?)?;
+    let divisor = i256::from_i128(b).checked_mul(down?)?;
+    let (q, rem) = (numerator.checked_div(divisor)?, numerator.checked_rem(divisor)?);
+    let twice = rem.wrapping_abs().checked_mul(i256::from_i128(2))?;
+    let q = match twice >= divisor.wrapping_abs() {
+        true if (numerator < i256::ZERO) != (divisor < i256::ZERO) => q.checked_sub(i256::ONE)?,
+        true => q.checked_add(i256::ONE)?,
+        false => q,
+    };
+    if q.wrapping_abs() >= bound? {
+        return None;
+    }
+    q.to_i128()
 }

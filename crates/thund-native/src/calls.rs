@@ -18,13 +18,19 @@ use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Visi
 const TEMPLATES: &[(&str, usize, &str)] = &[
     // Spark's empty map; DataFusion's `map` needs entries.
     ("map", 0, "map_from_arrays(array(), array())"),
-    // Spark 4 (ANSI) answers NULL for NULL; the legacy -1 is what DataFusion's `size` gives.
-    ("size", 1, "CASE WHEN __a1 IS NULL THEN NULL ELSE size(__a1) END"),
     // Spark's average of numbers is a DOUBLE that does not overflow; `try_` adds nothing to it.
     ("try_avg", 1, "avg(__a1)"),
     // Spark's casts written as functions.
     ("date", 1, "CAST(__a1 AS DATE)"),
     ("timestamp", 1, "CAST(__a1 AS TIMESTAMP)"),
+    ("double", 1, "CAST(__a1 AS DOUBLE)"),
+    ("float", 1, "CAST(__a1 AS FLOAT)"),
+    ("int", 1, "CAST(__a1 AS INT)"),
+    ("bigint", 1, "CAST(__a1 AS BIGINT)"),
+    ("smallint", 1, "CAST(__a1 AS SMALLINT)"),
+    ("tinyint", 1, "CAST(__a1 AS TINYINT)"),
+    ("boolean", 1, "CAST(__a1 AS BOOLEAN)"),
+    ("string", 1, "CAST(__a1 AS STRING)"),
     ("lcase", 1, "lower(__a1)"),
     ("ucase", 1, "upper(__a1)"),
     ("isnull", 1, "(__a1 IS NULL)"),
@@ -61,8 +67,9 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     // 0 = Monday; the session's `dow` is Spark's, 1 = Sunday.
     ("weekday", 1, "CAST((date_part('dow', CAST(__a1 AS DATE)) + 5) % 7 AS INT)"),
     // Collections: `get` is a subscript (which counts from 0, as the plan's subscripts are
-    // made to), NULL outside the array.
-    ("get", 2, "CASE WHEN __a2 < 0 THEN NULL ELSE __a1[__a2] END"),
+    // made to), NULL outside the array in either mode (a subscript outside it fails in ANSI
+    // mode, so it is not taken there; `size` of NULL is -1 here).
+    ("get", 2, "CASE WHEN __a2 < 0 OR __a2 >= size(__a1) THEN NULL ELSE __a1[__a2] END"),
     ("array_size", 1, "CAST(array_length(__a1) AS INT)"),
     ("map_contains_key", 2, "array_has(map_keys(__a1), __a2)"),
     ("sort_array", 1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),

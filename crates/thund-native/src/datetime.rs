@@ -59,6 +59,24 @@ pub(crate) fn register(ctx: &SessionContext) {
     }
 }
 
+/// Without ANSI mode, Spark's parsing functions give NULL for a text that does not parse:
+/// `name`'s lenient form, if it is one of them.
+pub(crate) fn lenient(name: &str) -> Option<ScalarUDF> {
+    let (name, target) = match name {
+        "to_timestamp" => ("to_timestamp", Target::Timestamp),
+        "to_date" => ("to_date", Target::Date),
+        "unix_timestamp" => ("unix_timestamp", Target::Seconds),
+        "to_unix_timestamp" => ("to_unix_timestamp", Target::Seconds),
+        _ => return None,
+    };
+    Some(ScalarUDF::from(Parse {
+        name,
+        target,
+        strict: false,
+        signature: Signature::variadic_any(Volatility::Immutable),
+    }))
+}
+
 /// Conversions between instants or dates and counts since the epoch: `timestamp_seconds`
 /// (a number, fractions kept to the microsecond), `timestamp_millis`, `timestamp_micros`,
 /// `unix_seconds`, `unix_millis`, `unix_micros` (rounded down, as Spark's), `unix_date`,
@@ -249,6 +267,11 @@ fn pattern_for<'a>(cache: &'a mut Option<Compiled>, text: &str) -> Result<&'a Co
 /// An argument's values as instants (microseconds since the epoch, UTC), the way Spark casts a
 /// date, a string or a timestamp to a timestamp.
 fn instants(a: &ArrayRef) -> Result<TimestampMicrosecondArray> {
+    instants_or_null(a, false)
+}
+
+/// [`instants`], a text that is no instant NULL when `lenient` (else an error).
+fn instants_or_null(a: &ArrayRef, lenient: bool) -> Result<TimestampMicrosecondArray> {
     if a.data_type().is_numeric() {
         // Spark casts a number to a timestamp as seconds since the epoch (Arrow: microseconds).
         let seconds = arrow::compute::cast(a, &DataType::Float64)?;
@@ -260,7 +283,8 @@ fn instants(a: &ArrayRef) -> Result<TimestampMicrosecondArray> {
             .with_timezone("UTC"));
     }
     let t = crate::types::spark_timestamp();
-    let cast = arrow::compute::cast(a, &t)?;
+    let options = arrow::compute::CastOptions { safe: lenient, ..Default::default() };
+    let cast = arrow::compute::cast_with_options(a, &t, &options)?;
     Ok(cast.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().clone())
 }
 
@@ -396,9 +420,9 @@ impl ScalarUDFImpl for Parse {
         let micros: Vec<Option<i64>> = match args.args.get(1) {
             // Without a pattern, text is cast as Spark casts it; dates and timestamps are taken
             // as they are.
-            None => instants(&values)?.iter().collect(),
+            None => instants_or_null(&values, !self.strict)?.iter().collect(),
             Some(_) if !values.data_type().is_string() && values.data_type() != &DataType::Null => {
-                instants(&values)?.iter().collect()
+                instants_or_null(&values, !self.strict)?.iter().collect()
             }
             Some(p) => {
                 let pattern = utf8(&p.to_array(n)?)?;

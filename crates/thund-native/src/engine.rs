@@ -44,8 +44,19 @@ pub struct EngineOptions {
 }
 
 /// A DataFusion session with Spark semantics, resolving unqualified names to
-/// `catalog.database`.
-pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Result<SessionContext> {
+/// `catalog.database`, in Spark 4's ANSI mode (tests' sessions).
+#[cfg(test)]
+pub(crate) fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Result<SessionContext> {
+    context(catalog, database, opts, true)
+}
+
+/// The session a pipeline's queries are planned in: its catalog and database, and its ANSI
+/// mode (`spark.sql.ansi.enabled` in its configuration; off by default for a DLT project).
+pub fn pipeline_context(p: &knut_thund::ir::Pipeline, opts: &EngineOptions) -> Result<SessionContext> {
+    context(&p.catalog, &p.database, opts, knut_thund::sql_conf::ansi_mode(&p.configuration))
+}
+
+fn context(catalog: &str, database: &str, opts: &EngineOptions, ansi: bool) -> Result<SessionContext> {
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(catalog, database)
         .with_create_default_catalog_and_schema(true)
@@ -53,6 +64,12 @@ pub fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Resul
     if opts.target_partitions > 0 {
         config = config.with_target_partitions(opts.target_partitions);
     }
+    // The mode every query of the session is planned in (`fidelity`), and the one the Spark
+    // function library's own functions follow.
+    config.options_mut().execution.enable_ansi_mode = ansi;
+    // Spark sorts NULL first in ascending order and last in descending order (DataFusion: the
+    // other way around, as Postgres).
+    config.options_mut().sql_parser.default_null_ordering = "nulls_min".to_string();
     // Spark's session time zone here is UTC; timestamps are instants shown in UTC.
     config.options_mut().execution.time_zone = Some("UTC".to_string());
     // Spark's `1.50` is a DECIMAL(3,2), not a DOUBLE (`1.5e3` is one: see `SparkFunctions`).
@@ -161,9 +178,11 @@ pub(crate) async fn plan_query_with_streams(
         return Err(plan_err(e));
     }
     crate::lateral::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
+    crate::types::spark_datetime_types(&mut ast);
     let plan =
         crate::resolution::plan_case_insensitively(ctx, ast).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
-    crate::fidelity::spark_semantics(plan).map_err(|e| plan_err(describe_plan_error(&e)))
+    let ansi = ctx.copied_config().options().execution.enable_ansi_mode;
+    crate::fidelity::spark_semantics(plan, ansi).map_err(|e| plan_err(describe_plan_error(&e)))
 }
 
 /// The final query of a Python DataFrame whose translation depends on its inputs' columns: each
@@ -216,23 +235,6 @@ async fn dataframe_query(
         return Err(plan_err("internal error: the DataFrame's final query reads other sources than its first".into()));
     }
     Ok(resolved)
-}
-
-/// `EXCEPT ALL` or `INTERSECT ALL` in a query body's set operations (not in its subqueries,
-/// which are queries of their own).
-fn multiset_operation(body: &sqlparser::ast::SetExpr) -> Option<&'static str> {
-    use sqlparser::ast::{SetExpr, SetOperator, SetQuantifier};
-    match body {
-        SetExpr::SetOperation { op, set_quantifier, left, right } => {
-            let all = matches!(set_quantifier, SetQuantifier::All | SetQuantifier::AllByName);
-            match op {
-                SetOperator::Except | SetOperator::Minus if all => Some("EXCEPT"),
-                SetOperator::Intersect if all => Some("INTERSECT"),
-                _ => multiset_operation(left).or_else(|| multiset_operation(right)),
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Whether two reads name the same source the same way (locations aside).
@@ -618,13 +620,8 @@ impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
-        if let Some(op) = multiset_operation(&query.body) {
-            // DataFusion plans both as a semi/anti join, which loses how often a row occurs:
-            // `{1,2,2,3} EXCEPT ALL {2,3,4}` would be {1}, not Spark's {1,2}.
-            self.error = Some(format!(
-                "`{op} ALL` answers differently here than on Spark (it keeps no count of duplicate rows): \
-                 it runs on the Spark backend"
-            ));
+        if let Some(refusal) = crate::shapes::refusal(&query.body) {
+            self.error = Some(refusal);
             return ControlFlow::Break(());
         }
         // Named before the expressions are rewritten: Spark names them as the user wrote them.

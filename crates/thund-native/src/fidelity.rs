@@ -25,6 +25,8 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::prelude::coalesce;
 
+use crate::arithmetic::{OnFailure, Op};
+
 /// Functions whose answers differ from Spark's whatever their arguments, and why.
 const REFUSED: [(&str, &str); 4] = [
     ("arrays_zip", "Spark names the fields `0`, `1`, …, DataFusion `1`, `2`, …"),
@@ -36,18 +38,24 @@ const REFUSED: [(&str, &str); 4] = [
 /// Functions that turn an array, map or struct argument into text (Spark keeps its type).
 const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"];
 
-/// `plan` with Spark's semantics, or the first function that would answer differently.
-pub(crate) fn spark_semantics(plan: LogicalPlan) -> Result<LogicalPlan> {
+/// `plan` with Spark's semantics in Spark's ANSI mode or without it (`ansi`), or the first
+/// function that would answer differently.
+pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
     // A generator's columns are named by the query's alias or as Spark names them: which one is
     // marked before the types below rename what they retype.
     let plan = crate::generators::mark_unnamed(plan)?;
-    let plan = spark_types(plan)?;
+    let plan = spark_types(plan, ansi)?;
     let plan = crate::generators::plan_generators(plan)?;
     let plan = plan
         .transform_up_with_subqueries(|node| {
+            if let (true, LogicalPlan::Union(u)) = (ansi, &node) {
+                for i in 0..u.schema.fields().len() {
+                    text_and_number("UNION", u.inputs.iter().map(|input| input.schema().field(i).data_type().clone()))?;
+                }
+            }
             let schema = merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
-            node.map_expressions(|e| e.transform_up(|e| rewrite(e, &schema)))?.map_data(refresh_schema)
+            keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?.map_data(refresh_schema)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal
@@ -87,7 +95,53 @@ fn refused(function: &str, why: &str) -> DataFusionError {
     ))
 }
 
-fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
+/// `node` with `f` applied to each of its expressions. A projection, aggregate or window names
+/// its outputs after their expressions: a rewritten one keeps its old name, so that the nodes
+/// above still find it.
+fn keeping_names(node: LogicalPlan, f: impl Fn(Expr) -> Result<Expr>) -> Result<Transformed<LogicalPlan>> {
+    let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
+    node.map_expressions(|e| {
+        let old = named.then(|| e.qualified_name());
+        let new = f(e)?;
+        Ok(Transformed::yes(match old {
+            Some(old) if new.qualified_name() != old => new.alias_qualified(old.0, old.1),
+            _ => new,
+        }))
+    })
+}
+
+/// Spark's cast, when it differs from Arrow's (see `casts`).
+fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
+    let (inner, to, try_) = match &e {
+        Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type(), false),
+        Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type(), true),
+        _ => return Ok(Transformed::no(e)),
+    };
+    let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
+    match crate::casts::spark_cast(inner.clone(), &from, to, try_, ansi) {
+        Some(cast) => Ok(Transformed::yes(cast)),
+        None => Ok(Transformed::no(e)),
+    }
+}
+
+fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
+    if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
+        return cast_rewrite(e, schema, ansi);
+    }
+    // In ANSI mode, negating an integer's least value fails (DataFusion's wraps, as Spark's
+    // does without ANSI mode).
+    if let (true, Expr::Negative(x)) = (ansi, &e) {
+        let t = x.get_type(schema)?;
+        if t.is_integer() {
+            let udf = Arc::new(crate::arithmetic::operator(Op::Subtract, OnFailure::Error));
+            let args = vec![lit(ScalarValue::new_zero(&t)?), x.as_ref().clone()];
+            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args })));
+        }
+    }
+    if let (true, Expr::Case(case)) = (ansi, &e) {
+        let branches = case.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(case.else_expr.as_deref());
+        text_and_number("CASE", branches.filter_map(|b| b.get_type(schema).ok()))?;
+    }
     if let Expr::BinaryExpr(b) = &e {
         // Spark types an integer literal met by a DECIMAL in arithmetic as the narrowest DECIMAL
         // that holds it (`2` is DECIMAL(1,0)), so `DECIMAL(5,2) * 2` is a DECIMAL(7,2);
@@ -95,29 +149,49 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
         let arithmetic =
             matches!(b.op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo);
         let decimal = |x: &Expr| x.get_type(schema).is_ok_and(|t| matches!(t, DataType::Decimal128(..)));
-        if arithmetic {
-            let narrowed = |x: &Expr| decimal_literal(x);
-            if decimal(&b.left) {
-                if let Some(r) = narrowed(&b.right) {
-                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(b.left.clone(), b.op, Box::new(r)))));
-                }
-            }
-            if decimal(&b.right) {
-                if let Some(l) = narrowed(&b.left) {
-                    return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(Box::new(l), b.op, b.right.clone()))));
-                }
-            }
+        let (mut left, mut right) = (b.left.as_ref().clone(), b.right.as_ref().clone());
+        if arithmetic && decimal(&b.left) {
+            right = decimal_literal(&right).unwrap_or(right);
+        }
+        if arithmetic && decimal(&b.right) {
+            left = decimal_literal(&left).unwrap_or(left);
+        }
+        // Spark's `/` of decimals (an integer as the DECIMAL of its type) has a scale of at
+        // least 6 and rounds half up; DataFusion's has other types and digits.
+        let decimal_operands = [&left, &right].iter().filter(|x| decimal(x)).count() > 0
+            && [&left, &right]
+                .iter()
+                .all(|x| x.get_type(schema).is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..))));
+        if b.op == Operator::Divide && decimal_operands {
+            let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
+            let udf = Arc::new(crate::arithmetic::decimal_divide(on_failure));
+            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
+        }
+        if (&left, &right) != (b.left.as_ref(), b.right.as_ref()) {
+            return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(Box::new(left), b.op, Box::new(right)))));
         }
         // Spark's `/` of two integers is a DOUBLE (`3 / 2` is 1.5); DataFusion's divides
-        // integers (1). (`div` is Spark's integer division.)
-        let integer = |x: &Expr| x.get_type(schema).is_ok_and(|t| t.is_integer());
-        if b.op == Operator::Divide && integer(&b.left) && integer(&b.right) {
-            let double = |x: &Expr| cast(x.clone(), DataType::Float64);
-            return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
-                Box::new(double(&b.left)),
-                Operator::Divide,
-                Box::new(double(&b.right)),
-            ))));
+        // integers (1). A zero divisor of `/` or `%` fails in ANSI mode and gives NULL without
+        // it (DataFusion: an error for integers, an infinity or NaN for floating point), and
+        // in ANSI mode integer `+`, `-`, `*` fail on an overflow (DataFusion's wrap, as Spark's
+        // do without ANSI mode). (`div` is Spark's integer division.)
+        let typed = |x: &Expr, p: fn(&DataType) -> bool| x.get_type(schema).is_ok_and(|t| p(&t));
+        let integers = typed(&b.left, DataType::is_integer) && typed(&b.right, DataType::is_integer);
+        let float_or_int = |t: &DataType| t.is_integer() || t.is_floating();
+        let numbers = typed(&b.left, float_or_int) && typed(&b.right, float_or_int);
+        let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
+        let op = match b.op {
+            Operator::Divide if numbers => Some((Op::Divide, on_failure)),
+            Operator::Modulo if numbers => Some((Op::Mod, on_failure)),
+            Operator::Plus if ansi && integers => Some((Op::Add, on_failure)),
+            Operator::Minus if ansi && integers => Some((Op::Subtract, on_failure)),
+            Operator::Multiply if ansi && integers => Some((Op::Multiply, on_failure)),
+            _ => None,
+        };
+        if let Some((op, on_failure)) = op {
+            let udf = Arc::new(crate::arithmetic::operator(op, on_failure));
+            let args = vec![b.left.as_ref().clone(), b.right.as_ref().clone()];
+            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args })));
         }
         return Ok(Transformed::no(e));
     }
@@ -135,13 +209,38 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     if NESTED_AS_TEXT.contains(&name.as_str()) && args.iter().any(nested) {
         return Err(refused(&name, "on an array, map or struct it answers with text"));
     }
+    if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
+        text_and_number(&name, args.iter().filter_map(|a| a.get_type(schema).ok()))?;
+    }
+    // In ANSI mode, a day that is not one fails `next_day` (DataFusion's: NULL).
+    if ansi && name == "next_day" && !args.get(1).is_some_and(is_day_of_week) {
+        return Err(refused("next_day", "in ANSI mode Spark fails on a day of the week it cannot read"));
+    }
     let new = match name.as_str() {
         // `a[i]` counts from 0 in Spark SQL, from 1 in DataFusion (Spark has no
-        // `array_element`, so every one in a plan is a subscript).
+        // `array_element`, so every one in a plan is a subscript). An index outside the array
+        // fails in ANSI mode (NULL without it, as DataFusion's).
         "array_element" if args.len() == 2 => {
             let index = args.pop().expect("two arguments");
-            args.push(index + lit(1i64));
+            let index = index + lit(1i64);
+            let index = match ansi {
+                true => crate::functions::index_within(args[0].clone(), index),
+                false => index,
+            };
+            args.push(index);
             call(func, args)
+        }
+        // Without ANSI mode, a text the parsing functions cannot read is NULL.
+        "to_date" | "to_timestamp" | "unix_timestamp" | "to_unix_timestamp" if !ansi => {
+            match crate::datetime::lenient(&name) {
+                Some(lenient) => call(Arc::new(lenient), args),
+                None => return Ok(Transformed::no(call(func, args))),
+            }
+        }
+        // `size(NULL)` is NULL in ANSI mode, -1 (DataFusion's answer) without it.
+        "size" if ansi && args.len() == 1 => {
+            let value = args[0].clone();
+            when(value.is_null(), lit(ScalarValue::Int32(None))).otherwise(call(func, args))?
         }
         // `element_at(map, key)`: DataFusion's answers a list of the one value.
         "map_extract" if args.len() == 2 => {
@@ -229,6 +328,29 @@ fn rewrite(e: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
     Ok(Transformed::yes(new))
 }
 
+/// In ANSI mode, Spark's common type of text and a number is the number (the text is cast to
+/// it, and fails if it is not one); DataFusion's is text. Refused where `types` mix the two.
+fn text_and_number(what: &str, types: impl Iterator<Item = DataType>) -> Result<()> {
+    let types: Vec<DataType> = types.collect();
+    if types.iter().any(|t| t.is_string()) && types.iter().any(|t| t.is_numeric()) {
+        return Err(refused(what, "in ANSI mode Spark casts the text to the number's type; cast one side explicitly"));
+    }
+    Ok(())
+}
+
+/// Whether `e` is a literal day of the week `next_day` reads (`MO`, `MON`, `MONDAY`, any case).
+fn is_day_of_week(e: &Expr) -> bool {
+    let Expr::Literal(ScalarValue::Utf8(Some(d)) | ScalarValue::Utf8View(Some(d)) | ScalarValue::LargeUtf8(Some(d)), _) =
+        e
+    else {
+        return false;
+    };
+    let d = d.to_ascii_uppercase();
+    ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
+        .iter()
+        .any(|day| *day == d || day[..3] == d || day[..2] == d)
+}
+
 /// Which argument of `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)` or
 /// `to_utc_timestamp(ts, zone)` is the timestamp.
 /// An integer literal as the narrowest DECIMAL that holds it (Spark's `DecimalType.fromLiteral`).
@@ -269,11 +391,11 @@ fn is_seconds(e: &Expr) -> bool {
 ///   which a Delta table would store as DECIMAL(20,0)).
 ///
 /// Output names stay what the planner named them, so the nodes above still find their columns.
-fn spark_types(plan: LogicalPlan) -> Result<LogicalPlan> {
-    Ok(plan.transform_up_with_subqueries(retype)?.data)
+fn spark_types(plan: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
+    Ok(plan.transform_up_with_subqueries(|node| retype(node, ansi))?.data)
 }
 
-fn retype(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
     // `LIMIT n` stays a BIGINT, as the planner needs it.
     if matches!(node, LogicalPlan::Limit(_)) {
         return Ok(Transformed::no(node));
@@ -301,23 +423,17 @@ fn retype(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             typed.schema = Arc::new(DFSchema::new_with_metadata(fields, v.schema.metadata().clone())?);
             return Ok(Transformed::yes(LogicalPlan::Values(typed)));
         }
-        LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_) => {
-            // These name their outputs after their expressions: a renamed one keeps its old name.
-            node.map_expressions(|e| {
-                let old = e.qualified_name();
-                let new = int_literals(e);
-                Ok(Transformed::yes(if new.qualified_name() == old { new } else { new.alias_qualified(old.0, old.1) }))
-            })?
-            .data
-        }
-        LogicalPlan::Filter(_) | LogicalPlan::Join(_) | LogicalPlan::Sort(_) => {
-            node.map_expressions(|e| Ok(Transformed::yes(int_literals(e))))?.data
-        }
+        LogicalPlan::Projection(_)
+        | LogicalPlan::Aggregate(_)
+        | LogicalPlan::Window(_)
+        | LogicalPlan::Filter(_)
+        | LogicalPlan::Join(_)
+        | LogicalPlan::Sort(_) => keeping_names(node, |e| Ok(int_literals(e)))?.data,
         other => other,
     };
     let node = refresh_schema(node)?;
     if let LogicalPlan::Aggregate(_) = &node {
-        return aggregate_types(node);
+        return aggregate_types(node, ansi);
     }
     if let LogicalPlan::Window(w) = &node {
         if w.schema.fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
@@ -369,7 +485,10 @@ fn int_literals(e: Expr) -> Expr {
 ///   DataFusion's over the values scaled up by one digit, and the cast rounds that digit away
 ///   (Arrow's cast to a smaller scale rounds half up).
 /// - Spark has no unsigned types: an unsigned count (`regr_count`) is a BIGINT.
-fn aggregate_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+/// - In ANSI mode a `sum` of BIGINTs that overflows fails (DataFusion's wraps, as Spark's does
+///   without ANSI mode): it is taken over DECIMAL(38,0)s, and the cast back to a BIGINT fails on
+///   an overflow.
+fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Aggregate(agg) = node else { unreachable!("an aggregate") };
     let input = agg.input.schema().clone();
     // The outputs to cast: their names and Spark's type.
@@ -389,6 +508,16 @@ fn aggregate_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         // the projection right above its aggregate, where a cast cannot go.)
         if e.get_type(&input)? == DataType::UInt64 {
             spark_types.push((qualifier.clone(), name.clone(), DataType::Int64));
+        }
+        if let ([arg], true, "sum") = (f.params.args.as_slice(), ansi, f.func.name()) {
+            if arg.get_type(&input)? == DataType::Int64 {
+                let mut params = f.params.clone();
+                params.args = vec![cast(arg.clone(), DataType::Decimal128(38, 0))];
+                let sum = Expr::AggregateFunction(AggregateFunction { func: Arc::clone(&f.func), params });
+                aggr_expr.push(sum.alias_qualified(qualifier.clone(), name.clone()));
+                spark_types.push((qualifier, name, DataType::Int64));
+                continue;
+            }
         }
         let decimal = match f.params.args.as_slice() {
             [arg] if f.func.name() == "avg" => match arg.get_type(&input)? {

@@ -267,3 +267,61 @@ mod tests {
         assert!(parse_path("$.a[*]").is_err());
     }
 }
+
+/// `index` (counted from 1) checked against `array`'s length: an index outside a (non-NULL)
+/// array fails the query, as a subscript does in Spark's ANSI mode.
+pub(crate) fn index_within(
+    array: datafusion::logical_expr::Expr,
+    index: datafusion::logical_expr::Expr,
+) -> datafusion::logical_expr::Expr {
+    let udf = ScalarUDF::from(IndexWithin { signature: Signature::any(2, Volatility::Immutable) });
+    datafusion::logical_expr::Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction {
+        func: Arc::new(udf),
+        args: vec![array, index],
+    })
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct IndexWithin {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for IndexWithin {
+    fn name(&self) -> &str {
+        "index_within"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        Ok(args[1].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        use arrow::array::AsArray;
+        let n = args.number_rows;
+        let (arrays, index) = (args.args[0].to_array(n)?, &args.args[1]);
+        let positions = arrow::compute::cast(&index.to_array(n)?, &DataType::Int64)?;
+        let positions = positions.as_primitive::<arrow::datatypes::Int64Type>();
+        let lengths: Vec<Option<usize>> = match arrays.data_type() {
+            DataType::List(_) => arrays.as_list::<i32>().iter().map(|a| a.map(|a| a.len())).collect(),
+            DataType::LargeList(_) => arrays.as_list::<i64>().iter().map(|a| a.map(|a| a.len())).collect(),
+            DataType::FixedSizeList(_, size) => (0..n).map(|i| arrays.is_valid(i).then_some(*size as usize)).collect(),
+            _ => return Ok(index.clone()),
+        };
+        for (len, at) in lengths.iter().zip(positions.iter()) {
+            if let (Some(len), Some(at)) = (len, at) {
+                if at < 1 || at as usize > *len {
+                    return exec_err!(
+                        "[INVALID_ARRAY_INDEX] the index {} is out of bounds: the array has {len} elements. Use get() \
+                         to get NULL for an index outside the array, or set spark.sql.ansi.enabled to false",
+                        at - 1
+                    );
+                }
+            }
+        }
+        Ok(index.clone())
+    }
+}

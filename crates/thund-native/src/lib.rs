@@ -21,7 +21,8 @@
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
 //!           functions, regexp, datetime, json, arithmetic and strings, higher-order functions
 //!           in lambdas) ─fidelity→ Spark's types and
-//!           answers (generators planned as Unnest steps), or a refusal
+//!           answers in the pipeline's ANSI mode (the session's; casts, arithmetic, indexes),
+//!           generators planned as Unnest steps, or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
 //!  every key under the storage root comes from storage::Storage
 //! ```
@@ -50,6 +51,7 @@
 mod arithmetic;
 mod backend;
 mod calls;
+mod casts;
 mod datetime;
 mod engine;
 mod error;
@@ -71,6 +73,7 @@ mod refresh;
 mod regexp;
 mod resolution;
 mod run;
+mod shapes;
 mod storage;
 mod streaming;
 mod strings;

@@ -9,7 +9,7 @@ use datafusion::datasource::ViewTable;
 use knut_thund::frontend::{analyze_query, NameContext};
 use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLocation};
 
-use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
+use crate::engine::{ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 use crate::table::open_stored_table;
@@ -26,7 +26,7 @@ pub struct QueryResult {
 /// Runs `sql` against the pipeline's stored datasets.
 pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<QueryResult> {
     let storage = Storage::of(p)?;
-    let ctx = new_context(&p.catalog, &p.database, engine)?;
+    let ctx = pipeline_context(p, engine)?;
     let location = SourceLocation::new("<query>", 1, 1);
     let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
     let plan_error = |message: String| NativeError::Plan { location: location.to_string(), message };
@@ -108,7 +108,7 @@ pub async fn table_summary(
     engine: &EngineOptions,
 ) -> Result<Option<(SchemaRef, u64)>> {
     let storage = Storage::of(p)?;
-    let ctx = new_context(&p.catalog, &p.database, engine)?;
+    let ctx = pipeline_context(p, engine)?;
     let Some(provider) = open_stored_table(&ctx, &storage, name).await? else { return Ok(None) };
     let schema = provider.schema();
     let rows = ctx.read_table(provider)?.count().await?;

@@ -20,7 +20,7 @@ use knut_thund::plan::Plan;
 use knut_thund::prepare::PreparedRun;
 use knut_thund::validate::dependencies;
 
-use crate::engine::{ensure_schema, new_context, plan_query, table_ref, EngineOptions};
+use crate::engine::{ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::flow::{FlowEffect, FlowJob, RunEvents};
 use crate::storage::{RunLock, Storage};
@@ -186,7 +186,7 @@ impl Job {
     /// excluded from this run are still readable by those that run.
     async fn session(&self) -> Result<SessionContext> {
         let p = &self.pipeline;
-        let ctx = new_context(&p.catalog, &p.database, &self.engine)?;
+        let ctx = pipeline_context(p, &self.engine)?;
         for d in &p.datasets {
             ensure_schema(&ctx, &d.name.catalog, &d.name.database)?;
             if d.kind.is_table() {

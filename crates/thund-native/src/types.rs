@@ -268,3 +268,27 @@ mod name_tests {
         assert_eq!(spark_type_name(&DataType::Utf8View), "STRING");
     }
 }
+
+/// Spark's datetime type names in a parsed query, as DataFusion's planner is to read them:
+/// `TIMESTAMP` (an instant, shown in the session zone) as `TIMESTAMP(6) WITH TIME ZONE` (the
+/// session zone is UTC), and `TIMESTAMP_NTZ` as `TIMESTAMP(6)`. (DataFusion reads `TIMESTAMP`
+/// as a nanosecond timestamp without a zone, and has no `TIMESTAMP_NTZ`.) Casts and typed
+/// literals (`TIMESTAMP '2024-01-01 10:00:00'`) are where a query names them.
+pub(crate) fn spark_datetime_types(ast: &mut sqlparser::ast::Query) {
+    use sqlparser::ast::{DataType as SqlType, Expr, TimezoneInfo};
+    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
+        let data_type = match e {
+            Expr::Cast { data_type, .. } => data_type,
+            Expr::TypedString(t) => &mut t.data_type,
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        match data_type {
+            SqlType::Timestamp(None, TimezoneInfo::None) => {
+                *data_type = SqlType::Timestamp(Some(6), TimezoneInfo::WithTimeZone);
+            }
+            SqlType::TimestampNtz(None) => *data_type = SqlType::Timestamp(Some(6), TimezoneInfo::None),
+            _ => {}
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+}

@@ -262,6 +262,11 @@ pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
     if spec.libraries.is_empty() && problems.is_empty() {
         problems.push(Diagnostic::at(&at("libraries"), "the settings name no `libraries`"));
     }
+    // A DLT pipeline is written for Databricks, where ANSI mode is off unless set: it runs so
+    // here too, on either backend (the setting goes to Spark with the rest of `configuration`).
+    if crate::sql_conf::ansi_setting(&spec.configuration).is_none() {
+        spec.configuration.insert(crate::sql_conf::ANSI.to_string(), "false".to_string());
+    }
     if !problems.is_empty() {
         return Err(ThundError::Spec(problems));
     }

@@ -125,14 +125,29 @@ impl SparkBackend {
 
     /// Runs a SQL query on the server and returns its rows.
     pub fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
-        self.query_in(None, sql)
+        self.query_in(None, &[], sql)
     }
 
-    /// Runs a SQL query with unqualified names resolved in `namespace` (catalog, database).
-    /// A query the server rejects is [`ThundError::Query`].
-    pub fn query_in(&self, namespace: Option<(&str, &str)>, sql: &str) -> Result<Vec<RecordBatch>> {
+    /// Runs a SQL query with unqualified names resolved in `namespace` (catalog, database), in a
+    /// session with the SQL `settings` (a project's `spark.sql.*` configuration, such as ANSI
+    /// mode). A query the server rejects, or a setting it refuses, is [`ThundError::Query`].
+    pub fn query_in(
+        &self,
+        namespace: Option<(&str, &str)>,
+        settings: &[(&str, &str)],
+        sql: &str,
+    ) -> Result<Vec<RecordBatch>> {
         let (rt, mut client) = self.take_connection()?;
         rt.block_on(async {
+            for (key, value) in settings {
+                if let Err(e) = client.sql(&format!("SET {key} = {value}")).await {
+                    let _ = client.close().await;
+                    return Err(match e {
+                        ClientError::Server(s) => ThundError::Query(format!("`SET {key} = {value}`: {s}")),
+                        other => client_error(other),
+                    });
+                }
+            }
             if let Some((catalog, database)) = namespace {
                 // The database may not exist before the first run; then names stay unresolved
                 // and the query's own error says so.

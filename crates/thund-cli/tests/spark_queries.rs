@@ -1,0 +1,226 @@
+//! A corpus of queries written here, run natively and on Spark in both of Spark's modes
+//! (`spark.sql.ansi.enabled` true, Spark 4's default and SDP's, and false, Databricks' default
+//! and DLT's): the differential measure of Spark's rules (joins, windows, grouping sets, set
+//! operations, subqueries, complex types, coercion, casts, overflow, NULLs) on the embedded
+//! engine.
+//!
+//! Each query in `spark_queries/*.sql` (statements end with `;` at the end of a line; `--`
+//! lines are comments) is self-contained (its data in `VALUES`) and deterministic. Its rows are
+//! compared in order when it ends with an `ORDER BY`, as a set otherwise. The outcome of each
+//! query in each mode is one of:
+//!
+//! - **equal**: Spark's column names, Spark's types and Spark's rows;
+//! - **names differ**: equal but for the names of unaliased columns;
+//! - **both fail**: Spark refuses the query or fails it (an overflow in ANSI mode) and so does the
+//!   native engine — the same answer, an error;
+//! - **refused**: the native engine errors where Spark answers (honest: the pipeline stops at its
+//!   line);
+//! - **different**: the native engine answers something else, or answers where Spark fails,
+//!   without an error — a wrong table in a user's pipeline. Each one fails the test unless listed
+//!   in `spark_queries/known_different` (`<mode> <query>` lines), a list that may only shrink.
+//!
+//! Equal, names-differ and both-fail outcomes together may not fall below `spark_queries/floor`.
+
+#[path = "../../thund-native/tests/common/mod.rs"]
+mod common;
+mod differential;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow::array::RecordBatch;
+use differential::{read_lines, same_rows, typed};
+use knut_thund::spark::SparkBackend;
+use thund_native::EngineOptions;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Outcome {
+    Equal,
+    NamesDiffer,
+    BothFail,
+    Refused,
+    Different,
+}
+
+const OUTCOMES: [Outcome; 5] =
+    [Outcome::Equal, Outcome::NamesDiffer, Outcome::BothFail, Outcome::Refused, Outcome::Different];
+
+/// The queries of one corpus file, each with its line.
+fn queries_in(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut first_line = 0;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_end();
+        if t.trim_start().starts_with("--") || (current.is_empty() && t.trim().is_empty()) {
+            continue;
+        }
+        if current.is_empty() {
+            first_line = i + 1;
+        } else {
+            current.push('\n');
+        }
+        current.push_str(t);
+        if t.ends_with(';') {
+            out.push((first_line, current.trim_end_matches(';').trim().to_string()));
+            current.clear();
+        }
+    }
+    assert!(current.trim().is_empty(), "a query at line {first_line} does not end with `;`");
+    out
+}
+
+/// Whether a query's rows come in a defined order: its last clause is an ORDER BY.
+fn ordered(sql: &str) -> bool {
+    sql.rsplit(')').next().is_some_and(|tail| tail.to_ascii_uppercase().contains("ORDER BY"))
+}
+
+fn outcome(
+    spark: Result<Vec<RecordBatch>, String>,
+    native: Result<Vec<RecordBatch>, String>,
+    ordered: bool,
+) -> (Outcome, String) {
+    let spark = match spark {
+        Ok(b) => typed(&b, ordered),
+        Err(e) => {
+            return match native {
+                Err(_) => (Outcome::BothFail, String::new()),
+                Ok(b) => (Outcome::Different, format!("native {:?}, Spark fails: {e}", typed(&b, ordered))),
+            }
+        }
+    };
+    let native = match native {
+        Ok(b) => typed(&b, ordered),
+        Err(e) => return (Outcome::Refused, e),
+    };
+    // A result of no rows has no batches natively but a schema-only batch on Spark.
+    let same_values =
+        same_rows(&spark.1, &native.2, &spark.2) && (native.1 == spark.1 || spark.2.is_empty() && native.1.is_empty());
+    match (same_values, native.0 == spark.0) {
+        (true, true) => (Outcome::Equal, String::new()),
+        (true, false) => (Outcome::NamesDiffer, format!("{:?} vs Spark's {:?}", native.0, spark.0)),
+        (false, _) => {
+            (Outcome::Different, format!("native {:?} {:?}, Spark {:?} {:?}", native.1, native.2, spark.1, spark.2))
+        }
+    }
+}
+
+#[test]
+fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        println!("SKIPPED: the query corpus (THUND_SKIP_SPARK is set)");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let spark = SparkBackend::new(&url);
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_queries");
+    let mut files: Vec<_> = std::fs::read_dir(&here)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    let corpus: Vec<(String, usize, String)> = files
+        .iter()
+        .flat_map(|f| {
+            let name = f.file_stem().unwrap().to_string_lossy().to_string();
+            queries_in(&std::fs::read_to_string(f).unwrap()).into_iter().map(move |(l, q)| (name.clone(), l, q))
+        })
+        .collect();
+    assert!(corpus.len() >= 100, "only {} queries in the corpus", corpus.len());
+
+    let known = read_lines(&here.join("known_different"));
+    let floor: usize = read_lines(&here.join("floor"))[0].trim().parse().expect("floor is a number");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    let mut counts: BTreeMap<(String, &str), BTreeMap<Outcome, usize>> = BTreeMap::new();
+    let mut problems = Vec::new();
+    let mut different = Vec::new();
+    for mode in ["true", "false"] {
+        let dir = common::project(&[
+            (
+                "spark-pipeline.yml",
+                &format!(
+                    "name: corpus\nconfiguration:\n  spark.sql.ansi.enabled: \"{mode}\"\nlibraries:\n  - glob:\n      include: sql/**\n"
+                ),
+            ),
+            ("sql/a.sql", "CREATE MATERIALIZED VIEW one AS SELECT 1 AS x;"),
+        ]);
+        let p = common::load(dir.path());
+        let label = if mode == "true" { "ansi" } else { "non-ansi" };
+        for (file, line, sql) in &corpus {
+            let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], sql).map_err(|e| e.to_string());
+            let natively = rt
+                .block_on(thund_native::query(&p, sql, &EngineOptions::default()))
+                .map(|r| r.batches)
+                .map_err(|e| e.to_string());
+            let (o, detail) = outcome(on_spark, natively, ordered(sql));
+            *counts.entry((file.clone(), label)).or_default().entry(o).or_default() += 1;
+            let shown = sql.replace('\n', " ");
+            match o {
+                Outcome::Different => {
+                    println!("DIFFERENT {label} {file}.sql:{line}: {shown}\n    {detail}");
+                    different.push(format!("{label} {shown}"));
+                }
+                Outcome::Refused => println!("REFUSED {label} {file}.sql:{line}: {shown}\n    {detail}"),
+                Outcome::NamesDiffer => println!("NAMES {label} {file}.sql:{line}: {shown}\n    {detail}"),
+                _ => {}
+            }
+        }
+    }
+
+    println!("Spark {url}: {} queries, each in ANSI and non-ANSI mode", corpus.len());
+    println!(
+        "{:28} {:>6} {:>6} {:>9} {:>8} {:>10}",
+        "file / mode", "equal", "names", "both fail", "refused", "DIFFERENT"
+    );
+    let mut totals: BTreeMap<Outcome, usize> = BTreeMap::new();
+    for ((file, mode), c) in &counts {
+        let n = |o: Outcome| c.get(&o).copied().unwrap_or(0);
+        println!(
+            "{:28} {:>6} {:>6} {:>9} {:>8} {:>10}",
+            format!("{file} {mode}"),
+            n(Outcome::Equal),
+            n(Outcome::NamesDiffer),
+            n(Outcome::BothFail),
+            n(Outcome::Refused),
+            n(Outcome::Different)
+        );
+        for o in OUTCOMES {
+            *totals.entry(o).or_default() += n(o);
+        }
+    }
+    let t = |o: Outcome| totals.get(&o).copied().unwrap_or(0);
+    println!(
+        "{:28} {:>6} {:>6} {:>9} {:>8} {:>10}",
+        "all",
+        t(Outcome::Equal),
+        t(Outcome::NamesDiffer),
+        t(Outcome::BothFail),
+        t(Outcome::Refused),
+        t(Outcome::Different)
+    );
+    let agreeing = t(Outcome::Equal) + t(Outcome::NamesDiffer) + t(Outcome::BothFail);
+    println!(
+        "Spark's answers natively: {agreeing} of {} ({:.1}%)",
+        2 * corpus.len(),
+        100.0 * agreeing as f64 / (2 * corpus.len()) as f64
+    );
+
+    for d in &different {
+        if !known.contains(d) {
+            problems.push(format!("{d}: another answer natively, without an error"));
+        }
+    }
+    for k in &known {
+        if !different.contains(k) {
+            problems
+                .push(format!("`{k}` is listed in spark_queries/known_different but no longer differs: take it out"));
+        }
+    }
+    if agreeing < floor {
+        problems.push(format!("{agreeing} answers agree with Spark's, fewer than the floor of {floor}"));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -1,0 +1,31 @@
+-- Dates and timestamps (session zone UTC): arithmetic, truncation, extraction, formatting,
+-- intervals, and instants across daylight-saving changes elsewhere.
+
+SELECT date_add(DATE'2024-02-28', 1) AS a, date_sub(DATE'2024-03-01', 1) AS b, DATE'2024-01-31' + 1 AS c;
+SELECT datediff(DATE'2024-03-01', DATE'2024-02-01') AS d, months_between(DATE'2024-03-31', DATE'2024-02-29') AS m;
+SELECT add_months(DATE'2024-01-31', 1) AS a, last_day(DATE'2024-02-10') AS b, next_day(DATE'2024-01-01', 'MON') AS c;
+SELECT year(d) AS y, month(d) AS m, day(d) AS dd, dayofweek(d) AS dow, dayofyear(d) AS doy, weekofyear(d) AS w, quarter(d) AS q FROM VALUES (DATE'2024-12-30') AS t(d);
+SELECT hour(t) AS h, minute(t) AS m, second(t) AS s FROM VALUES (TIMESTAMP'2024-01-02 03:04:05.678') AS x(t);
+SELECT date_trunc('MONTH', TIMESTAMP'2024-05-17 10:11:12') AS m, date_trunc('HOUR', TIMESTAMP'2024-05-17 10:11:12') AS h;
+SELECT trunc(DATE'2024-05-17', 'MM') AS m, trunc(DATE'2024-05-17', 'YEAR') AS y;
+SELECT date_format(TIMESTAMP'2024-05-17 10:11:12', 'yyyy-MM-dd HH:mm') AS f, date_format(DATE'2024-05-07', 'EEE, d MMM yyyy') AS g;
+SELECT to_date('17/05/2024', 'dd/MM/yyyy') AS d, to_timestamp('2024-05-17 10:11', 'yyyy-MM-dd HH:mm') AS t;
+SELECT unix_timestamp(TIMESTAMP'2024-01-01 00:00:00') AS u, from_unixtime(0) AS f;
+SELECT timestamp_seconds(1700000000) AS t, unix_seconds(TIMESTAMP'2023-11-14 22:13:20') AS s;
+SELECT from_utc_timestamp(TIMESTAMP'2024-03-10 06:30:00', 'America/New_York') AS before_dst, from_utc_timestamp(TIMESTAMP'2024-03-10 07:30:00', 'America/New_York') AS after_dst;
+SELECT to_utc_timestamp(TIMESTAMP'2024-10-27 00:30:00', 'Europe/Oslo') AS a, to_utc_timestamp(TIMESTAMP'2024-10-27 03:30:00', 'Europe/Oslo') AS b;
+SELECT from_utc_timestamp(TIMESTAMP'2024-11-03 05:30:00', 'America/Chicago') AS a, from_utc_timestamp(TIMESTAMP'2024-11-03 06:30:00', 'America/Chicago') AS b;
+SELECT TIMESTAMP'2024-03-31 00:30:00' + INTERVAL 1 DAY AS a, TIMESTAMP'2024-03-31 00:30:00' + INTERVAL 3 HOURS AS b;
+SELECT DATE'2024-01-31' + INTERVAL 1 MONTH AS a, DATE'2024-02-29' - INTERVAL 1 YEAR AS b;
+SELECT TIMESTAMP'2024-01-01 10:00:00' - TIMESTAMP'2024-01-01 08:30:00' AS d;
+SELECT d FROM VALUES (DATE'2024-01-01'), (DATE'2024-02-01'), (DATE'2024-03-01') AS t(d) WHERE d >= '2024-02-01';
+SELECT t FROM VALUES (TIMESTAMP'2024-01-01 10:00:00'), (TIMESTAMP'2024-01-02 10:00:00') AS x(t) WHERE t < '2024-01-02';
+SELECT d FROM VALUES (DATE'2024-01-01'), (DATE'2024-02-01') AS t(d) WHERE d BETWEEN '2024-01-15' AND '2024-03-01';
+SELECT date_trunc('DAY', t) AS day, count(*) AS n FROM VALUES (TIMESTAMP'2024-01-01 10:00:00'), (TIMESTAMP'2024-01-01 23:59:59'), (TIMESTAMP'2024-01-02 00:00:00') AS x(t) GROUP BY 1;
+SELECT CAST(TIMESTAMP'2024-01-01 23:59:59' AS DATE) AS d, CAST(DATE'2024-01-01' AS TIMESTAMP) AS t;
+SELECT make_date(2024, 2, 29) AS d, make_timestamp(2024, 2, 29, 12, 30, 45.5) AS t;
+SELECT date_part('YEAR', DATE'2024-05-17') AS y, extract(MONTH FROM DATE'2024-05-17') AS m, extract(DOW FROM DATE'2024-05-17') AS w;
+SELECT current_date() = current_date() AS same;
+SELECT window(t, '1 hour').start AS s, count(*) AS n FROM VALUES (TIMESTAMP'2024-01-01 10:15:00'), (TIMESTAMP'2024-01-01 10:45:00'), (TIMESTAMP'2024-01-01 11:05:00') AS x(t) GROUP BY window(t, '1 hour');
+SELECT dayofweek(DATE'2024-01-07') AS sun, weekday(DATE'2024-01-07') AS wd, date_format(DATE'2024-01-07', 'E') AS e;
+SELECT to_date(TIMESTAMP'2024-05-17 23:00:00') AS d, date(TIMESTAMP'2024-05-17 23:00:00') AS e;

@@ -1,0 +1,56 @@
+-- Aggregation: GROUP BY, HAVING, GROUPING SETS, ROLLUP, CUBE, DISTINCT aggregates, FILTER.
+
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, sum(qty) AS total, count(*) AS n FROM s GROUP BY region;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY ROLLUP (region, product);
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY CUBE (region, product);
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY GROUPING SETS ((region), (product), ());
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total, grouping_id() AS g FROM s GROUP BY ROLLUP (region, product);
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, sum(qty) AS total FROM s GROUP BY region HAVING sum(qty) > 2;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, count(DISTINCT product) AS products FROM s GROUP BY region;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT count(product) AS with_product, count(*) AS all_rows, count(DISTINCT region) AS regions FROM s;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, sum(qty) FILTER (WHERE product = 'a') AS a_qty FROM s GROUP BY region;
+WITH s(region, qty) AS (VALUES ('n', 1), ('n', 2), ('s', 3))
+SELECT region, avg(qty) AS mean, min(qty) AS lo, max(qty) AS hi FROM s GROUP BY region;
+WITH s(region, amount) AS (VALUES ('n', 1.25), ('n', 2.50), ('s', 3.10))
+SELECT region, sum(amount) AS total, avg(amount) AS mean FROM s GROUP BY region;
+WITH s(x) AS (VALUES (1), (2), (3), (4))
+SELECT stddev(x) AS sd, variance(x) AS var, stddev_pop(x) AS sdp, var_pop(x) AS vp FROM s;
+WITH s(k, x) AS (VALUES (1, NULL), (1, NULL), (2, 5))
+SELECT k, sum(x) AS total, avg(x) AS mean, count(x) AS n FROM s GROUP BY k;
+WITH s(x) AS (SELECT * FROM VALUES (1) AS v(x) WHERE x > 5)
+SELECT sum(x) AS total, count(*) AS n, max(x) AS hi FROM s;
+WITH s(k, v) AS (VALUES ('a', 3), ('a', 1), ('b', 2))
+SELECT k, max_by(v, v) AS top, min_by(k, v) AS low_key FROM s GROUP BY k;
+WITH s(k, b) AS (VALUES ('a', true), ('a', false), ('b', true))
+SELECT k, bool_and(b) AS every_b, bool_or(b) AS some_b, count_if(b) AS n FROM s GROUP BY k;
+WITH s(k, v) AS (VALUES ('a', 3), ('a', 1), ('b', 2))
+SELECT k, sort_array(collect_list(v)) AS vs FROM s GROUP BY k;
+WITH s(k, v) AS (VALUES ('a', 3), ('a', 3), ('b', 2))
+SELECT k, sort_array(collect_set(v)) AS vs FROM s GROUP BY k;
+WITH s(k, v) AS (VALUES (1, 10), (2, 20), (3, 30))
+SELECT k % 2 AS parity, sum(v) AS total FROM s GROUP BY k % 2;
+WITH s(k, v) AS (VALUES (1, 10), (2, 20), (3, 30))
+SELECT k % 2 AS parity, sum(v) AS total FROM s GROUP BY 1;
+WITH s(k, v) AS (VALUES (1, 10), (2, 20), (3, 30))
+SELECT sum(v) AS total FROM s GROUP BY ALL;
+WITH s(k, v) AS (VALUES ('a', 10), ('b', 20), ('a', 30))
+SELECT k, sum(v) AS total FROM s GROUP BY ALL ORDER BY k;
+WITH s(k, v) AS (VALUES ('a', 10), ('b', 20), ('a', 30))
+SELECT DISTINCT k FROM s;
+WITH s(a, b) AS (VALUES (1, 2), (1, 2), (2, 1))
+SELECT DISTINCT a, b FROM s;
+WITH s(k, v) AS (VALUES ('a', 10L), ('b', 20L))
+SELECT sum(v) AS total, avg(v) AS mean FROM s;
+WITH s(k, v) AS (VALUES ('a', 1.5D), ('b', 2.5D))
+SELECT sum(v) AS total, avg(v) AS mean FROM s;
+WITH s(k, v) AS (VALUES ('a', 10), ('b', 20))
+SELECT first(k) AS f, last(v) AS l, any_value(k) IS NOT NULL AS has FROM (SELECT * FROM s ORDER BY k);

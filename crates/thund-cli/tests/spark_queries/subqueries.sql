@@ -1,0 +1,32 @@
+-- Subqueries: scalar, correlated, IN, EXISTS, in FROM and in SELECT; CTEs.
+
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id FROM e WHERE pay > (SELECT avg(pay) FROM e);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id FROM e o WHERE pay = (SELECT max(pay) FROM e i WHERE i.dept = o.dept);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id, (SELECT count(*) FROM e i WHERE i.pay > o.pay) AS higher FROM e o;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95)),
+     d(dept, boss) AS (VALUES ('eng', 'kim'), ('hr', 'lee'))
+SELECT dept FROM d WHERE EXISTS (SELECT 1 FROM e WHERE e.dept = d.dept);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95)),
+     d(dept, boss) AS (VALUES ('eng', 'kim'), ('hr', 'lee'))
+SELECT dept FROM d WHERE dept NOT IN (SELECT dept FROM e);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT dept, total FROM (SELECT dept, sum(pay) AS total FROM e GROUP BY dept) WHERE total > 190;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT (SELECT max(pay) FROM e) - (SELECT min(pay) FROM e) AS spread;
+WITH e(id, pay) AS (VALUES (1, 100)) SELECT (SELECT pay FROM e WHERE id = 2) AS missing;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id FROM e WHERE (dept, pay) IN (SELECT dept, max(pay) FROM e GROUP BY dept);
+WITH a AS (SELECT 1 AS x), b AS (SELECT x * 10 AS y FROM a), c AS (SELECT y + 1 AS z FROM b) SELECT z FROM c;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT o.id, t.total FROM e o JOIN (SELECT dept, sum(pay) AS total FROM e GROUP BY dept) t ON o.dept = t.dept;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id FROM e o WHERE EXISTS (SELECT 1 FROM e i WHERE i.dept = o.dept AND i.pay > o.pay);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90), (4, 'ops', 95))
+SELECT id, pay IN (SELECT pay FROM e WHERE dept = 'ops') AS in_ops FROM e;
+WITH t(x) AS (VALUES (1), (2), (3)) SELECT x FROM t WHERE x IN (1, 3, NULL);
+WITH t(x) AS (VALUES (1), (2), (3)) SELECT x FROM t WHERE x NOT IN (1, NULL);
+WITH t(x) AS (VALUES (1), (2), (3)) SELECT x FROM t WHERE x BETWEEN 2 AND 3;
+WITH t(x) AS (VALUES (1), (2), (3)) SELECT x FROM t WHERE x NOT BETWEEN 2 AND 3;

@@ -1,0 +1,50 @@
+-- Window functions and frames.
+
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, row_number() OVER (PARTITION BY dept ORDER BY pay DESC, id) AS rn FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, rank() OVER (PARTITION BY dept ORDER BY pay DESC) AS r, dense_rank() OVER (PARTITION BY dept ORDER BY pay DESC) AS dr FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, percent_rank() OVER (ORDER BY pay) AS pr, cume_dist() OVER (ORDER BY pay) AS cd FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, ntile(2) OVER (ORDER BY id) AS bucket FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, sum(pay) OVER (PARTITION BY dept) AS dept_total FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, sum(pay) OVER (ORDER BY id) AS running FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, sum(pay) OVER (ORDER BY pay) AS running_by_pay FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, sum(pay) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS moving FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, avg(pay) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS mean_so_far FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, count(*) OVER (ORDER BY pay RANGE BETWEEN 10 PRECEDING AND CURRENT ROW) AS near FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, max(pay) OVER (PARTITION BY dept ORDER BY id ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) AS max_after FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, lag(pay) OVER (ORDER BY id) AS prev, lead(pay, 2) OVER (ORDER BY id) AS next2 FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, lag(pay, 1, 0) OVER (PARTITION BY dept ORDER BY id) AS prev FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, first_value(pay) OVER (PARTITION BY dept ORDER BY id) AS first_pay, last_value(pay) OVER (PARTITION BY dept ORDER BY id) AS last_pay FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, nth_value(pay, 2) OVER (PARTITION BY dept ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS second FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, pay - avg(pay) OVER (PARTITION BY dept) AS delta FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT * FROM (SELECT id, dept, row_number() OVER (PARTITION BY dept ORDER BY pay DESC, id) AS rn FROM e) WHERE rn = 1;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'eng', 120), (4, 'ops', 90), (5, 'ops', 95))
+SELECT id, count(*) OVER w AS n, sum(pay) OVER w AS total FROM e WINDOW w AS (PARTITION BY dept);
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', NULL), (3, 'eng', 120), (4, 'ops', NULL))
+SELECT id, sum(pay) OVER (PARTITION BY dept ORDER BY id) AS running, count(pay) OVER (PARTITION BY dept) AS n FROM e;
+WITH e(id, pay) AS (VALUES (1, 100), (2, NULL), (3, 120))
+SELECT id, rank() OVER (ORDER BY pay) AS r FROM e;
+WITH e(id, pay) AS (VALUES (1, 100), (2, NULL), (3, 120))
+SELECT id, rank() OVER (ORDER BY pay DESC) AS r FROM e;
+WITH e(id, d) AS (VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-03'), (3, DATE'2024-01-10'))
+SELECT id, datediff(d, lag(d) OVER (ORDER BY d)) AS gap FROM e;
+WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90))
+SELECT dept, sum(pay) AS total, rank() OVER (ORDER BY sum(pay) DESC) AS r FROM e GROUP BY dept;
+WITH e(id, pay) AS (VALUES (1, 100.50), (2, 120.25), (3, 90.00))
+SELECT id, avg(pay) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS m FROM e;

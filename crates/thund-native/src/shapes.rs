@@ -1,0 +1,84 @@
+//! Query shapes DataFusion answers differently from Spark, refused on the parse (before the
+//! planner, which would lose what tells them apart): `EXCEPT ALL` and `INTERSECT ALL` (planned
+//! as semi and anti joins, which lose how often a row occurs), and a `FULL JOIN … USING` whose
+//! join column is read unqualified (Spark's is either side's key, DataFusion's the left one's).
+//! A refusal is an error at the query's line that sends the user to the Spark backend.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::Expr;
+
+/// Why a query body (its set operations, not its subqueries, which are queries of their own)
+/// would answer differently here, if it would.
+pub(crate) fn refusal(body: &sqlparser::ast::SetExpr) -> Option<String> {
+    if let Some(op) = multiset_operation(body) {
+        // DataFusion plans both as a semi/anti join, which loses how often a row occurs:
+        // `{1,2,2,3} EXCEPT ALL {2,3,4}` would be {1}, not Spark's {1,2}.
+        return Some(format!(
+            "`{op} ALL` answers differently here than on Spark (it keeps no count of duplicate rows): it runs on \
+             the Spark backend"
+        ));
+    }
+    full_join_using(body).then(|| {
+        "a FULL JOIN with USING or NATURAL answers differently here than on Spark where its join columns are read \
+         unqualified or with `*` (they take only the left side's keys): name each side's column, join ON the keys, \
+         or run on the Spark backend"
+            .to_string()
+    })
+}
+
+/// `EXCEPT ALL` or `INTERSECT ALL` in a query body's set operations (not in its subqueries,
+/// which are queries of their own).
+fn multiset_operation(body: &sqlparser::ast::SetExpr) -> Option<&'static str> {
+    use sqlparser::ast::{SetExpr, SetOperator, SetQuantifier};
+    match body {
+        SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            let all = matches!(set_quantifier, SetQuantifier::All | SetQuantifier::AllByName);
+            match op {
+                SetOperator::Except | SetOperator::Minus if all => Some("EXCEPT"),
+                SetOperator::Intersect if all => Some("INTERSECT"),
+                _ => multiset_operation(left).or_else(|| multiset_operation(right)),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Whether a SELECT of a query body's set operations reads the join column of a `FULL JOIN …
+/// USING (…)` (or `NATURAL FULL JOIN`) unqualified, or all columns with `*`: Spark's join column
+/// is the one side's key or the other's, DataFusion's only the left side's. (Qualified
+/// columns, `l.k`, are each side's own on both.)
+fn full_join_using(body: &sqlparser::ast::SetExpr) -> bool {
+    use sqlparser::ast::{JoinConstraint, JoinOperator, SelectItem, SetExpr};
+    match body {
+        SetExpr::SetOperation { left, right, .. } => full_join_using(left) || full_join_using(right),
+        SetExpr::Select(select) => {
+            let mut natural = false;
+            let mut keys: Vec<String> = Vec::new();
+            for j in select.from.iter().flat_map(|t| &t.joins) {
+                match &j.join_operator {
+                    JoinOperator::FullOuter(JoinConstraint::Using(columns)) => {
+                        keys.extend(columns.iter().map(|c| c.to_string().to_ascii_lowercase()));
+                    }
+                    JoinOperator::FullOuter(JoinConstraint::Natural) => natural = true,
+                    _ => {}
+                }
+            }
+            if !natural && keys.is_empty() {
+                return false;
+            }
+            if select.projection.iter().any(|i| matches!(i, SelectItem::Wildcard(_))) {
+                return true;
+            }
+            let mut unqualified = false;
+            let _ = sqlparser::ast::visit_expressions(select, |e| {
+                if let Expr::Identifier(id) = e {
+                    unqualified |= natural || keys.contains(&id.value.to_ascii_lowercase());
+                }
+                ControlFlow::<()>::Continue(())
+            });
+            unqualified
+        }
+        _ => false,
+    }
+}
