@@ -196,6 +196,9 @@ impl FromStr for ConnectUrl {
 pub struct ClientOptions {
     /// Time to establish the connection.
     pub connect_timeout: Duration,
+    /// Time for a connected server's first answer (its version). A server busy with other
+    /// sessions can take seconds to open a new one, so this is longer than the connect.
+    pub handshake_timeout: Duration,
     /// Time for one request that is not a run (define, query, version).
     pub request_timeout: Duration,
     /// HTTP/2 keepalive: a ping this often, the connection given up when one is not answered
@@ -212,6 +215,7 @@ impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             connect_timeout: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(300),
             keepalive: Duration::from_secs(20),
             stall_timeout: Some(Duration::from_secs(3600)),
@@ -328,7 +332,7 @@ impl PipelinesClient {
         let mut client = PipelinesClient { grpc, url: parsed, session_id, user_id, options, version: String::new() };
         // A TCP connect can succeed without a server behind it (proxies, port forwards): only an
         // answer proves one. The version is needed for capabilities anyway.
-        let handshake = ClientOptions { request_timeout: options.connect_timeout, ..options };
+        let handshake = ClientOptions { request_timeout: options.handshake_timeout, ..options };
         let saved = std::mem::replace(&mut client.options, handshake);
         client.version = client.spark_version().await.map_err(|e| match e {
             ClientError::Server(s) => ClientError::Transport {

@@ -158,7 +158,7 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
         // Spark's `/` of decimals (an integer as the DECIMAL of its type) has a scale of at
         // least 6 and rounds half up; DataFusion's has other types and digits.
-        let decimal_operands = [&left, &right].iter().filter(|x| decimal(x)).count() > 0
+        let decimal_operands = [&left, &right].iter().any(|x| decimal(x))
             && [&left, &right]
                 .iter()
                 .all(|x| x.get_type(schema).is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..))));
@@ -211,6 +211,14 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     }
     if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
         text_and_number(&name, args.iter().filter_map(|a| a.get_type(schema).ok()))?;
+    }
+    // A local time the clocks pass twice (or skip) reads as another instant here than on Spark,
+    // which takes the earlier offset: refused for a zone that changes its clocks.
+    if name == "to_utc_timestamp" && !args.get(1).is_some_and(is_fixed_zone) {
+        return Err(refused(
+            "to_utc_timestamp",
+            "in a zone that changes its clocks, a local time in the hour passed twice reads as another instant",
+        ));
     }
     // In ANSI mode, a day that is not one fails `next_day` (DataFusion's: NULL).
     if ansi && name == "next_day" && !args.get(1).is_some_and(is_day_of_week) {
@@ -265,7 +273,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         "mod" if args.len() == 2 => {
             let b = args.pop().expect("two arguments");
             let a = args.pop().expect("two arguments");
-            Expr::BinaryExpr(BinaryExpr::new(Box::new(a), Operator::Modulo, Box::new(b)))
+            // The operator's own rules (a zero divisor in either mode) apply to it.
+            let remainder = Expr::BinaryExpr(BinaryExpr::new(Box::new(a), Operator::Modulo, Box::new(b)));
+            rewrite(remainder, schema, ansi)?.data
         }
         // Spark's `array_sort(a)` puts NULL last.
         "array_sort" if args.len() == 1 => {
@@ -338,6 +348,26 @@ fn text_and_number(what: &str, types: impl Iterator<Item = DataType>) -> Result<
     Ok(())
 }
 
+/// Whether `e` is a literal time zone whose offset is the same all year (UTC, `+02:00`,
+/// `Asia/Seoul`), so that every local time is one instant.
+fn is_fixed_zone(e: &Expr) -> bool {
+    use arrow::array::timezone::Tz;
+    use chrono::{Offset, TimeZone};
+    let Expr::Literal(ScalarValue::Utf8(Some(z)) | ScalarValue::Utf8View(Some(z)) | ScalarValue::LargeUtf8(Some(z)), _) =
+        e
+    else {
+        return false;
+    };
+    let Ok(tz) = z.parse::<Tz>() else { return false };
+    // Two instants half a year apart, in a year recent enough for today's rules.
+    let offset = |month| {
+        chrono::NaiveDate::from_ymd_opt(2025, month, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|t| tz.offset_from_utc_datetime(&t).fix())
+    };
+    offset(1).is_some() && offset(1) == offset(7)
+}
+
 /// Whether `e` is a literal day of the week `next_day` reads (`MO`, `MON`, `MONDAY`, any case).
 fn is_day_of_week(e: &Expr) -> bool {
     let Expr::Literal(ScalarValue::Utf8(Some(d)) | ScalarValue::Utf8View(Some(d)) | ScalarValue::LargeUtf8(Some(d)), _) =
@@ -351,8 +381,6 @@ fn is_day_of_week(e: &Expr) -> bool {
         .any(|day| *day == d || day[..3] == d || day[..2] == d)
 }
 
-/// Which argument of `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)` or
-/// `to_utc_timestamp(ts, zone)` is the timestamp.
 /// An integer literal as the narrowest DECIMAL that holds it (Spark's `DecimalType.fromLiteral`).
 fn decimal_literal(e: &Expr) -> Option<Expr> {
     let v: i64 = match e {
@@ -366,6 +394,8 @@ fn decimal_literal(e: &Expr) -> Option<Expr> {
     Some(Expr::Literal(ScalarValue::Decimal128(Some(i128::from(v)), digits, 0), None))
 }
 
+/// Which argument of `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)` or
+/// `to_utc_timestamp(ts, zone)` is the timestamp.
 fn timestamp_argument(function: &str) -> usize {
     usize::from(function == "date_trunc")
 }
