@@ -64,8 +64,25 @@ pub fn report_error(e: &anyhow::Error) {
     } else if let Some(te) = e.downcast_ref::<ThundError>() {
         eprintln!("error: {te}");
     } else {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", chain(e));
     }
+}
+
+/// An error and its causes, each cause left out when the text before already says it (a
+/// DataFusion error's text includes the error it wraps, which is also its cause).
+fn chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 /// Query results as an aligned table, CSV (with a header row) or JSON (an array of objects).
@@ -199,5 +216,29 @@ fn show_value(array: &dyn arrow::array::Array, row: usize) -> String {
                 .map(|f| f.value(row).to_string())
                 .unwrap_or_else(|e| e.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(Debug)]
+    struct Wrapping(std::io::Error);
+
+    impl std::fmt::Display for Wrapping {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "Execution error: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Wrapping {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_error_already_says_is_said_once() {
+        let e = anyhow::Error::new(Wrapping(std::io::Error::other("division by zero"))).context("query");
+        assert_eq!(super::chain(&e), "query: Execution error: division by zero");
     }
 }

@@ -307,7 +307,7 @@ fn a_run_whose_lease_lapsed_and_was_taken_over_stops_before_its_next_stage() {
     let tmp = lease_project(
         "lapsed",
         "lapsed",
-        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n\
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 600000000) AS r(id);\n\
          CREATE MATERIALIZED VIEW after_slow AS SELECT s + 1 AS s FROM slow;\n\
          CREATE MATERIALIZED VIEW small AS SELECT 1 AS x;\n",
     );
@@ -337,7 +337,7 @@ fn a_run_whose_lease_was_taken_over_during_its_last_stage_fails() {
     let tmp = lease_project(
         "lapsed-last",
         "lapsed",
-        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 3000000000) AS r(id);\n",
+        "CREATE MATERIALIZED VIEW slow AS SELECT sum(id % 7) AS s FROM range(0, 600000000) AS r(id);\n",
     );
     let dir = tmp.path();
     let mut first = LiveRun::start(&endpoint, dir, &[], "2");

@@ -11,16 +11,14 @@
 //! of the two types (TINYINT + TINYINT is a TINYINT, as on Spark). Division of numbers is a
 //! DOUBLE, as Spark's. A date plus or minus an integer moves by days. Every other pair
 //! (decimals, dates and timestamps with intervals) takes DataFusion's operator with its own type
-//! rules; a row it cannot compute is NULL (`try_`) or fails. Decimal division is refused: Spark's
-//! result scale differs from DataFusion's.
+//! rules; a row it cannot compute is NULL (`try_`) or fails. Decimal division has Spark's type
+//! and rounding (`decimal_divide`); `try_divide` of decimals is refused.
 
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
 use arrow::compute::kernels::numeric;
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Date32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Date32Type, Int16Type, Int32Type, Int64Type, Int8Type};
 use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
@@ -178,8 +176,9 @@ impl ScalarUDFImpl for Arithmetic {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
-        let (l, r) = (args.args[0].to_array(n)?, args.args[1].to_array(n)?);
-        if matches!(self.op, Op::Divide | Op::Mod) && self.on_failure == OnFailure::Error && has_zero(&r)? {
+        let (l, r) = (Arg::new(&args.args[0])?, Arg::new(&args.args[1])?);
+        let dividing = matches!(self.op, Op::Divide | Op::Mod);
+        if dividing && self.on_failure == OnFailure::Error && has_zero(&r.values)? {
             return exec_err!(
                 "{}: use try_{} to get NULL for a zero divisor, or set spark.sql.ansi.enabled to false",
                 if self.op == Op::Divide {
@@ -190,24 +189,41 @@ impl ScalarUDFImpl for Arithmetic {
                 if self.op == Op::Divide { "divide" } else { "mod" }
             );
         }
-        let out: ArrayRef = match self.plan(l.data_type(), r.data_type())? {
-            Plan::Integers(DataType::Int8) => Arc::new(self.checked::<Int8Type>(&l, &r)?),
-            Plan::Integers(DataType::Int16) => Arc::new(self.checked::<Int16Type>(&l, &r)?),
-            Plan::Integers(DataType::Int32) => Arc::new(self.checked::<Int32Type>(&l, &r)?),
-            Plan::Integers(_) => Arc::new(self.checked::<Int64Type>(&l, &r)?),
+        let out: ArrayRef = match self.plan(l.values.data_type(), r.values.data_type())? {
+            // Arrow's kernels, over the whole batch (a scalar kept as one): checked `+ - *` fail
+            // on the first overflow, and a remainder by a divisor made NULL where it is zero is
+            // NULL there (the one remainder that overflows, MIN % -1, is 0 in Arrow, as on Spark).
+            Plan::Integers(t) if self.op == Op::Mod || self.on_failure == OnFailure::Error => {
+                let (x, y) = (l.cast(&t)?, r.cast(&t)?);
+                let y = if dividing { y.zero_as_null()? } else { y };
+                match operate(self.op, &*x.datum(), &*y.datum()) {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        return exec_err!(
+                            "[ARITHMETIC_OVERFLOW] {} overflow ({e}): use try_{} to get NULL instead, or \
+                             set spark.sql.ansi.enabled to false",
+                            crate::types::spark_type_name(&t).to_ascii_lowercase(),
+                            self.op.function()
+                        )
+                    }
+                }
+            }
+            Plan::Integers(t) => {
+                let (l, r) = (l.to_array(n)?, r.to_array(n)?);
+                match t {
+                    DataType::Int8 => Arc::new(self.overflow_as_null::<Int8Type>(&l, &r)?),
+                    DataType::Int16 => Arc::new(self.overflow_as_null::<Int16Type>(&l, &r)?),
+                    DataType::Int32 => Arc::new(self.overflow_as_null::<Int32Type>(&l, &r)?),
+                    _ => Arc::new(self.overflow_as_null::<Int64Type>(&l, &r)?),
+                }
+            }
+            // Floating-point division by zero is infinite in Arrow, NULL on Spark.
             Plan::Doubles => {
-                let (x, y) = (as_type::<Float64Type>(&l)?, as_type::<Float64Type>(&r)?);
-                let quotient: PrimitiveArray<Float64Type> = x
-                    .iter()
-                    .zip(y.iter())
-                    .map(|(a, b)| match (a, b) {
-                        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
-                        _ => None,
-                    })
-                    .collect();
-                Arc::new(quotient)
+                let (x, y) = (l.cast(&DataType::Float64)?, r.cast(&DataType::Float64)?.zero_as_null()?);
+                operate(Op::Divide, &*x.datum(), &*y.datum())?
             }
             Plan::DateDays => {
+                let (l, r) = (l.to_array(n)?, r.to_array(n)?);
                 let days = as_type::<Int32Type>(&r)?;
                 let dates = l.as_primitive::<Date32Type>();
                 let moved: PrimitiveArray<Date32Type> = dates
@@ -222,24 +238,67 @@ impl ScalarUDFImpl for Arithmetic {
                 Arc::new(moved)
             }
             Plan::Operator(lt, rt, result) => {
-                let (x, y) = (arrow::compute::cast(&l, &lt)?, arrow::compute::cast(&r, &rt)?);
-                let answer = match operate(self.op, &x, &y) {
+                let (x, y) = (l.cast(&lt)?, r.cast(&rt)?);
+                // A floating-point remainder by zero is NaN in Arrow, NULL on Spark.
+                let y = if self.op == Op::Mod && result.is_floating() { y.zero_as_null()? } else { y };
+                let answer = match operate(self.op, &*x.datum(), &*y.datum()) {
                     Ok(a) => a,
                     Err(e) if self.on_failure == OnFailure::Error => return Err(e),
                     // Some row fails: each row on its own, the failing ones NULL.
-                    Err(_) => row_by_row(self.op, &x, &y, &result)?,
+                    Err(_) => row_by_row(self.op, &x.to_array(n)?, &y.to_array(n)?, &result)?,
                 };
-                let answer = arrow::compute::cast(&answer, &result)?;
-                // A floating-point remainder by zero is NaN in Arrow, NULL on Spark.
-                match self.op {
-                    Op::Mod if result.is_floating() => {
-                        arrow::compute::nullif(&answer, &arrow::compute::kernels::cmp::eq(&y, &zero(&rt)?)?)?
-                    }
-                    _ => answer,
-                }
+                arrow::compute::cast(&answer, &result)?
             }
         };
         crate::functions::columnar(out, scalar)
+    }
+}
+
+/// An argument as Arrow's kernels take it: a scalar stays one value rather than a column of
+/// copies, so `id % 7` computes one pass over `id`.
+struct Arg {
+    values: ArrayRef,
+    scalar: bool,
+}
+
+impl Arg {
+    fn new(value: &ColumnarValue) -> Result<Arg> {
+        Ok(match value {
+            ColumnarValue::Array(a) => Arg { values: Arc::clone(a), scalar: false },
+            ColumnarValue::Scalar(s) => Arg { values: s.to_array()?, scalar: true },
+        })
+    }
+
+    fn cast(&self, t: &DataType) -> Result<Arg> {
+        Ok(Arg { values: arrow::compute::cast(&self.values, t)?, scalar: self.scalar })
+    }
+
+    /// NULL where the value is zero: a divisor no row divides by.
+    fn zero_as_null(self) -> Result<Arg> {
+        if !self.values.data_type().is_numeric() {
+            return Ok(self);
+        }
+        let zeros = arrow::compute::kernels::cmp::eq(&self.values, &zero(self.values.data_type())?)?;
+        if zeros.true_count() == 0 {
+            return Ok(self);
+        }
+        Ok(Arg { values: arrow::compute::nullif(&self.values, &zeros)?, scalar: self.scalar })
+    }
+
+    fn datum(&self) -> Box<dyn arrow::array::Datum> {
+        if self.scalar {
+            Box::new(arrow::array::Scalar::new(Arc::clone(&self.values)))
+        } else {
+            Box::new(Arc::clone(&self.values))
+        }
+    }
+
+    fn to_array(&self, rows: usize) -> Result<ArrayRef> {
+        if !self.scalar || rows == 1 {
+            return Ok(Arc::clone(&self.values));
+        }
+        let at = vec![0u32; rows];
+        Ok(arrow::compute::take(&self.values, &arrow::array::UInt32Array::from(at), None)?)
     }
 }
 
@@ -280,29 +339,18 @@ fn as_type<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<PrimitiveArray<T>> {
 }
 
 impl Arithmetic {
-    /// Checked integer arithmetic over two arrays cast to `T`: NULL where it overflows or
-    /// divides by zero, or an error in ANSI mode.
-    fn checked<T>(&self, l: &ArrayRef, r: &ArrayRef) -> Result<PrimitiveArray<T>>
+    /// `try_add`, `try_subtract` and `try_multiply` of integers cast to `T`: NULL where a row
+    /// overflows (Arrow's checked kernels fail the whole batch instead).
+    fn overflow_as_null<T>(&self, l: &ArrayRef, r: &ArrayRef) -> Result<PrimitiveArray<T>>
     where
         T: ArrowPrimitiveType,
         T::Native: arrow::datatypes::ArrowNativeTypeOp,
     {
         use arrow::datatypes::ArrowNativeTypeOp;
         let (x, y) = (as_type::<T>(l)?, as_type::<T>(r)?);
-        if self.on_failure == OnFailure::Error && self.op != Op::Mod {
-            // Arrow's checked kernels fail on the first overflow.
-            return match operate(self.op, &x, &y) {
-                Ok(answer) => Ok(answer.as_primitive::<T>().clone()),
-                Err(e) => exec_err!(
-                    "[ARITHMETIC_OVERFLOW] {} overflow ({e}): use try_{} to get NULL instead, or set \
-                     spark.sql.ansi.enabled to false",
-                    crate::types::spark_type_name(&T::DATA_TYPE).to_ascii_lowercase(),
-                    self.op.function()
-                ),
-            };
+        if let Ok(answer) = operate(self.op, &x, &y) {
+            return Ok(answer.as_primitive::<T>().clone());
         }
-        // NULL where a row overflows (or, for `%`, divides by zero: in ANSI mode a zero divisor
-        // failed before; MIN % -1 does not overflow).
         Ok(x.iter()
             .zip(y.iter())
             .map(|(a, b)| {
@@ -311,10 +359,8 @@ impl Arithmetic {
                     Op::Add => a.add_checked(b).ok(),
                     Op::Subtract => a.sub_checked(b).ok(),
                     Op::Multiply => a.mul_checked(b).ok(),
-                    // The one remainder that overflows, MIN % -1, is 0 (as on Spark).
-                    Op::Mod => (!b.is_zero()).then(|| a.mod_wrapping(b)),
-                    // Integers divide as DOUBLEs (`Plan::Doubles`), never here.
-                    Op::Divide => None,
+                    // `%` and `/` are computed in `invoke_with_args`, never here.
+                    Op::Divide | Op::Mod => None,
                 }
             })
             .collect())

@@ -17,10 +17,10 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue, TableReference};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction};
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
     cast, lit, when, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection,
-    Union,
+    Union, WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 use datafusion::prelude::coalesce;
@@ -89,6 +89,29 @@ fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
     schema
 }
 
+/// `sum` of a BIGINT (Spark sums every integer type as one) that is not DISTINCT, as an
+/// aggregate or over a window, with `sums::ansi_sum`: in ANSI mode an overflow fails.
+fn ansi_sum(e: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+    let bigint =
+        |args: &[Expr]| -> Result<bool> { Ok(matches!(args, [arg] if arg.get_type(schema)? == DataType::Int64)) };
+    Ok(match e {
+        Expr::AggregateFunction(f) if f.func.name() == "sum" && !f.params.distinct && bigint(&f.params.args)? => {
+            let params = f.params.clone();
+            Some(Expr::AggregateFunction(AggregateFunction { func: crate::sums::ansi_sum(), params }))
+        }
+        Expr::WindowFunction(w) => match &w.fun {
+            WindowFunctionDefinition::AggregateUDF(f)
+                if f.name() == "sum" && !w.params.distinct && bigint(&w.params.args)? =>
+            {
+                let fun = WindowFunctionDefinition::AggregateUDF(crate::sums::ansi_sum());
+                Some(Expr::WindowFunction(Box::new(WindowFunction { fun, params: w.params.clone() })))
+            }
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
 fn refused(function: &str, why: &str) -> DataFusionError {
     DataFusionError::Plan(format!(
         "`{function}` answers differently here than on Spark ({why}): it runs on the Spark backend"
@@ -137,6 +160,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
             let args = vec![lit(ScalarValue::new_zero(&t)?), x.as_ref().clone()];
             return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args })));
         }
+    }
+    if let Some(sum) = ansi.then(|| ansi_sum(&e, schema)).transpose()?.flatten() {
+        return Ok(Transformed::yes(sum));
     }
     if let (true, Expr::Case(case)) = (ansi, &e) {
         let branches = case.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(case.else_expr.as_deref());
@@ -515,9 +541,9 @@ fn int_literals(e: Expr) -> Expr {
 ///   DataFusion's over the values scaled up by one digit, and the cast rounds that digit away
 ///   (Arrow's cast to a smaller scale rounds half up).
 /// - Spark has no unsigned types: an unsigned count (`regr_count`) is a BIGINT.
-/// - In ANSI mode a `sum` of BIGINTs that overflows fails (DataFusion's wraps, as Spark's does
-///   without ANSI mode): it is taken over DECIMAL(38,0)s, and the cast back to a BIGINT fails on
-///   an overflow.
+/// - In ANSI mode a `sum(DISTINCT …)` of BIGINTs that overflows fails (DataFusion's wraps, as
+///   Spark's does without ANSI mode): it is taken over DECIMAL(38,0)s, and the cast back to a
+///   BIGINT fails on an overflow.
 fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Aggregate(agg) = node else { unreachable!("an aggregate") };
     let input = agg.input.schema().clone();
@@ -539,7 +565,8 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
         if e.get_type(&input)? == DataType::UInt64 {
             spark_types.push((qualifier.clone(), name.clone(), DataType::Int64));
         }
-        if let ([arg], true, "sum") = (f.params.args.as_slice(), ansi, f.func.name()) {
+        // (A `sum` that is not DISTINCT is `sums::ansi_sum` already.)
+        if let ([arg], true, "sum", true) = (f.params.args.as_slice(), ansi, f.func.name(), f.params.distinct) {
             if arg.get_type(&input)? == DataType::Int64 {
                 let mut params = f.params.clone();
                 params.args = vec![cast(arg.clone(), DataType::Decimal128(38, 0))];

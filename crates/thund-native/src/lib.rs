@@ -19,7 +19,7 @@
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
 //!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
-//!           functions, regexp, datetime, json, arithmetic and strings, higher-order functions
+//!           functions, regexp, datetime, json, arithmetic, sums and strings, higher-order functions
 //!           in lambdas) ─fidelity→ Spark's types and
 //!           answers in the pipeline's ANSI mode (the session's; casts, arithmetic, indexes),
 //!           generators planned as Unnest steps, or a refusal
@@ -77,6 +77,7 @@ mod shapes;
 mod storage;
 mod streaming;
 mod strings;
+mod sums;
 mod table;
 mod types;
 mod views;
