@@ -48,6 +48,10 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("sign", 1, "CAST(signum(__a1) AS DOUBLE)"),
     ("signum", 1, "CAST(signum(__a1) AS DOUBLE)"),
     ("e", 0, "exp(CAST(1 AS DOUBLE))"),
+    // Rounding up (down) to a number of decimal places (`rounding`; see `rewrite_ceil_floor`).
+    ("ceil", 2, "ceil_at(__a1, __a2)"),
+    ("ceiling", 2, "ceil_at(__a1, __a2)"),
+    ("floor", 2, "floor_at(__a1, __a2)"),
     // Spark's aggregate spellings.
     ("count_if", 1, "count(CASE WHEN __a1 THEN 1 END)"),
     ("every", 1, "bool_and(__a1)"),
@@ -55,6 +59,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("any", 1, "bool_or(__a1)"),
     ("std", 1, "stddev_samp(__a1)"),
     ("variance", 1, "var_samp(__a1)"),
+    // The exact percentile, interpolated between the two nearest values, as a DOUBLE.
+    ("percentile", 2, "percentile_cont(CAST(__a1 AS DOUBLE), __a2)"),
     ("first", 1, "first_value(__a1)"),
     ("last", 1, "last_value(__a1)"),
     // The value at the greatest (least) ordering value; rows whose ordering value is NULL never
@@ -66,6 +72,26 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("minute", 1, "CAST(date_part('minute', CAST(__a1 AS TIMESTAMP)) AS INT)"),
     // 0 = Monday; the session's `dow` is Spark's, 1 = Sunday.
     ("weekday", 1, "CAST((date_part('dow', CAST(__a1 AS DATE)) + 5) % 7 AS INT)"),
+    // Spark's date functions take a DATE, to which it casts a string or a timestamp (in ANSI
+    // mode a string that is no date fails, without it it is NULL: the cast's rules); a literal
+    // count of days or months is an INT (see `rewrite_call`).
+    ("date_add", 2, "date_add(CAST(__a1 AS DATE), __a2)"),
+    ("date_sub", 2, "date_sub(CAST(__a1 AS DATE), __a2)"),
+    ("add_months", 2, "add_months(CAST(__a1 AS DATE), __a2)"),
+    ("last_day", 1, "last_day(CAST(__a1 AS DATE))"),
+    ("next_day", 2, "next_day(CAST(__a1 AS DATE), __a2)"),
+    ("monthname", 1, "monthname(CAST(__a1 AS DATE))"),
+    ("months_between", 2, "months_between(CAST(__a1 AS TIMESTAMP), CAST(__a2 AS TIMESTAMP))"),
+    ("months_between", 3, "months_between(CAST(__a1 AS TIMESTAMP), CAST(__a2 AS TIMESTAMP), __a3)"),
+    ("dayname", 1, "date_format(CAST(__a1 AS DATE), 'EEE')"),
+    // Strings: the first match, NULL where there is none (`regexp_extract` gives '').
+    ("regexp_substr", 2, "CASE WHEN regexp_like(__a1, __a2) THEN regexp_extract(__a1, __a2, 0) END"),
+    // The distance, or -1 above the threshold (NULL for a NULL threshold).
+    (
+        "levenshtein",
+        3,
+        "CASE WHEN levenshtein(__a1, __a2) > __a3 THEN -1 WHEN __a3 IS NOT NULL THEN levenshtein(__a1, __a2) END",
+    ),
     // Collections: `get` is a subscript (which counts from 0, as the plan's subscripts are
     // made to), NULL outside the array in either mode (a subscript outside it fails in ANSI
     // mode, so it is not taken there; `size` of NULL is -1 here).
@@ -111,9 +137,83 @@ pub(crate) fn rewrite_call(expr: &Expr) -> Option<Expr> {
         _ => return None,
     };
     let (_, _, template) = parsed().iter().find(|(n, arity, _)| *n == name && *arity == args.len())?;
+    let mut args = args;
+    if matches!(name.as_str(), "date_add" | "date_sub" | "add_months") {
+        // The planner reads `1` as a BIGINT, which these functions do not take; Spark's is an INT.
+        args[1] = int_literal(&args[1]).unwrap_or_else(|| args[1].clone());
+    }
     let mut out = template.clone();
     let _ = out.visit(&mut Substitute { args: &args });
     Some(out)
+}
+
+/// An integer literal that fits an INT (`-5` too), cast to one.
+fn int_literal(e: &Expr) -> Option<Expr> {
+    let number = |e: &Expr| match e {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, false) => Some(n.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let digits = match e {
+        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => format!("-{}", number(expr)?),
+        e => number(e)?,
+    };
+    digits.parse::<i32>().ok()?;
+    Some(Expr::Cast {
+        kind: sqlparser::ast::CastKind::Cast,
+        expr: Box::new(e.clone()),
+        data_type: sqlparser::ast::DataType::Int(None),
+        array: false,
+        format: None,
+    })
+}
+
+/// Functions whose fields Spark takes as INTs: their integer literals typed so (the planner
+/// reads `2024` as a BIGINT, which they refuse, as Spark refuses a BIGINT column in ANSI mode).
+const INT_FIELDS: [&str; 6] = [
+    "make_timestamp",
+    "make_timestamp_ltz",
+    "make_timestamp_ntz",
+    "try_make_timestamp",
+    "try_make_timestamp_ltz",
+    "try_make_timestamp_ntz",
+];
+
+/// A call of an `INT_FIELDS` function with its integer literals cast to INT.
+pub(crate) fn rewrite_int_fields(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    if !INT_FIELDS.contains(&name.as_str()) {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let mut list = list.clone();
+    let mut changed = false;
+    for arg in list.args.iter_mut().take(5) {
+        if let FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) = arg {
+            if let Some(int) = int_literal(e) {
+                *e = int;
+                changed = true;
+            }
+        }
+    }
+    let mut call = f.clone();
+    call.args = FunctionArguments::List(list);
+    changed.then_some(Expr::Function(call))
+}
+
+/// `ceil(x, d)` and `floor(x, d)` where the parser reads them as CEIL and FLOOR with a scale
+/// (else they are calls, rewritten by their templates), as the functions `rounding` has for
+/// them: `ceil_at(x, d)`, `floor_at(x, d)`.
+pub(crate) fn rewrite_ceil_floor(expr: &Expr) -> Option<Expr> {
+    let (name, value, scale) = match expr {
+        Expr::Ceil { expr, field: sqlparser::ast::CeilFloorKind::Scale(scale) } => ("ceil_at", expr, scale),
+        Expr::Floor { expr, field: sqlparser::ast::CeilFloorKind::Scale(scale) } => ("floor_at", expr, scale),
+        _ => return None,
+    };
+    Some(function(name, vec![value.as_ref().clone(), Expr::Value(scale.clone())]))
 }
 
 /// `decode(x, s1, r1, s2, r2, …[, default])`: the first `r` whose `s` is `x` (NULL matching
@@ -185,6 +285,34 @@ pub(crate) fn function(name: &str, args: Vec<Expr>) -> Expr {
         over: None,
         within_group: Vec::new(),
     })
+}
+
+/// `mode() WITHIN GROUP (ORDER BY x [ASC | DESC])` → `mode(x, true, ascending)`: the most
+/// frequent value, the least (greatest) of tied ones (`modes`).
+pub(crate) fn rewrite_mode(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("mode") || f.over.is_some() || f.within_group.len() != 1 {
+        return None;
+    }
+    match &f.args {
+        FunctionArguments::None => {}
+        FunctionArguments::List(list) if list.args.is_empty() && list.clauses.is_empty() => {}
+        _ => return None,
+    }
+    let order = &f.within_group[0];
+    let ascending = order.options.asc.unwrap_or(true);
+    let flag = |b: bool| Expr::value(sqlparser::ast::Value::Boolean(b));
+    let mut call = f.clone();
+    call.within_group = Vec::new();
+    call.args = FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+        duplicate_treatment: None,
+        args: [order.expr.clone(), flag(true), flag(ascending)]
+            .into_iter()
+            .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+            .collect(),
+        clauses: Vec::new(),
+    });
+    Some(Expr::Function(call))
 }
 
 /// `listagg(x[, delimiter]) [WITHIN GROUP (ORDER BY …)]` (and its other name `string_agg`) →

@@ -238,13 +238,11 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
         text_and_number(&name, args.iter().filter_map(|a| a.get_type(schema).ok()))?;
     }
-    // A local time the clocks pass twice (or skip) reads as another instant here than on Spark,
-    // which takes the earlier offset: refused for a zone that changes its clocks.
-    if name == "to_utc_timestamp" && !args.get(1).is_some_and(is_fixed_zone) {
-        return Err(refused(
-            "to_utc_timestamp",
-            "in a zone that changes its clocks, a local time in the hour passed twice reads as another instant",
-        ));
+    // A local time the clocks pass twice (or skip) is read as Java reads it (the earlier
+    // offset; moved forward by the gap) in a zone that changes its clocks: datafusion-spark's
+    // takes the later offset.
+    if name == "to_utc_timestamp" && args.len() == 2 && !args.get(1).is_some_and(is_fixed_zone) {
+        return Ok(Transformed::yes(call(Arc::new(crate::timestamps::to_utc_timestamp()), args)));
     }
     // In ANSI mode, a day that is not one fails `next_day` (DataFusion's: NULL).
     if ansi && name == "next_day" && !args.get(1).is_some_and(is_day_of_week) {
@@ -271,15 +269,33 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
                 None => return Ok(Transformed::no(call(func, args))),
             }
         }
+        // Without ANSI mode, a field out of its range (month 13) is NULL.
+        "make_timestamp" | "make_timestamp_ltz" | "make_timestamp_ntz" if !ansi => {
+            match crate::timestamps::lenient(&name) {
+                Some(lenient) => call(Arc::new(lenient), args),
+                None => return Ok(Transformed::no(call(func, args))),
+            }
+        }
         // `size(NULL)` is NULL in ANSI mode, -1 (DataFusion's answer) without it.
         "size" if ansi && args.len() == 1 => {
             let value = args[0].clone();
             when(value.is_null(), lit(ScalarValue::Int32(None))).otherwise(call(func, args))?
         }
-        // `element_at(map, key)`: DataFusion's answers a list of the one value.
-        "map_extract" if args.len() == 2 => {
+        // `element_at(array, i)`: counted from 1, from the end when negative (as DataFusion's
+        // `array_element`); 0 fails, an index outside the array fails in ANSI mode (NULL
+        // without it, and always for `try_element_at`).
+        "element_at" | "try_element_at"
+            if args.len() == 2 && !matches!(args[0].get_type(schema)?, DataType::Map(..)) =>
+        {
+            let index = cast(args[1].clone(), DataType::Int64);
+            let index = crate::functions::element_at_index(args[0].clone(), index, ansi && name == "element_at");
+            call(datafusion::functions_nested::extract::array_element_udf(), vec![args[0].clone(), index])
+        }
+        // `element_at(map, key)`: DataFusion's `map_extract` answers a list of the one value.
+        "element_at" | "try_element_at" | "map_extract" if args.len() == 2 => {
             let array_element = datafusion::functions_nested::extract::array_element_udf();
-            call(array_element, vec![call(func, args), lit(1i64)])
+            let map_extract = datafusion::functions_nested::map_extract::map_extract_udf();
+            call(array_element, vec![call(map_extract, args), lit(1i64)])
         }
         // Spark's `array_remove` removes every element equal to the value.
         "array_remove" => call(datafusion::functions_nested::remove::array_remove_all_udf(), args),
@@ -355,9 +371,17 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
             let precision = ((p as i64) - (s as i64) + 1 + scale as i64).min(38) as u8;
             cast(args.swap_remove(0), DataType::Decimal128(precision, scale))
         }
-        // Spark's seconds keep their fraction (`DECIMAL(8,6)`).
+        // Spark's seconds of a timestamp keep their fraction (`DECIMAL(8,6)`): DataFusion's
+        // microseconds of the minute, divided exactly.
         "date_part" if args.first().is_some_and(is_seconds) => {
-            return Err(refused("date_part", "Spark's seconds keep their fraction"));
+            if !matches!(args.get(1).map(|a| a.get_type(schema)), Some(Ok(DataType::Timestamp(..)))) {
+                return Err(refused("date_part", "Spark's seconds of an interval or a date are other types"));
+            }
+            let micros = call(Arc::clone(&func), vec![lit("microsecond"), args[1].clone()]);
+            let divide = Arc::new(crate::arithmetic::decimal_divide(OnFailure::Null));
+            let million = lit(ScalarValue::Decimal128(Some(1_000_000), 7, 0));
+            let seconds = call(divide, vec![cast(micros, DataType::Decimal128(8, 0)), million]);
+            cast(seconds, DataType::Decimal128(8, 6))
         }
         _ => return Ok(Transformed::no(call(func, args))),
     };

@@ -19,8 +19,8 @@
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
 //!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
-//!           functions, regexp, datetime, json, arithmetic, sums and strings, higher-order functions
-//!           in lambdas) ─fidelity→ Spark's types and
+//!           functions, regexp, datetime, timestamps, json, arithmetic, sums, modes, rounding and strings,
+//!           higher-order functions in lambdas) ─fidelity→ Spark's types and
 //!           answers in the pipeline's ANSI mode (the session's; casts, arithmetic, indexes),
 //!           generators planned as Unnest steps, or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
@@ -67,11 +67,13 @@ mod incremental;
 mod json;
 mod lambdas;
 mod lateral;
+mod modes;
 mod names;
 mod query;
 mod refresh;
 mod regexp;
 mod resolution;
+mod rounding;
 mod run;
 mod shapes;
 mod storage;
@@ -79,6 +81,7 @@ mod streaming;
 mod strings;
 mod sums;
 mod table;
+mod timestamps;
 mod types;
 mod views;
 mod write;

@@ -29,3 +29,32 @@ SELECT current_date() = current_date() AS same;
 SELECT window(t, '1 hour').start AS s, count(*) AS n FROM VALUES (TIMESTAMP'2024-01-01 10:15:00'), (TIMESTAMP'2024-01-01 10:45:00'), (TIMESTAMP'2024-01-01 11:05:00') AS x(t) GROUP BY window(t, '1 hour');
 SELECT dayofweek(DATE'2024-01-07') AS sun, weekday(DATE'2024-01-07') AS wd, date_format(DATE'2024-01-07', 'E') AS e;
 SELECT to_date(TIMESTAMP'2024-05-17 23:00:00') AS d, date(TIMESTAMP'2024-05-17 23:00:00') AS e;
+-- make_timestamp and its forms: seconds with a fraction, 60 seconds, fields out of range, zones
+SELECT make_timestamp(2014, 12, 28, 6, 30, 45.887) AS t, make_timestamp_ntz(2014, 12, 28, 6, 30, 45.887) AS n;
+SELECT make_timestamp(2014, 12, 28, 6, 30, 45.887, 'CET') AS t, make_timestamp_ltz(2014, 12, 28, 6, 30, 45.887, 'CET') AS l;
+SELECT make_timestamp(2019, 6, 30, 23, 59, 60) AS t, make_timestamp_ntz(2019, 12, 31, 23, 59, 60) AS n;
+SELECT make_timestamp(2024, 13, 22, 15, 30, 0) AS t;
+SELECT make_timestamp(2023, 2, 29, 0, 0, 0) AS t;
+SELECT make_timestamp(2024, 1, 1, 0, 0, 60.5) AS t;
+SELECT try_make_timestamp(2024, 13, 22, 15, 30, 0) AS t, try_make_timestamp_ntz(2024, 2, 30, 0, 0, 0) AS n, try_make_timestamp_ltz(2024, 1, 1, 25, 0, 0) AS l;
+SELECT make_timestamp(y, m, d, 12, 0, s) AS t FROM VALUES (2024, 1, 31, 1.5), (2024, NULL, 1, 0.0), (2024, 2, 29, 59.999999) AS x(y, m, d, s);
+SELECT make_timestamp(2024, 3, 10, 2, 30, 0, 'America/New_York') AS gap, make_timestamp(2024, 11, 3, 1, 30, 0, 'America/New_York') AS overlap;
+SELECT make_timestamp(2024, 3, 31, 2, 30, 0, 'Europe/Oslo') AS gap, make_timestamp(2024, 10, 27, 2, 30, 0, 'Europe/Oslo') AS overlap;
+SELECT make_timestamp(2024, 6, 1, 12, 0, 0, z) AS t FROM VALUES ('UTC'), ('+05:30'), ('Asia/Tokyo'), (NULL) AS x(z);
+-- Date functions given a string or a timestamp (Spark casts it to a DATE)
+SELECT date_add('2016-07-30', 1) AS a, date_sub('2016-07-30', 1) AS s, add_months('2016-08-31', 1) AS m;
+SELECT last_day('2009-01-12') AS l, next_day('2015-01-14', 'TU') AS n, monthname('2008-02-20') AS m, dayname(DATE'2008-02-20') AS d;
+SELECT date_add(TIMESTAMP'2024-05-17 23:30:00', 1) AS a, add_months(TIMESTAMP'2024-01-31 10:00:00', 1) AS m;
+SELECT date_add('2024-13-01', 1) AS a;
+SELECT date_add(d, 2) AS a FROM VALUES ('2024-02-28'), ('2024-02-28 10:00:00'), (NULL) AS x(d);
+-- Seconds keep their fraction
+SELECT date_part('SECONDS', TIMESTAMP'2019-10-01 00:00:01.000001') AS s, extract(SECOND FROM TIMESTAMP'2024-01-01 10:20:59.5') AS t;
+SELECT extract(SECONDS FROM t) AS s FROM VALUES (TIMESTAMP'2024-01-01 00:00:00'), (TIMESTAMP'2024-01-01 23:59:59.999999'), (NULL) AS x(t);
+-- months_between: whole months on the same day or both month ends, else over a 31-day month
+SELECT months_between('1997-02-28 10:30:00', '1996-10-30') AS a, months_between('1997-02-28 10:30:00', '1996-10-30', false) AS b;
+SELECT months_between(DATE'2024-02-29', DATE'2024-01-31') AS a, months_between(TIMESTAMP'2024-03-15 00:00:00', TIMESTAMP'2024-01-15 12:00:00') AS b, months_between(DATE'2024-01-01', DATE'2024-03-17') AS c;
+SELECT months_between(a, b) AS m FROM VALUES (TIMESTAMP'2024-05-31 23:59:59', TIMESTAMP'2023-02-01 00:00:01'), (NULL, TIMESTAMP'2024-01-01 00:00:00') AS x(a, b);
+-- to_utc_timestamp in zones that change their clocks: the hour skipped and the hour passed twice
+SELECT to_utc_timestamp(TIMESTAMP'2024-03-10 02:30:00', 'America/New_York') AS gap, to_utc_timestamp(TIMESTAMP'2024-11-03 01:30:00', 'America/New_York') AS overlap;
+SELECT to_utc_timestamp(t, 'Europe/London') AS u FROM VALUES (TIMESTAMP'2024-03-31 01:30:00'), (TIMESTAMP'2024-10-27 01:30:00'), (TIMESTAMP'2024-07-01 12:00:00'), (NULL) AS x(t);
+SELECT to_utc_timestamp('2017-07-14 02:40:00.0', 'GMT+1') AS a, to_utc_timestamp(DATE'2024-06-01', 'Europe/Berlin') AS b;

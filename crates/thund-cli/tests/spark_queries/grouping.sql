@@ -54,3 +54,8 @@ WITH s(k, v) AS (VALUES ('a', 1.5D), ('b', 2.5D))
 SELECT sum(v) AS total, avg(v) AS mean FROM s;
 WITH s(k, v) AS (VALUES ('a', 10), ('b', 20))
 SELECT first(k) AS f, last(v) AS l, any_value(k) IS NOT NULL AS has FROM (SELECT * FROM s ORDER BY k);
+-- mode: the most frequent value; ties broken only when asked
+SELECT k, mode(v) AS m FROM VALUES (1, 10), (1, 10), (1, 20), (2, NULL), (3, 5) AS t(k, v) GROUP BY k;
+SELECT mode(v, true) AS least, mode() WITHIN GROUP (ORDER BY v) AS asc_, mode() WITHIN GROUP (ORDER BY v DESC) AS desc_ FROM VALUES (0), (10), (10), (20), (20) AS t(v);
+SELECT k, mode(s, true) AS m FROM VALUES (1, 'b'), (1, 'a'), (1, 'b'), (2, 'x') AS t(k, s) GROUP BY k;
+SELECT k, percentile(v, 0.25) AS p, percentile(v, 0.5) AS q FROM VALUES (1, 1), (1, 2), (1, 3), (1, 4), (2, 7) AS t(k, v) GROUP BY k;

@@ -49,3 +49,19 @@ SELECT CAST(array(1, 2) AS STRING) AS a, CAST(named_struct('a', 1) AS STRING) AS
 SELECT CAST(1.9D AS INT) AS a, CAST(-1.9D AS INT) AS b, CAST(2.5 AS INT) AS c;
 SELECT CAST('2024-01-02' AS DATE) AS d, CAST('2024-01-02 03:04:05' AS TIMESTAMP) AS t;
 SELECT CAST(1 AS BOOLEAN) AS a, CAST(0 AS BOOLEAN) AS b, CAST('true' AS BOOLEAN) AS c;
+-- element_at of arrays (counted from 1, negative from the end) and maps
+SELECT element_at(array(1, 2, 3), 2) AS a, element_at(array(1, 2, 3), -1) AS b, element_at(array('x', NULL), 2) AS c;
+SELECT element_at(array(1, 2, 3), 5) AS a;
+SELECT element_at(array(1, 2, 3), -4) AS a;
+SELECT element_at(array(1, 2, 3), 0) AS a;
+SELECT try_element_at(array(1, 2, 3), 5) AS a, try_element_at(array(1, 2, 3), 2) AS b, try_element_at(map(1, 'a', 2, 'b'), 2) AS c;
+SELECT element_at(map('a', 1, 'b', 2), 'b') AS a, element_at(map('a', 1), 'z') AS b;
+SELECT element_at(a, i) AS v FROM VALUES (array(10, 20), 1), (array(10, 20), -2), (NULL, 1), (array(10), NULL) AS x(a, i);
+-- regexp_substr, levenshtein with a threshold
+SELECT regexp_substr('Steven Jones and Stephen Smith', 'Ste(v|ph)en') AS a, regexp_substr('Steven', 'Jeck') AS b, regexp_substr(NULL, 'x') AS c;
+SELECT levenshtein('kitten', 'sitting', 2) AS a, levenshtein('kitten', 'sitting', 3) AS b, levenshtein('kitten', 'sitting', CAST(NULL AS INT)) AS c;
+-- ceil and floor to a number of decimals, bround (half to even)
+SELECT ceil(3.1411, 3) AS a, ceil(3.1411, -3) AS b, floor(3.1411, 3) AS c, floor(-3.1411, 1) AS d, ceil(-3.1411, 1) AS e;
+SELECT ceil(x, 1) AS c, floor(x, -1) AS f FROM VALUES (CAST(12.34 AS DECIMAL(6,2))), (CAST(-12.34 AS DECIMAL(6,2))), (NULL) AS t(x);
+SELECT ceil(15, -1) AS a, floor(15, -1) AS b, ceil(7, 2) AS c;
+SELECT bround(2.5, 0) AS a, bround(3.5, 0) AS b, bround(-2.5, 0) AS c, bround(25, -1) AS d, bround(35, -1) AS e, bround(2.345, 2) AS f, bround(7.5) AS g;
