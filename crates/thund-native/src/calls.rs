@@ -147,8 +147,9 @@ pub(crate) fn rewrite_call(expr: &Expr) -> Option<Expr> {
     Some(out)
 }
 
-/// An integer literal that fits an INT (`-5` too), cast to one.
-fn int_literal(e: &Expr) -> Option<Expr> {
+/// An integer literal that fits an INT, cast to one (`-2147483648` too, though its digits
+/// alone do not fit).
+pub(crate) fn int_literal(e: &Expr) -> Option<Expr> {
     let number = |e: &Expr| match e {
         Expr::Value(v) => match &v.value {
             sqlparser::ast::Value::Number(n, false) => Some(n.clone()),

@@ -364,27 +364,8 @@ impl VisitorMut for SparkFunctions {
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
-                    let digits = |e: &Expr| match e {
-                        Expr::Value(v) => match &v.value {
-                            Value::Number(n, false) => Some(n.clone()),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    // `-2147483648` is an INT too, though its digits alone are not.
-                    let int = match e {
-                        Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } => digits(expr)
-                            .is_some_and(|n| n.parse::<i32>().is_err() && format!("-{n}").parse::<i32>().is_ok()),
-                        _ => digits(e).is_some_and(|n| n.parse::<i32>().is_ok()),
-                    };
-                    if int {
-                        *e = Expr::Cast {
-                            kind: CastKind::Cast,
-                            expr: Box::new(e.clone()),
-                            data_type: SqlType::Int(None),
-                            array: false,
-                            format: None,
-                        };
+                    if let Some(int) = crate::calls::int_literal(e) {
+                        *e = int;
                     }
                     ControlFlow::<()>::Continue(())
                 });
