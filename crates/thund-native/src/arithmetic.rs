@@ -27,7 +27,7 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 
 pub(crate) fn register(ctx: &SessionContext) {
-    for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide, Op::Mod] {
+    for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide, Op::Mod, Op::IntDivide] {
         ctx.register_udf(operator(op, OnFailure::Null));
     }
 }
@@ -53,6 +53,8 @@ pub(crate) enum Op {
     Multiply,
     Divide,
     Mod,
+    /// `a DIV b`: integer division, truncating, a BIGINT.
+    IntDivide,
 }
 
 impl Op {
@@ -62,7 +64,7 @@ impl Op {
             Op::Add => "add",
             Op::Subtract => "subtract",
             Op::Multiply => "multiply",
-            Op::Divide => "divide",
+            Op::Divide | Op::IntDivide => "divide",
             Op::Mod => "mod",
         }
     }
@@ -72,7 +74,7 @@ impl Op {
             Op::Add => Operator::Plus,
             Op::Subtract => Operator::Minus,
             Op::Multiply => Operator::Multiply,
-            Op::Divide => Operator::Divide,
+            Op::Divide | Op::IntDivide => Operator::Divide,
             Op::Mod => Operator::Modulo,
         }
     }
@@ -100,6 +102,16 @@ enum Plan {
 impl Arithmetic {
     fn plan(&self, l: &DataType, r: &DataType) -> Result<Plan> {
         let int = |t: &DataType| t.is_integer() || t == &DataType::Null;
+        if self.op == Op::IntDivide {
+            if int(l) && int(r) {
+                return Ok(Plan::Integers(DataType::Int64));
+            }
+            return plan_err!(
+                "div of {} and {} runs on the Spark backend (only integers are divided here)",
+                crate::types::spark_type_name(l),
+                crate::types::spark_type_name(r)
+            );
+        }
         if int(l) && int(r) {
             if self.op == Op::Divide {
                 return Ok(Plan::Doubles);
@@ -152,6 +164,9 @@ impl ScalarUDFImpl for Arithmetic {
             (OnFailure::Null, Op::Multiply) => "try_multiply",
             (OnFailure::Null, Op::Divide) => "try_divide",
             (OnFailure::Null, Op::Mod) => "try_mod",
+            // Not a `try_`: `div` without ANSI mode, whose zero divisor gives NULL.
+            (OnFailure::Null, Op::IntDivide) => "div",
+            (OnFailure::Error, Op::IntDivide) => "ansi_div",
             (OnFailure::Error, Op::Add) => "ansi_add",
             (OnFailure::Error, Op::Subtract) => "ansi_subtract",
             (OnFailure::Error, Op::Multiply) => "ansi_multiply",
@@ -177,27 +192,34 @@ impl ScalarUDFImpl for Arithmetic {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let (l, r) = (Arg::new(&args.args[0])?, Arg::new(&args.args[1])?);
-        let dividing = matches!(self.op, Op::Divide | Op::Mod);
+        let dividing = matches!(self.op, Op::Divide | Op::Mod | Op::IntDivide);
         if dividing && self.on_failure == OnFailure::Error && has_zero(&r.values)? {
             return exec_err!(
                 "{}: use try_{} to get NULL for a zero divisor, or set spark.sql.ansi.enabled to false",
-                if self.op == Op::Divide {
-                    "[DIVIDE_BY_ZERO] division by zero"
-                } else {
+                if self.op == Op::Mod {
                     "[REMAINDER_BY_ZERO] remainder by zero"
+                } else {
+                    "[DIVIDE_BY_ZERO] division by zero"
                 },
-                if self.op == Op::Divide { "divide" } else { "mod" }
+                self.op.function()
             );
         }
         let out: ArrayRef = match self.plan(l.values.data_type(), r.values.data_type())? {
             // Arrow's kernels, over the whole batch (a scalar kept as one): checked `+ - *` fail
             // on the first overflow, and a remainder by a divisor made NULL where it is zero is
             // NULL there (the one remainder that overflows, MIN % -1, is 0 in Arrow, as on Spark).
-            Plan::Integers(t) if self.op == Op::Mod || self.on_failure == OnFailure::Error => {
+            Plan::Integers(t) if matches!(self.op, Op::Mod | Op::IntDivide) || self.on_failure == OnFailure::Error => {
                 let (x, y) = (l.cast(&t)?, r.cast(&t)?);
                 let y = if dividing { y.zero_as_null()? } else { y };
                 match operate(self.op, &*x.datum(), &*y.datum()) {
                     Ok(answer) => answer,
+                    // The one quotient that overflows, MIN DIV -1, wraps without ANSI mode.
+                    Err(_) if self.op == Op::IntDivide && self.on_failure == OnFailure::Null => {
+                        let (x, y) = (as_type::<Int64Type>(&x.to_array(n)?)?, as_type::<Int64Type>(&y.to_array(n)?)?);
+                        let q: PrimitiveArray<Int64Type> =
+                            x.iter().zip(y.iter()).map(|(a, b)| Some(a?.wrapping_div(b?))).collect();
+                        Arc::new(q)
+                    }
                     Err(e) => {
                         return exec_err!(
                             "[ARITHMETIC_OVERFLOW] {} overflow ({e}): use try_{} to get NULL instead, or \
@@ -360,7 +382,7 @@ impl Arithmetic {
                     Op::Subtract => a.sub_checked(b).ok(),
                     Op::Multiply => a.mul_checked(b).ok(),
                     // `%` and `/` are computed in `invoke_with_args`, never here.
-                    Op::Divide | Op::Mod => None,
+                    Op::Divide | Op::Mod | Op::IntDivide => None,
                 }
             })
             .collect())
@@ -372,7 +394,7 @@ fn operate(op: Op, x: &dyn arrow::array::Datum, y: &dyn arrow::array::Datum) -> 
         Op::Add => numeric::add(x, y)?,
         Op::Subtract => numeric::sub(x, y)?,
         Op::Multiply => numeric::mul(x, y)?,
-        Op::Divide => numeric::div(x, y)?,
+        Op::Divide | Op::IntDivide => numeric::div(x, y)?,
         Op::Mod => numeric::rem(x, y)?,
     })
 }

@@ -38,8 +38,6 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("equal_null", 2, "(__a1 IS NOT DISTINCT FROM __a2)"),
     ("nullifzero", 1, "nullif(__a1, 0)"),
     ("zeroifnull", 1, "coalesce(__a1, 0)"),
-    ("startswith", 2, "starts_with(__a1, __a2)"),
-    ("endswith", 2, "ends_with(__a1, __a2)"),
     ("like", 2, "(__a1 LIKE __a2)"),
     ("ilike", 2, "(__a1 ILIKE __a2)"),
     ("rlike", 2, "regexp_like(__a1, __a2)"),
@@ -99,7 +97,25 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("array_size", 1, "CAST(array_length(__a1) AS INT)"),
     ("map_contains_key", 2, "array_has(map_keys(__a1), __a2)"),
     ("sort_array", 1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),
+    // Ascending puts NULL first, descending last.
+    (
+        "sort_array",
+        2,
+        "CASE WHEN __a2 THEN array_sort(__a1, 'ASC', 'NULLS FIRST') ELSE array_sort(__a1, 'DESC', 'NULLS LAST') END",
+    ),
+    // The position of the first match at or after a position.
+    ("locate", 3, LOCATE_FROM),
+    ("position", 3, LOCATE_FROM),
+    ("positive", 1, "(+__a1)"),
+    ("rint", 1, "rint(CAST(__a1 AS DOUBLE))"),
+    ("second", 1, "second(CAST(__a1 AS TIMESTAMP))"),
 ];
+
+/// `locate(substr, str, pos)`: 0 before position 1 or for a NULL position; an empty string is
+/// found at 1 (as Java's `indexOf` finds it at 0).
+const LOCATE_FROM: &str = "CAST(CASE WHEN __a3 IS NULL THEN 0 WHEN __a1 IS NULL OR __a2 IS NULL THEN NULL \
+     WHEN __a3 < 1 THEN 0 WHEN __a1 = '' THEN 1 WHEN strpos(substring(__a2, __a3), __a1) = 0 THEN 0 \
+     ELSE strpos(substring(__a2, __a3), __a1) + __a3 - 1 END AS INT)";
 
 /// The templates, parsed.
 fn parsed() -> &'static [(&'static str, usize, Expr)] {
@@ -173,7 +189,8 @@ pub(crate) fn int_literal(e: &Expr) -> Option<Expr> {
 
 /// Functions whose fields Spark takes as INTs: their integer literals typed so (the planner
 /// reads `2024` as a BIGINT, which they refuse, as Spark refuses a BIGINT column in ANSI mode).
-const INT_FIELDS: [&str; 6] = [
+const INT_FIELDS: [&str; 7] = [
+    "factorial",
     "make_timestamp",
     "make_timestamp_ltz",
     "make_timestamp_ntz",
@@ -203,6 +220,94 @@ pub(crate) fn rewrite_int_fields(expr: &Expr) -> Option<Expr> {
     let mut call = f.clone();
     call.args = FunctionArguments::List(list);
     changed.then_some(Expr::Function(call))
+}
+
+/// Spark's operators DataFusion's SQL lacks, as the functions computing them (`datafusion-spark`'s
+/// and `arithmetic`'s): `!x` is `NOT x`, `~x` `bitwise_not(x)`, `a << b` `shiftleft(a, b)`,
+/// `a >> b` `shiftright`, `a >>> b` `shiftrightunsigned`, and `a DIV b` `div(a, b)` (integer
+/// division, a BIGINT).
+pub(crate) fn rewrite_operator(expr: &Expr) -> Option<Expr> {
+    use sqlparser::ast::{BinaryOperator, UnaryOperator};
+    match expr {
+        Expr::UnaryOp { op: UnaryOperator::BangNot, expr } => {
+            Some(Expr::UnaryOp { op: UnaryOperator::Not, expr: expr.clone() })
+        }
+        Expr::UnaryOp { op: UnaryOperator::BitwiseNot, expr } => Some(function("bitwise_not", vec![*expr.clone()])),
+        Expr::BinaryOp { left, op, right } => {
+            let name = match op {
+                BinaryOperator::PGBitwiseShiftLeft => "shiftleft",
+                BinaryOperator::PGBitwiseShiftRight => "shiftright",
+                BinaryOperator::Custom(s) if s == ">>>" => "shiftrightunsigned",
+                BinaryOperator::MyIntegerDivide => "div",
+                _ => return None,
+            };
+            Some(function(name, vec![*left.clone(), *right.clone()]))
+        }
+        _ => None,
+    }
+}
+
+/// `-1L` where `1L` was already made `CAST(1 AS BIGINT)`: the negative number cast, so the
+/// least BIGINT, `-9223372036854775808L`, whose digits alone do not fit, is read as one.
+pub(crate) fn rewrite_negative_bigint(expr: &Expr) -> Option<Expr> {
+    let Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } = expr else { return None };
+    let Expr::Cast { expr: inner, data_type: sqlparser::ast::DataType::BigInt(None), .. } = expr.as_ref() else {
+        return None;
+    };
+    let Expr::Value(v) = inner.as_ref() else { return None };
+    let sqlparser::ast::Value::Number(n, false) = &v.value else { return None };
+    let mut cast = expr.as_ref().clone();
+    if let Expr::Cast { expr, .. } = &mut cast {
+        **expr = Expr::value(sqlparser::ast::Value::Number(format!("-{n}"), false));
+    }
+    Some(cast)
+}
+
+/// `first(x, true)` (`last`, `first_value`, `last_value`, `any_value`): the function skipping
+/// NULLs (`IGNORE NULLS`); with `false`, the function of one argument. Only a literal says
+/// which; any other second argument is left to fail.
+pub(crate) fn rewrite_ignore_nulls(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let target = match name.as_str() {
+        "first" | "first_value" | "any_value" => "first_value",
+        "last" | "last_value" => "last_value",
+        _ => return None,
+    };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [value, FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(flag)))] = list.args.as_slice() else {
+        return None;
+    };
+    let ignore = match flag.value {
+        sqlparser::ast::Value::Boolean(b) => b,
+        _ => return None,
+    };
+    let mut call = f.clone();
+    let mut list = list.clone();
+    list.args = vec![value.clone()];
+    call.args = FunctionArguments::List(list);
+    // `any_value(x)` keeps the group's first value, NULL or not (see `engine::rewrite_any_value`).
+    call.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new(target)]);
+    if ignore {
+        call.null_treatment = Some(sqlparser::ast::NullTreatment::IgnoreNulls);
+    }
+    Some(Expr::Function(call))
+}
+
+/// `rank(x) OVER (…)` (`dense_rank`, `percent_rank`): Spark ranks by the window's ORDER BY and
+/// ignores the arguments, which DataFusion's functions do not take.
+pub(crate) fn rewrite_rank_arguments(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if f.over.is_none() || list.args.is_empty() || !matches!(name.as_str(), "rank" | "dense_rank" | "percent_rank") {
+        return None;
+    }
+    let mut call = f.clone();
+    let mut list = list.clone();
+    list.args.clear();
+    call.args = FunctionArguments::List(list);
+    Some(Expr::Function(call))
 }
 
 /// `ceil(x, d)` and `floor(x, d)` where the parser reads them as CEIL and FLOOR with a scale

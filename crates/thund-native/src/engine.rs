@@ -110,6 +110,7 @@ fn context(catalog: &str, database: &str, opts: &EngineOptions, ansi: bool) -> R
         .build();
     let ctx = SessionContext::new_with_state(state);
     crate::functions::register(&ctx);
+    crate::session::register(&ctx, catalog, database);
     Ok(ctx)
 }
 
@@ -414,6 +415,10 @@ impl VisitorMut for SparkFunctions {
             .or_else(|| crate::calls::rewrite_mode(expr))
             .or_else(|| crate::calls::rewrite_ceil_floor(expr))
             .or_else(|| crate::calls::rewrite_int_fields(expr))
+            .or_else(|| crate::calls::rewrite_operator(expr))
+            .or_else(|| crate::calls::rewrite_ignore_nulls(expr))
+            .or_else(|| crate::calls::rewrite_rank_arguments(expr))
+            .or_else(|| crate::calls::rewrite_negative_bigint(expr))
             .or_else(|| rewrite_position(expr))
             .or_else(|| rewrite_struct(expr))
             .or_else(|| rewrite_any_value(expr))

@@ -38,6 +38,30 @@ const REFUSED: [(&str, &str); 4] = [
 /// Functions that turn an array, map or struct argument into text (Spark keeps its type).
 const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"];
 
+fn is_binary(e: &Expr, schema: &DFSchema) -> bool {
+    e.get_type(schema).is_ok_and(|t| matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView))
+}
+
+/// The function computing `name` (one of `NESTED_AS_TEXT`) of arrays, where its arguments have
+/// one type (NULLs aside; Spark would widen the others, which is left to it): `reverse` reverses
+/// the elements, `concat` concatenates the arrays, `nvl` and `ifnull` are `coalesce`.
+fn nested_form(name: &str, args: &[Expr], schema: &DFSchema) -> Option<Arc<datafusion::logical_expr::ScalarUDF>> {
+    let types: Vec<DataType> = args.iter().map(|a| a.get_type(schema)).collect::<Result<_>>().ok()?;
+    let mut typed = types.iter().filter(|t| **t != DataType::Null);
+    let first = typed.next()?;
+    if !matches!(first, DataType::List(_)) || typed.any(|t| !t.equals_datatype(first)) {
+        return None;
+    }
+    match name {
+        "reverse" if args.len() == 1 => Some(datafusion::functions_nested::reverse::array_reverse_udf()),
+        "concat" if types.iter().all(|t| t.equals_datatype(first)) => {
+            Some(datafusion::functions_nested::concat::array_concat_udf())
+        }
+        "nvl" | "ifnull" => Some(datafusion::functions::core::coalesce()),
+        _ => None,
+    }
+}
+
 /// `plan` with Spark's semantics in Spark's ANSI mode or without it (`ansi`), or the first
 /// function that would answer differently.
 pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
@@ -233,6 +257,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         })
     };
     if NESTED_AS_TEXT.contains(&name.as_str()) && args.iter().any(nested) {
+        if let Some(nested_call) = nested_form(&name, &args, schema) {
+            return Ok(Transformed::yes(call(nested_call, args)));
+        }
         return Err(refused(&name, "on an array, map or struct it answers with text"));
     }
     if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
@@ -297,6 +324,16 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
             let map_extract = datafusion::functions_nested::map_extract::map_extract_udf();
             call(array_element, vec![call(map_extract, args), lit(1i64)])
         }
+        // `left` and `substring` of a BINARY are bytes (DataFusion's read the bytes as text).
+        "left" if args.len() == 2 && is_binary(&args[0], schema) => {
+            call(crate::binary::substr(), vec![args[0].clone(), lit(1i64), args[1].clone()])
+        }
+        "substr" | "substring" if is_binary(&args[0], schema) => call(crate::binary::substr(), args),
+        "overlay" if is_binary(&args[0], schema) => {
+            return Err(refused("overlay", "of a BINARY it answers with text"));
+        }
+        // `a DIV b` in ANSI mode: a zero divisor and an overflow fail.
+        "div" if ansi => call(Arc::new(crate::arithmetic::operator(Op::IntDivide, OnFailure::Error)), args),
         // Spark's `array_remove` removes every element equal to the value.
         "array_remove" => call(datafusion::functions_nested::remove::array_remove_all_udf(), args),
         // Spark reads a string given for a timestamp as a TIMESTAMP (an instant, in the session's

@@ -42,6 +42,8 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::datetime::register(ctx);
     crate::timestamps::register(ctx);
     crate::modes::register(ctx);
+    crate::moments::register(ctx);
+    crate::binary::register(ctx);
     crate::rounding::register(ctx);
     crate::strings::register(ctx);
     crate::arithmetic::register(ctx);

@@ -50,6 +50,7 @@
 
 mod arithmetic;
 mod backend;
+mod binary;
 mod calls;
 mod casts;
 mod datetime;
@@ -68,6 +69,7 @@ mod json;
 mod lambdas;
 mod lateral;
 mod modes;
+mod moments;
 mod names;
 mod query;
 mod refresh;
@@ -75,6 +77,7 @@ mod regexp;
 mod resolution;
 mod rounding;
 mod run;
+mod session;
 mod shapes;
 mod storage;
 mod streaming;

@@ -120,7 +120,8 @@ fn sql(e: &Expr) -> Option<String> {
             Expr::Value(v) if matches!(v.value, Value::Number(..)) => format!("-{}", literal(&v.value)?),
             other => format!("(- {})", sql(other)?),
         },
-        Expr::UnaryOp { op: UnaryOperator::Not, expr } => format!("(NOT {})", sql(expr)?),
+        Expr::UnaryOp { op: UnaryOperator::Not | UnaryOperator::BangNot, expr } => format!("(NOT {})", sql(expr)?),
+        Expr::UnaryOp { op: UnaryOperator::Plus, expr } => format!("(+ {})", sql(expr)?),
         Expr::UnaryOp { op: UnaryOperator::BitwiseNot, expr } => format!("~{}", sql(expr)?),
         Expr::BinaryOp { left, op, right } => {
             let (l, r) = (sql(left)?, sql(right)?);
@@ -128,6 +129,9 @@ fn sql(e: &Expr) -> Option<String> {
                 BinaryOperator::StringConcat => format!("concat({l}, {r})"),
                 BinaryOperator::NotEq => format!("(NOT ({l} = {r}))"),
                 BinaryOperator::MyIntegerDivide => format!("({l} div {r})"),
+                BinaryOperator::PGBitwiseShiftLeft => format!("({l} << {r})"),
+                BinaryOperator::PGBitwiseShiftRight => format!("({l} >> {r})"),
+                BinaryOperator::Custom(op) if op == ">>>" => format!("({l} >>> {r})"),
                 op => format!("({l} {} {r})", operator(op)?),
             }
         }
@@ -238,6 +242,12 @@ fn sql(e: &Expr) -> Option<String> {
                 "from_json" if !args.is_empty() => return Some(format!("from_json({})", args[0])),
                 "str_to_map" if args.len() == 1 => args.extend([",".into(), ":".into()]),
                 "datepart" if args.len() == 2 => return Some(format!("datepart({} FROM {})", args[0], args[1])),
+                // Whether NULLs are skipped is not in the name.
+                "first" | "last" | "first_value" | "last_value" | "any_value" if args.len() == 2 => {
+                    return Some(format!("{name}({})", args[0]))
+                }
+                "positive" if args.len() == 1 => return Some(format!("(+ {})", args[0])),
+                "current_database" => return Some("current_schema()".into()),
                 _ => {}
             }
             let name = match name.as_str() {
@@ -315,7 +325,7 @@ fn sql(e: &Expr) -> Option<String> {
 const LAMBDA_VARIABLE: &str = "namedlambdavariable()";
 
 /// Functions Spark prints in upper case (as its math functions name themselves).
-const UPPER_CASE: [&str; 32] = [
+const UPPER_CASE: [&str; 33] = [
     "acos",
     "acosh",
     "asin",
@@ -336,6 +346,7 @@ const UPPER_CASE: [&str; 32] = [
     "hypot",
     "log",
     "log10",
+    "log1p",
     "log2",
     "pi",
     "power",

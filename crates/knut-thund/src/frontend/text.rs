@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use sqlparser::dialect::SparkSqlDialect;
+use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::dialect::{Dialect, SparkSqlDialect};
 use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Word};
 
 use crate::error::Diagnostic;
@@ -11,7 +13,114 @@ use crate::ir::query::LineIndex;
 use crate::ir::SourceLocation;
 
 /// The dialect every pipeline file is read in.
-pub(crate) const DIALECT: SparkSqlDialect = SparkSqlDialect {};
+pub(crate) const DIALECT: SparkSql = SparkSql;
+
+/// Spark SQL as sqlparser's `SparkSqlDialect` reads it, with Spark's operators that dialect
+/// lacks or binds otherwise:
+///
+/// - `<<`, `>>` and `>>>` shift, binding looser than `+`/`-` and tighter than `&` (Spark's
+///   grammar); `>>>` (the tokenizer's `>>` and `>`, adjacent) is `BinaryOperator::Custom(">>>")`;
+/// - `a DIV b` binds as `*` does (sqlparser's reads the whole rest of the expression as `b`, so
+///   `7 div 2 * 3` was `7 div 6`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SparkSql;
+
+/// The precedence of Spark's shift operators, between `+`/`-` (30) and `&` (23).
+const SHIFT: u8 = 25;
+/// The precedence of `*`, `/`, `%` and `DIV`.
+const MULTIPLY: u8 = 40;
+
+impl SparkSql {
+    /// Whether the next tokens are `>>>`: `>>` and `>` with nothing between them.
+    fn unsigned_shift_next(parser: &Parser) -> bool {
+        let (a, b) = (parser.peek_nth_token_ref(0), parser.peek_nth_token_ref(1));
+        a.token == Token::ShiftRight && b.token == Token::Gt && a.span.end == b.span.start
+    }
+}
+
+impl Dialect for SparkSql {
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        SparkSqlDialect.is_delimited_identifier_start(ch)
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        SparkSqlDialect.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        SparkSqlDialect.is_identifier_part(ch)
+    }
+    fn supports_filter_during_aggregation(&self) -> bool {
+        SparkSqlDialect.supports_filter_during_aggregation()
+    }
+    fn supports_group_by_expr(&self) -> bool {
+        SparkSqlDialect.supports_group_by_expr()
+    }
+    fn supports_group_by_with_modifier(&self) -> bool {
+        SparkSqlDialect.supports_group_by_with_modifier()
+    }
+    fn supports_lambda_functions(&self) -> bool {
+        SparkSqlDialect.supports_lambda_functions()
+    }
+    fn supports_select_wildcard_except(&self) -> bool {
+        SparkSqlDialect.supports_select_wildcard_except()
+    }
+    fn supports_struct_literal(&self) -> bool {
+        SparkSqlDialect.supports_struct_literal()
+    }
+    fn supports_nested_comments(&self) -> bool {
+        SparkSqlDialect.supports_nested_comments()
+    }
+    fn supports_create_table_using(&self) -> bool {
+        SparkSqlDialect.supports_create_table_using()
+    }
+    fn supports_long_type_as_bigint(&self) -> bool {
+        SparkSqlDialect.supports_long_type_as_bigint()
+    }
+    fn supports_values_as_table_factor(&self) -> bool {
+        SparkSqlDialect.supports_values_as_table_factor()
+    }
+    fn require_interval_qualifier(&self) -> bool {
+        SparkSqlDialect.require_interval_qualifier()
+    }
+    fn supports_bang_not_operator(&self) -> bool {
+        SparkSqlDialect.supports_bang_not_operator()
+    }
+    fn supports_select_item_multi_column_alias(&self) -> bool {
+        SparkSqlDialect.supports_select_item_multi_column_alias()
+    }
+    fn supports_cte_without_as(&self) -> bool {
+        SparkSqlDialect.supports_cte_without_as()
+    }
+    fn supports_map_literal_with_angle_brackets(&self) -> bool {
+        SparkSqlDialect.supports_map_literal_with_angle_brackets()
+    }
+    fn supports_bitwise_shift_operators(&self) -> bool {
+        true
+    }
+
+    fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        match &parser.peek_token_ref().token {
+            Token::ShiftLeft | Token::ShiftRight => Some(Ok(SHIFT)),
+            _ => None,
+        }
+    }
+
+    fn parse_infix(&self, parser: &mut Parser, expr: &Expr, _precedence: u8) -> Option<Result<Expr, ParserError>> {
+        let op = if parser.parse_keyword(Keyword::DIV) {
+            (BinaryOperator::MyIntegerDivide, MULTIPLY)
+        } else if Self::unsigned_shift_next(parser) {
+            parser.advance_token();
+            parser.advance_token();
+            (BinaryOperator::Custom(">>>".into()), SHIFT)
+        } else {
+            return None;
+        };
+        Some(parser.parse_subexpr(op.1).map(|right| Expr::BinaryOp {
+            left: Box::new(expr.clone()),
+            op: op.0,
+            right: Box::new(right),
+        }))
+    }
+}
 
 /// Replaces `${key}` with `configuration[key]` outside comments. Every undefined key is
 /// reported with its line. Values are spliced as they are, so lines keep their numbers as long
@@ -180,11 +289,12 @@ pub(crate) fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) 
 /// reads `1.5D` as the number `1.5` and the word `D`, which the parser then takes for an alias
 /// (`SELECT 1.5D` would be a column `D` holding a DECIMAL): `…D` becomes a DOUBLE (`1.5E0`), `…BD`
 /// a DECIMAL (`10.`), and `…F`, `…S`, `…Y` casts to FLOAT, SMALLINT and TINYINT. (`…L` the
-/// dialect reads itself.)
-pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'static>, sqlparser::parser::ParserError> {
+/// dialect reads itself.) Raw strings and `TRIM(BOTH FROM …)` are read as `spark_forms` says.
+pub(crate) fn spark_parser(sql: &str) -> Result<Parser<'static>, ParserError> {
     let raw = Tokenizer::new(&DIALECT, sql)
         .tokenize_with_location()
-        .map_err(|e| sqlparser::parser::ParserError::TokenizerError(e.to_string()))?;
+        .map_err(|e| ParserError::TokenizerError(e.to_string()))?;
+    let raw = spark_forms(raw);
     let mut tokens = Vec::with_capacity(raw.len());
     let function_exists: Vec<bool> = (0..raw.len()).map(|i| is_exists_function(&raw, i)).collect();
     let mut raw = raw.into_iter().enumerate().map(|(i, mut t)| {
@@ -210,6 +320,8 @@ pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'stati
         let with = |token: Token| TokenWithSpan { token, span: t.span };
         match suffix.as_deref() {
             Some("D") if !n.contains(['e', 'E']) => tokens.push(with(Token::Number(format!("{n}E0"), false))),
+            // With an exponent the number is a DOUBLE already.
+            Some("D") => tokens.push(with(Token::Number(n.clone(), false))),
             Some("BD") if !n.contains(['e', 'E']) => {
                 let decimal = if n.contains('.') { n.clone() } else { format!("{n}.") };
                 tokens.push(with(Token::Number(decimal, false)));
@@ -236,7 +348,64 @@ pub(crate) fn spark_parser(sql: &str) -> Result<sqlparser::parser::Parser<'stati
         }
         raw.next(); // the suffix
     }
-    Ok(sqlparser::parser::Parser::new(&DIALECT).with_tokens_with_locations(tokens))
+    Ok(Parser::new(&DIALECT).with_tokens_with_locations(tokens))
+}
+
+/// Spark's spellings the tokenizer or the parser do not know, as ones they do:
+///
+/// - a raw string `r'…'` (or `R"…"`), which the tokenizer reads as the word `r` before a string:
+///   the string with each backslash doubled, so reading its escapes as Spark's parser does (the
+///   engine does, for every string) gives back its text;
+/// - `TRIM(BOTH FROM x)`, `TRIM(LEADING FROM x)`, `TRIM(TRAILING FROM x)`, which trim spaces:
+///   `TRIM(x)`, `LTRIM(x)`, `RTRIM(x)` (Spark's names for them too).
+fn spark_forms(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(raw.len());
+    let mut raw = raw.into_iter().peekable();
+    while let Some(t) = raw.next() {
+        let raw_prefix =
+            matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("r"));
+        if let (true, Some(next)) = (raw_prefix, raw.peek()) {
+            if next.span.start == t.span.end {
+                let doubled = |s: &str| s.replace('\\', "\\\\");
+                let token = match &next.token {
+                    Token::SingleQuotedString(s) => Some(Token::SingleQuotedString(doubled(s))),
+                    Token::DoubleQuotedString(s) => Some(Token::DoubleQuotedString(doubled(s))),
+                    _ => None,
+                };
+                if let Some(token) = token {
+                    let span = sqlparser::tokenizer::Span::new(t.span.start, next.span.end);
+                    raw.next();
+                    out.push(TokenWithSpan { token, span });
+                    continue;
+                }
+            }
+        }
+        if matches!(&t.token, Token::Word(w) if w.keyword == Keyword::FROM) && trim_side(&mut out) {
+            continue;
+        }
+        out.push(t);
+    }
+    out
+}
+
+/// At a `FROM` after `TRIM ( BOTH` (`LEADING`, `TRAILING`): takes the side out of `out` (the
+/// tokens so far), naming the function for it, and says so (the `FROM` is then dropped).
+fn trim_side(out: &mut Vec<TokenWithSpan>) -> bool {
+    let words: Vec<usize> =
+        (0..out.len()).rev().filter(|&i| !matches!(out[i].token, Token::Whitespace(_))).take(3).collect();
+    let [side, open, trim] = words[..] else { return false };
+    let function = match &out[side].token {
+        Token::Word(w) if w.keyword == Keyword::BOTH => "TRIM",
+        Token::Word(w) if w.keyword == Keyword::LEADING => "LTRIM",
+        Token::Word(w) if w.keyword == Keyword::TRAILING => "RTRIM",
+        _ => return false,
+    };
+    if out[open].token != Token::LParen || !matches!(&out[trim].token, Token::Word(w) if w.keyword == Keyword::TRIM) {
+        return false;
+    }
+    out.truncate(side);
+    out[trim].token = Token::make_word(function, None);
+    true
 }
 
 /// Whether token `i` is Spark's higher-order function `exists(array, x -> …)`: the word
@@ -272,6 +441,31 @@ mod tests {
             let q = parse(sub);
             assert!(q.contains("EXISTS (") && !q.contains('`'), "{q}");
         }
+    }
+
+    #[test]
+    fn sparks_operators_bind_as_in_its_grammar() {
+        let parse = |sql: &str| format!("{:?}", spark_parser(sql).unwrap().parse_expr().unwrap());
+        // `DIV` binds as `*`: (7 DIV 2) * 3.
+        let div = parse("7 div 2 * 3");
+        assert!(div.starts_with("BinaryOp { left: BinaryOp") && div.contains("MyIntegerDivide"), "{div}");
+        // Shifts bind looser than `+` and tighter than `&`: (4 >>> (1 + 1)) & 3.
+        let shift = parse("4 >>> 1 + 1 & 3");
+        assert!(shift.contains("Custom(\">>>\")") && shift.contains("op: BitwiseAnd"), "{shift}");
+        assert!(shift.find("BitwiseAnd") > shift.find("Plus"), "& is the outermost: {shift}");
+        // `> >` apart is no shift.
+        assert!(spark_parser("1 > > 2").unwrap().parse_expr().is_err());
+    }
+
+    #[test]
+    fn raw_strings_and_trim_sides_read_as_spark_reads_them() {
+        let parse = |sql: &str| spark_parser(sql).unwrap().parse_expr().unwrap().to_string();
+        assert_eq!(parse(r"r'\d'"), r"'\\d'", "the backslash doubled, so unescaping gives it back");
+        assert_eq!(parse("TRIM(BOTH FROM x)"), "TRIM(x)");
+        assert_eq!(parse("trim(LEADING FROM x)"), "LTRIM(x)");
+        assert_eq!(parse("TRIM(TRAILING 'a' FROM x)"), "TRIM(TRAILING 'a' FROM x)");
+        // A word `r` apart from a string is a word.
+        assert!(spark_parser("r 'a'").unwrap().parse_expr().unwrap().to_string().starts_with('r'));
     }
 
     #[test]

@@ -1,0 +1,52 @@
+-- Operators and functions Spark has under its own spellings: integer division, shifts, `!` and
+-- `~`, raw strings, TRIM's sides, charsets and binaries, moments, NULL-skipping first/last,
+-- and the session's names.
+
+-- Integer division and shifts, with their precedence
+SELECT 7 div 2 * 3 AS a, 2 << 1 + 1 AS b, 1 | 2 << 1 AS c, 4 >>> 1 & 3 AS d;
+SELECT x div y AS q FROM VALUES (7, 2), (-7, 2), (5, 0), (CAST(NULL AS INT), 1) AS t(x, y);
+SELECT -9223372036854775808L div -1 AS q;
+SELECT CAST(5 AS TINYINT) div CAST(2 AS TINYINT) AS q, 9223372036854775807L div 2 AS r;
+SELECT x << 3 AS l, x >> 1 AS r, x >>> 1 AS u FROM VALUES (1), (-1), (1073741824), (CAST(NULL AS INT)) AS t(x);
+SELECT x << 65 AS l, x >>> 60 AS u FROM VALUES (1L), (-1L) AS t(x);
+SELECT ~ x AS n, ! b AS nb FROM VALUES (5, true), (-1, false), (CAST(NULL AS INT), CAST(NULL AS BOOLEAN)) AS t(x, b);
+SELECT -9223372036854775808L AS least_bigint, -5L AS m;
+-- Raw strings and TRIM's sides
+SELECT r'\\abc' AS a, R'a\nb' AS b, r"x\y" AS c, regexp_replace('100-200', r'(\d+)', 'n') AS d;
+SELECT trim(BOTH FROM s) AS b, trim(LEADING FROM s) AS l, trim(TRAILING FROM s) AS t FROM VALUES ('  a b  '), (NULL) AS v(s);
+-- Positions, numbers
+SELECT locate('b', s, p) AS l, position('b', s, p) AS q FROM VALUES ('abcabc', 1), ('abcabc', 3), ('abcabc', 0), ('abcabc', NULL), ('aéb', 2), (NULL, 1) AS t(s, p);
+SELECT locate('', 'abc', 5) AS e, locate('c', 'abcabc', 4) AS f;
+SELECT log1p(x) AS l FROM VALUES (0.0D), (1e-20D), (-1.0D), (-2.0D), (CAST(NULL AS DOUBLE)) AS t(x);
+SELECT rint(12.3456) AS a, rint(-2.5) AS b, rint(CAST(2.5 AS FLOAT)) AS c, rint(3) AS d;
+SELECT factorial(x) AS f FROM VALUES (0), (5), (20), (21), (-1), (CAST(NULL AS INT)) AS t(x);
+SELECT positive(1) AS a, positive(-2.5) AS b, positive(CAST(1 AS TINYINT)) AS c;
+-- Collections
+SELECT sort_array(a, true) AS up, sort_array(a, false) AS down FROM VALUES (array(3, NULL, 1)), (array(2)) AS t(a);
+SELECT reverse(a) AS r, nvl(CAST(NULL AS ARRAY<INT>), a) AS n, concat(a, a) AS c FROM VALUES (array(1, NULL, 3)) AS t(a);
+-- First and last values, NULLs skipped or not
+SELECT first(x, true) AS f, last(x, true) AS l, first(x, false) AS f0, any_value(x, true) AS a FROM VALUES (NULL), (5), (20), (NULL) AS t(x);
+SELECT k, first(x, true) AS f, last(x, true) AS l FROM VALUES (1, NULL), (1, 4), (2, NULL) AS t(k, x) GROUP BY k;
+SELECT x, first_value(x, true) OVER (ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS f FROM VALUES (1, NULL), (2, 7), (3, NULL) AS t(i, x);
+SELECT a, b, rank(b) OVER (PARTITION BY a ORDER BY b) AS r, percent_rank(b) OVER (PARTITION BY a ORDER BY b) AS p FROM VALUES ('A1', 2), ('A1', 1), ('A2', 3), ('A1', 1) AS t(a, b);
+-- Moments
+SELECT skewness(x) AS s, kurtosis(x) AS k FROM VALUES (-10), (-20), (100), (1000) AS t(x);
+SELECT g, skewness(x) AS s, kurtosis(x) AS k FROM VALUES (1, 1.5), (2, 10.0), (1, 2.5), (2, 10.0), (1, 10.25), (3, NULL) AS t(g, x) GROUP BY g;
+SELECT skewness(id) AS s, kurtosis(id * id) AS k FROM range(1000);
+-- Charsets and binaries
+SELECT hex(encode(s, 'utf-16')) AS a, hex(encode(s, 'UTF-16LE')) AS b, hex(encode(s, 'utf-32')) AS c, hex(encode(s, 'ISO-8859-1')) AS d FROM VALUES ('aé'), (NULL) AS t(s);
+SELECT encode('é', 'US-ASCII') AS e;
+SELECT decode(b, 'utf-8') AS u, decode(b, 'iso-8859-1') AS l FROM VALUES (x'61C3A9'), (NULL) AS t(b);
+SELECT decode(x'FEFF0061', 'UTF-16') AS a, decode(x'0061', 'UTF-16') AS b, decode(x'6100', 'utf-16le') AS c;
+SELECT decode(x'80', 'utf-8') AS d;
+SELECT to_binary(s, f) AS b FROM VALUES ('abc', 'utf-8'), ('616263', 'hex') AS t(s, f);
+SELECT to_binary(s, 'hex') AS h, to_binary(s, 'UTF-8') AS u, to_binary(s) AS d FROM VALUES ('616263'), ('abc'), (NULL) AS t(s);
+SELECT to_binary('YWJj', 'base64') AS b, to_binary('zz', 'hex') AS z;
+SELECT try_to_binary('a!', 'base64') AS a, try_to_binary('6g', 'hex') AS b, to_binary('6162') AS c;
+SELECT validate_utf8(x'61') AS a, try_validate_utf8(x'80') AS b, validate_utf8('é') AS c;
+SELECT octet_length(x) AS o, bit_length(x) AS b FROM VALUES (x'0102'), (x''), (NULL) AS t(x);
+SELECT octet_length('é') AS o, bit_length('é') AS b;
+SELECT startswith(b, x'01') AS s, endswith(b, x'03') AS e, contains(b, x'0203') AS c FROM VALUES (x'010203'), (x''), (NULL) AS t(b);
+SELECT substr(b, 2) AS a, substring(b, -2, 1) AS c, substr(b, 0, 2) AS d, left(b, 2) AS e, left(b, -1) AS f FROM VALUES (x'0102030405'), (NULL) AS t(b);
+-- The session
+SELECT current_catalog() AS c, current_database() AS d, current_schema() AS s;
