@@ -326,7 +326,7 @@ impl Arg {
 
 /// The wider of two integer types (NULL counting as none), as Spark types `+`, `-`, `*`, `%`
 /// of integers.
-fn wider_integer(l: &DataType, r: &DataType) -> DataType {
+pub(crate) fn wider_integer(l: &DataType, r: &DataType) -> DataType {
     let rank = |t: &DataType| match t {
         DataType::Null => 0,
         DataType::Int8 | DataType::UInt8 => 1,

@@ -210,6 +210,57 @@ impl Charset {
     }
 }
 
+/// How `to_char(binary, format)` writes bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinaryFormat {
+    Base64,
+    Hex,
+    Utf8,
+}
+
+/// The constant format of `to_char(binary, format)`: `base64`, `hex` or `utf-8` (any case).
+pub(crate) fn binary_format(function: &str, format: Option<&datafusion::common::ScalarValue>) -> Result<BinaryFormat> {
+    use datafusion::common::ScalarValue;
+    let text = match format {
+        Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => s,
+        _ => return plan_err!("{function}: the format must be a constant string"),
+    };
+    Ok(match text.to_ascii_lowercase().as_str() {
+        "base64" => BinaryFormat::Base64,
+        "hex" => BinaryFormat::Hex,
+        "utf-8" | "utf8" => BinaryFormat::Utf8,
+        _ => {
+            return plan_err!(
+            "[INVALID_PARAMETER_VALUE.BINARY_FORMAT] The value of parameter(s) `format` in `{function}` is invalid: \
+                 expects one of binary formats 'base64', 'hex', 'utf-8', but got '{text}'"
+        )
+        }
+    })
+}
+
+/// `to_char(binary, format)`: base64 (padded, one line), upper-case hexadecimal, or the bytes
+/// read as UTF-8 (bytes that are not fail: Spark would write replacement characters).
+pub(crate) fn to_char(values: &ArrayRef, format: BinaryFormat) -> Result<ArrayRef> {
+    let bytes = arrow::compute::cast(values, &DataType::Binary)?;
+    let bytes = bytes.as_binary::<i32>();
+    let mut out = StringBuilder::with_capacity(bytes.len(), bytes.len() * 8);
+    for b in bytes.iter() {
+        let Some(b) = b else {
+            out.append_null();
+            continue;
+        };
+        match format {
+            BinaryFormat::Base64 => out.append_value(base64::engine::general_purpose::STANDARD.encode(b)),
+            BinaryFormat::Hex => out.append_value(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
+            BinaryFormat::Utf8 => match std::str::from_utf8(b) {
+                Ok(s) => out.append_value(s),
+                Err(_) => return exec_err!("to_char of bytes that are not UTF-8 runs on the Spark backend"),
+            },
+        }
+    }
+    Ok(Arc::new(out.finish()))
+}
+
 /// Hexadecimal digits as bytes, as Spark's `unhex` reads them: an odd count has a leading 0.
 fn unhex(s: &str) -> Option<Vec<u8>> {
     let digits: Vec<u8> = s.chars().map(|c| c.to_digit(16).map(|d| d as u8)).collect::<Option<_>>()?;

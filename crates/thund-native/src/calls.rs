@@ -74,6 +74,7 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     // mode a string that is no date fails, without it it is NULL: the cast's rules); a literal
     // count of days or months is an INT (see `rewrite_call`).
     ("date_add", 2, "date_add(CAST(__a1 AS DATE), __a2)"),
+    ("dateadd", 2, "date_add(CAST(__a1 AS DATE), __a2)"),
     ("date_sub", 2, "date_sub(CAST(__a1 AS DATE), __a2)"),
     ("add_months", 2, "add_months(CAST(__a1 AS DATE), __a2)"),
     ("last_day", 1, "last_day(CAST(__a1 AS DATE))"),
@@ -107,6 +108,11 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("locate", 3, LOCATE_FROM),
     ("position", 3, LOCATE_FROM),
     ("positive", 1, "(+__a1)"),
+    // The session's zone is UTC: a TIMESTAMP (an instant) is its local time there.
+    ("to_timestamp_ltz", 1, "to_timestamp(__a1)"),
+    ("to_timestamp_ltz", 2, "to_timestamp(__a1, __a2)"),
+    ("to_timestamp_ntz", 1, "CAST(to_timestamp(__a1) AS TIMESTAMP_NTZ)"),
+    ("to_timestamp_ntz", 2, "CAST(to_timestamp(__a1, __a2) AS TIMESTAMP_NTZ)"),
     ("rint", 1, "rint(CAST(__a1 AS DOUBLE))"),
     ("second", 1, "second(CAST(__a1 AS TIMESTAMP))"),
 ];
@@ -154,7 +160,7 @@ pub(crate) fn rewrite_call(expr: &Expr) -> Option<Expr> {
     };
     let (_, _, template) = parsed().iter().find(|(n, arity, _)| *n == name && *arity == args.len())?;
     let mut args = args;
-    if matches!(name.as_str(), "date_add" | "date_sub" | "add_months") {
+    if matches!(name.as_str(), "date_add" | "dateadd" | "date_sub" | "add_months") {
         // The planner reads `1` as a BIGINT, which these functions do not take; Spark's is an INT.
         args[1] = int_literal(&args[1]).unwrap_or_else(|| args[1].clone());
     }
@@ -189,8 +195,9 @@ pub(crate) fn int_literal(e: &Expr) -> Option<Expr> {
 
 /// Functions whose fields Spark takes as INTs: their integer literals typed so (the planner
 /// reads `2024` as a BIGINT, which they refuse, as Spark refuses a BIGINT column in ANSI mode).
-const INT_FIELDS: [&str; 7] = [
+const INT_FIELDS: [&str; 8] = [
     "factorial",
+    "array_insert",
     "make_timestamp",
     "make_timestamp_ltz",
     "make_timestamp_ntz",
@@ -261,6 +268,52 @@ pub(crate) fn rewrite_negative_bigint(expr: &Expr) -> Option<Expr> {
         **expr = Expr::value(sqlparser::ast::Value::Number(format!("-{n}"), false));
     }
     Some(cast)
+}
+
+/// `x LIKE 'p' ESCAPE 'e'` (`ILIKE`) with a literal pattern: the pattern with `e` escapes
+/// written as backslash ones, the only escape DataFusion's LIKE takes (a backslash that `e`
+/// does not escape is written escaped). An escape before anything but `%`, `_` or itself is
+/// Spark's error; it is left to fail.
+pub(crate) fn rewrite_like_escape(expr: &Expr) -> Option<Expr> {
+    use sqlparser::ast::Value;
+    let (Expr::Like { escape_char: Some(e), pattern, .. } | Expr::ILike { escape_char: Some(e), pattern, .. }) = expr
+    else {
+        return None;
+    };
+    let (Value::SingleQuotedString(e) | Value::DoubleQuotedString(e)) = &e.value else { return None };
+    let mut e = e.chars();
+    let (Some(escape), None) = (e.next(), e.next()) else { return None };
+    let Expr::Value(p) = pattern.as_ref() else { return None };
+    let (Value::SingleQuotedString(p) | Value::DoubleQuotedString(p)) = &p.value else { return None };
+    // A character matched as itself, escaped where DataFusion's LIKE would read it otherwise.
+    let literal = |out: &mut String, c: char| {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    };
+    let mut out = String::new();
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c != escape {
+            if c == '\\' {
+                literal(&mut out, c);
+            } else {
+                out.push(c);
+            }
+            continue;
+        }
+        match chars.next() {
+            Some(n) if matches!(n, '%' | '_') || n == escape => literal(&mut out, n),
+            _ => return None,
+        }
+    }
+    let mut rewritten = expr.clone();
+    if let Expr::Like { escape_char, pattern, .. } | Expr::ILike { escape_char, pattern, .. } = &mut rewritten {
+        *escape_char = None;
+        **pattern = Expr::value(Value::SingleQuotedString(out));
+    }
+    Some(rewritten)
 }
 
 /// `first(x, true)` (`last`, `first_value`, `last_value`, `any_value`): the function skipping

@@ -38,8 +38,11 @@ enum OnInvalid {
 pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool, ansi: bool) -> Option<Expr> {
     let integral = matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64);
     let from_text = matches!(from, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+    let instant = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()));
     let read = from_text
-        && (integral || matches!(to, DataType::Boolean | DataType::Float64 | DataType::Float32 | DataType::Date32));
+        && (integral
+            || matches!(to, DataType::Boolean | DataType::Float64 | DataType::Float32 | DataType::Date32)
+            || to == &instant);
     // Narrowing between numbers: only without ANSI mode (and not for try_cast, whose overflow is
     // NULL in both modes, as Arrow's safe cast gives).
     let narrow = !ansi && !try_ && integral && from.is_numeric() && from != to;
@@ -100,6 +103,7 @@ impl ScalarUDFImpl for SparkCast {
                 DataType::Float64 => Arc::new(self.read::<Float64Type>(text, floating)?),
                 DataType::Float32 => Arc::new(self.read::<Float32Type>(text, |s| floating(s).map(|v| v as f32))?),
                 DataType::Date32 => Arc::new(self.read::<Date32Type>(text, date)?),
+                DataType::Timestamp(..) => Arc::new(self.timestamps(text)?.with_timezone("UTC")),
                 DataType::Boolean => {
                     let mut out = Vec::with_capacity(text.len());
                     for v in text.iter() {
@@ -135,6 +139,25 @@ impl SparkCast {
                     Some(x) => Some(x),
                     None => self.invalid(s)?,
                 },
+            });
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// Each text read as Spark's cast reads a TIMESTAMP (`timestamp_text`).
+    fn timestamps(&self, text: &arrow::array::StringArray) -> Result<arrow::array::TimestampMicrosecondArray> {
+        let mut out = Vec::with_capacity(text.len());
+        for v in text.iter() {
+            out.push(match v.map(crate::timestamp_text::read) {
+                None => None,
+                Some(crate::timestamp_text::TextTimestamp::Micros(m)) => Some(m),
+                Some(crate::timestamp_text::TextTimestamp::Invalid) => self.invalid(v.unwrap_or_default())?,
+                Some(crate::timestamp_text::TextTimestamp::Unsupported(why)) => {
+                    return exec_err!(
+                        "the text '{}' as a TIMESTAMP runs on the Spark backend ({why})",
+                        v.unwrap_or_default()
+                    )
+                }
             });
         }
         Ok(out.into_iter().collect())

@@ -16,11 +16,13 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Date32Array, Int64Array, StringArray, TimestampMicrosecondArray};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Field, FieldRef};
 use chrono::format::{Item, StrftimeItems};
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use datafusion::common::{exec_err, plan_err, Result};
-use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
+use datafusion::logical_expr::{
+    ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
 use datafusion::prelude::SessionContext;
 
 use crate::functions::{columnar, utf8};
@@ -282,6 +284,31 @@ fn instants_or_null(a: &ArrayRef, lenient: bool) -> Result<TimestampMicrosecondA
             .collect::<TimestampMicrosecondArray>()
             .with_timezone("UTC"));
     }
+    if a.data_type().is_string() {
+        // Text as Spark's cast reads it (`timestamp_text`).
+        let text = utf8(a)?;
+        let mut out = Vec::with_capacity(text.len());
+        for v in text.iter() {
+            out.push(match v.map(crate::timestamp_text::read) {
+                None => None,
+                Some(crate::timestamp_text::TextTimestamp::Micros(m)) => Some(m),
+                Some(crate::timestamp_text::TextTimestamp::Invalid) if lenient => None,
+                Some(crate::timestamp_text::TextTimestamp::Invalid) => {
+                    return exec_err!(
+                        "[CAST_INVALID_INPUT] the value '{}' of the type STRING cannot be cast to TIMESTAMP",
+                        v.unwrap_or_default()
+                    )
+                }
+                Some(crate::timestamp_text::TextTimestamp::Unsupported(why)) => {
+                    return exec_err!(
+                        "the text '{}' as a TIMESTAMP runs on the Spark backend ({why})",
+                        v.unwrap_or_default()
+                    )
+                }
+            });
+        }
+        return Ok(TimestampMicrosecondArray::from(out).with_timezone("UTC"));
+    }
     let t = crate::types::spark_timestamp();
     let options = arrow::compute::CastOptions { safe: lenient, ..Default::default() };
     let cast = arrow::compute::cast_with_options(a, &t, &options)?;
@@ -300,7 +327,12 @@ fn counted_instants(a: &ArrayRef, micros_per_unit: i64) -> Result<TimestampMicro
         .with_timezone("UTC"))
 }
 
-/// `date_format(t, pattern)` and the functions formatting the same way.
+fn is_binary(t: &DataType) -> bool {
+    matches!(t, DataType::Binary | DataType::BinaryView | DataType::LargeBinary)
+}
+
+/// `date_format(t, pattern)` and the functions formatting the same way; `to_char` and
+/// `to_varchar` of a number (`numbers`) or a binary (`binary`) too.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Format {
     name: &'static str,
@@ -332,9 +364,13 @@ impl ScalarUDFImpl for Format {
             (t, "from_unixtime") => return plan_err!("from_unixtime takes seconds, not {t}"),
             (DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) | DataType::Null, _) => {}
             (t, "date_format") if t.is_string() => {}
-            (t, _) if t.is_numeric() || matches!(t, DataType::Binary | DataType::BinaryView | DataType::LargeBinary) => {
+            // A number or binary format (`numbers`, `binary`); see `return_field_from_args`.
+            (t, "to_char" | "to_varchar")
+                if t.is_integer() || matches!(t, DataType::Decimal128(..)) || is_binary(t) => {}
+            (t, _) if t.is_numeric() || is_binary(t) => {
                 return plan_err!(
-                    "`{}` of a {} (a number or binary format) runs on the Spark backend; natively it formats dates and timestamps",
+                    "`{}` of a {} runs on the Spark backend; natively it formats dates, timestamps, integers, \
+                     decimals and binaries",
                     self.name,
                     crate::types::spark_type_name(t)
                 )
@@ -344,10 +380,40 @@ impl ScalarUDFImpl for Format {
         Ok(DataType::Utf8)
     }
 
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
+        let types: Vec<DataType> = args.arg_fields.iter().map(|f| f.data_type().clone()).collect();
+        let t = self.return_type(&types)?;
+        // A number's or a binary's format is a constant (Spark's rule), checked here.
+        let formats_values = matches!(self.name, "to_char" | "to_varchar");
+        match types.first() {
+            Some(v) if formats_values && v.is_numeric() => {
+                crate::numbers::constant_format(self.name, args.scalar_arguments.get(1).copied().flatten())?;
+            }
+            Some(v) if formats_values && is_binary(v) => {
+                crate::binary::binary_format(self.name, args.scalar_arguments.get(1).copied().flatten())?;
+            }
+            _ => {}
+        }
+        Ok(Arc::new(Field::new(self.name, t, true)))
+    }
+
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let values = args.args[0].to_array(n)?;
+        let constant = match args.args.get(1) {
+            Some(ColumnarValue::Scalar(s)) => Some(s),
+            _ => None,
+        };
+        let formats_values = matches!(self.name, "to_char" | "to_varchar");
+        if formats_values && values.data_type().is_numeric() {
+            let format = crate::numbers::constant_format(self.name, constant)?;
+            return columnar(crate::numbers::to_char(&values, &format, self.name)?, scalar);
+        }
+        if formats_values && is_binary(values.data_type()) {
+            let format = crate::binary::binary_format(self.name, constant)?;
+            return columnar(crate::binary::to_char(&values, format)?, scalar);
+        }
         let pattern = match args.args.get(1) {
             Some(p) => utf8(&p.to_array(n)?)?,
             None => StringArray::from(vec!["yyyy-MM-dd HH:mm:ss"; n]),

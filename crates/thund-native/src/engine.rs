@@ -419,6 +419,7 @@ impl VisitorMut for SparkFunctions {
             .or_else(|| crate::calls::rewrite_ignore_nulls(expr))
             .or_else(|| crate::calls::rewrite_rank_arguments(expr))
             .or_else(|| crate::calls::rewrite_negative_bigint(expr))
+            .or_else(|| crate::calls::rewrite_like_escape(expr))
             .or_else(|| rewrite_position(expr))
             .or_else(|| rewrite_struct(expr))
             .or_else(|| rewrite_any_value(expr))

@@ -44,6 +44,8 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::modes::register(ctx);
     crate::moments::register(ctx);
     crate::binary::register(ctx);
+    crate::numbers::register(ctx);
+    crate::arrays::register(ctx);
     crate::rounding::register(ctx);
     crate::strings::register(ctx);
     crate::arithmetic::register(ctx);

@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod arithmetic;
+mod arrays;
 mod backend;
 mod binary;
 mod calls;
@@ -71,6 +72,7 @@ mod lateral;
 mod modes;
 mod moments;
 mod names;
+mod numbers;
 mod query;
 mod refresh;
 mod regexp;
@@ -84,6 +86,7 @@ mod streaming;
 mod strings;
 mod sums;
 mod table;
+mod timestamp_text;
 mod timestamps;
 mod types;
 mod views;

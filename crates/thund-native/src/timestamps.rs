@@ -7,7 +7,8 @@
 //! zone is read as Java reads it: in the hour the clocks go back, the earlier instant; in the
 //! hour they skip, the time moved forward by the gap. The session's zone is UTC.
 //!
-//! The forms from a DATE and a TIME are refused: DataFusion has no TIME type Spark's matches.
+//! The forms from a DATE and a TIME (`make_timestamp(date[, time[, zone]])`) read the TIME in
+//! any of Arrow's units.
 //!
 //! `months_between(t1, t2[, round_off])` is here too, with Spark's (Hive's) rule: whole months
 //! when both days of the month are the same or both are their month's last, else the months
@@ -196,6 +197,26 @@ impl ScalarUDFImpl for MakeTimestamp {
     }
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        let result = if self.zoned {
+            crate::types::spark_timestamp()
+        } else {
+            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
+        };
+        if args.first().is_some_and(|t| t == &DataType::Date32) {
+            // From a DATE, a TIME (midnight without one) and, but for `_ntz`, a zone.
+            let time = |t: &DataType| matches!(t, DataType::Time32(_) | DataType::Time64(_) | DataType::Null);
+            let zone = |t: &DataType| t.is_string() || t == &DataType::Null;
+            let fits = match args {
+                [_] => self.zoned,
+                [_, t] => time(t),
+                [_, t, z] => self.zoned && time(t) && zone(z),
+                _ => false,
+            };
+            if !fits {
+                return plan_err!("{} takes a DATE, a TIME{}", self.name, if self.zoned { " and a zone" } else { "" });
+            }
+            return Ok(result);
+        }
         let arity = if self.zoned { 6..=7 } else { 6..=6 };
         if !arity.contains(&args.len()) {
             return plan_err!(
@@ -220,17 +241,16 @@ impl ScalarUDFImpl for MakeTimestamp {
                 types.join(", ")
             );
         }
-        Ok(if self.zoned {
-            crate::types::spark_timestamp()
-        } else {
-            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
-        })
+        Ok(result)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let arrays = args.args.iter().map(|a| a.to_array(n)).collect::<Result<Vec<ArrayRef>>>()?;
+        if arrays[0].data_type() == &DataType::Date32 {
+            return crate::functions::columnar(self.of_date_and_time(&arrays)?, scalar);
+        }
         let fields = arrays[..5]
             .iter()
             .map(|a| Ok(arrow::compute::cast(a, &DataType::Int32)?.as_primitive::<Int32Type>().clone()))
@@ -286,6 +306,53 @@ impl ScalarUDFImpl for MakeTimestamp {
             false => Arc::new(out),
         };
         crate::functions::columnar(out, scalar)
+    }
+}
+
+impl MakeTimestamp {
+    /// The timestamp of a DATE at a TIME (midnight without one), local to a zone (else the
+    /// session's, UTC).
+    fn of_date_and_time(&self, arrays: &[ArrayRef]) -> Result<ArrayRef> {
+        let dates = arrays[0].as_primitive::<arrow::datatypes::Date32Type>();
+        let times = match arrays.get(1) {
+            Some(t) => Some(
+                arrow::compute::cast(t, &DataType::Time64(arrow::datatypes::TimeUnit::Microsecond))?
+                    .as_primitive::<arrow::datatypes::Time64MicrosecondType>()
+                    .clone(),
+            ),
+            None => None,
+        };
+        let zones = arrays.get(2).map(crate::functions::utf8).transpose()?;
+        let mut zone_cache: Option<(String, Tz)> = None;
+        let mut out = Vec::with_capacity(dates.len());
+        for row in 0..dates.len() {
+            let time = match &times {
+                Some(t) if t.is_null(row) => None,
+                Some(t) => Some(t.value(row)),
+                None => Some(0),
+            };
+            let (false, Some(time)) = (dates.is_null(row), time) else {
+                out.push(None);
+                continue;
+            };
+            let Some(local) = chrono::DateTime::from_timestamp_micros(
+                i64::from(dates.value(row)) * 86_400 * MICROS_PER_SECOND + time,
+            )
+            .map(|t| t.naive_utc()) else {
+                out.push(None);
+                continue;
+            };
+            out.push(match &zones {
+                None => Some(local.and_utc().timestamp_micros()),
+                Some(zones) if zones.is_null(row) => None,
+                Some(zones) => Some(instant(local, zone(&mut zone_cache, zones.value(row), &self.name)?)),
+            });
+        }
+        let out = TimestampMicrosecondArray::from(out);
+        Ok(match self.zoned {
+            true => Arc::new(out.with_timezone("UTC")),
+            false => Arc::new(out),
+        })
     }
 }
 

@@ -50,3 +50,29 @@ SELECT startswith(b, x'01') AS s, endswith(b, x'03') AS e, contains(b, x'0203') 
 SELECT substr(b, 2) AS a, substring(b, -2, 1) AS c, substr(b, 0, 2) AS d, left(b, 2) AS e, left(b, -1) AS f FROM VALUES (x'0102030405'), (NULL) AS t(b);
 -- The session
 SELECT current_catalog() AS c, current_database() AS d, current_schema() AS s;
+-- Number formats
+SELECT to_number(s, '99,999.9S') AS n, try_to_number(s, '99,999.9S') AS t FROM VALUES ('12,454.8-'), ('1.5+'), ('4'), (NULL) AS v(s);
+SELECT try_to_number(s, '$999.99') AS t FROM VALUES ('$78.12'), ('78.12'), ('$1234'), ('x') AS v(s);
+SELECT to_number('<45>', '999PR') AS a, to_number(' 4 5 ', '999') AS b, to_number('0045', '0999') AS c;
+SELECT to_number('4545', '999') AS n;
+SELECT to_number('45', 'x99') AS n;
+SELECT to_char(x, '99G999D9S') AS a, to_char(x, '00000.00') AS b, to_char(x, '999MI') AS c, to_char(x, '999PR') AS d FROM VALUES (CAST(-12454.8 AS DECIMAL(7,1))), (CAST(0.5 AS DECIMAL(7,1))), (CAST(999.9 AS DECIMAL(7,1))), (NULL) AS t(x);
+SELECT to_char(x, '$9,999') AS a, to_varchar(x, 'S999') AS b FROM VALUES (5), (-5), (12345) AS t(x);
+SELECT to_char(x, 'base64') AS b, to_char(x, 'HEX') AS h, to_varchar(x, 'utf-8') AS u FROM VALUES (x'537061726b'), (x''), (NULL) AS t(x);
+-- Timestamps from a date and a time, LIKE with an escape, NTZ parsing
+SELECT make_timestamp(d, t) AS a, make_timestamp(d, t, 'Europe/Oslo') AS b, make_timestamp_ntz(d, t) AS c FROM VALUES (DATE'2024-03-31', TIME'02:30:00'), (DATE'2024-10-27', TIME'02:30:00'), (NULL, TIME'01:00:00') AS v(d, t);
+SELECT make_timestamp(DATE'2014-12-28') AS a, try_make_timestamp(DATE'2014-12-28', TIME'6:30:45.887', 'CET') AS b;
+SELECT s LIKE '/%a/_%' ESCAPE '/' AS l, s ILIKE '/%A%' ESCAPE '/' AS i, s NOT LIKE 'x//%' ESCAPE '/' AS n FROM VALUES ('%a_b'), ('%ab'), ('x/y'), (NULL) AS t(s);
+SELECT to_timestamp_ntz(s) AS a, to_timestamp_ltz(s, 'yyyy-MM-dd HH:mm') AS b FROM VALUES ('2016-12-31 00:12'), (NULL) AS t(s);
+SELECT dateadd(DATE'2016-07-30', 1) AS a, dateadd('2016-02-28', x) AS b FROM VALUES (1), (-1) AS t(x);
+-- array_insert and sequence
+SELECT array_insert(a, p, 9) AS r FROM VALUES (array(1, 2, 3), 1), (array(1, 2, 3), 4), (array(1, 2, 3), 6), (array(1, 2, 3), -1), (array(1, 2, 3), -4), (array(1, 2, 3), -6), (CAST(NULL AS ARRAY<INT>), 1) AS t(a, p);
+SELECT array_insert(array('a', 'b'), 2, NULL) AS a, array_insert(array(1L, 2L), 1, 0) AS b;
+SELECT array_insert(array(1, 2), 0, 9) AS r;
+SELECT sequence(a, b) AS s, sequence(a, b, 2) AS t FROM VALUES (1, 5), (5, 1), (3, 3), (-2, 2) AS v(a, b);
+SELECT sequence(a, b, -1) AS s FROM VALUES (1, 5) AS v(a, b);
+SELECT sequence(DATE'2018-01-31', DATE'2018-05-01', INTERVAL 1 MONTH) AS m, sequence(DATE'2018-01-03', DATE'2018-01-01') AS d, sequence(DATE'2018-01-01', DATE'2018-01-10', INTERVAL 4 DAYS) AS w;
+-- Text read as a TIMESTAMP, as Spark's cast reads it
+SELECT CAST(s AS TIMESTAMP) AS t, to_timestamp(s) AS u, try_cast(s AS TIMESTAMP) AS v FROM VALUES ('2016-12-31 00:12'), (' 2016-12-31T01:02:03.5+01:00 '), ('2016'), ('2016-2'), ('2016-12-31 '), ('2016-12-31 01:02:03Z'), ('2016-12-31 01:02:03 UTC+1'), ('2024-03-31 02:30:00 Europe/Oslo'), ('2016-12-31 01:02:03.1234567'), (NULL) AS x(s);
+SELECT CAST(s AS TIMESTAMP) AS t FROM VALUES ('2016-02-30'), ('2016-12-31 25:00'), ('bogus'), ('16-12-31') AS x(s);
+SELECT to_timestamp(s) AS t FROM VALUES ('2016-12-31 1:2:3'), ('+2016-01-01'), ('2016-12-31T00:00:00-08:00') AS x(s);
