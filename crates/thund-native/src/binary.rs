@@ -107,7 +107,7 @@ fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null)
 }
 
-fn is_bytes(t: &DataType) -> bool {
+pub(crate) fn is_bytes(t: &DataType) -> bool {
     matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_))
 }
 
@@ -220,10 +220,8 @@ pub(crate) enum BinaryFormat {
 
 /// The constant format of `to_char(binary, format)`: `base64`, `hex` or `utf-8` (any case).
 pub(crate) fn binary_format(function: &str, format: Option<&datafusion::common::ScalarValue>) -> Result<BinaryFormat> {
-    use datafusion::common::ScalarValue;
-    let text = match format {
-        Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => s,
-        _ => return plan_err!("{function}: the format must be a constant string"),
+    let Some(text) = format.and_then(|f| f.try_as_str()).flatten() else {
+        return plan_err!("{function}: the format must be a constant string");
     };
     Ok(match text.to_ascii_lowercase().as_str() {
         "base64" => BinaryFormat::Base64,

@@ -103,7 +103,9 @@ impl ScalarUDFImpl for SparkCast {
                 DataType::Float64 => Arc::new(self.read::<Float64Type>(text, floating)?),
                 DataType::Float32 => Arc::new(self.read::<Float32Type>(text, |s| floating(s).map(|v| v as f32))?),
                 DataType::Date32 => Arc::new(self.read::<Date32Type>(text, date)?),
-                DataType::Timestamp(..) => Arc::new(self.timestamps(text)?.with_timezone("UTC")),
+                DataType::Timestamp(..) => {
+                    Arc::new(crate::timestamp_text::instants(text, self.on_invalid == OnInvalid::Null)?)
+                }
                 DataType::Boolean => {
                     let mut out = Vec::with_capacity(text.len());
                     for v in text.iter() {
@@ -139,25 +141,6 @@ impl SparkCast {
                     Some(x) => Some(x),
                     None => self.invalid(s)?,
                 },
-            });
-        }
-        Ok(out.into_iter().collect())
-    }
-
-    /// Each text read as Spark's cast reads a TIMESTAMP (`timestamp_text`).
-    fn timestamps(&self, text: &arrow::array::StringArray) -> Result<arrow::array::TimestampMicrosecondArray> {
-        let mut out = Vec::with_capacity(text.len());
-        for v in text.iter() {
-            out.push(match v.map(crate::timestamp_text::read) {
-                None => None,
-                Some(crate::timestamp_text::TextTimestamp::Micros(m)) => Some(m),
-                Some(crate::timestamp_text::TextTimestamp::Invalid) => self.invalid(v.unwrap_or_default())?,
-                Some(crate::timestamp_text::TextTimestamp::Unsupported(why)) => {
-                    return exec_err!(
-                        "the text '{}' as a TIMESTAMP runs on the Spark backend ({why})",
-                        v.unwrap_or_default()
-                    )
-                }
             });
         }
         Ok(out.into_iter().collect())

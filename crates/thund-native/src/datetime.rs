@@ -285,29 +285,8 @@ fn instants_or_null(a: &ArrayRef, lenient: bool) -> Result<TimestampMicrosecondA
             .with_timezone("UTC"));
     }
     if a.data_type().is_string() {
-        // Text as Spark's cast reads it (`timestamp_text`).
-        let text = utf8(a)?;
-        let mut out = Vec::with_capacity(text.len());
-        for v in text.iter() {
-            out.push(match v.map(crate::timestamp_text::read) {
-                None => None,
-                Some(crate::timestamp_text::TextTimestamp::Micros(m)) => Some(m),
-                Some(crate::timestamp_text::TextTimestamp::Invalid) if lenient => None,
-                Some(crate::timestamp_text::TextTimestamp::Invalid) => {
-                    return exec_err!(
-                        "[CAST_INVALID_INPUT] the value '{}' of the type STRING cannot be cast to TIMESTAMP",
-                        v.unwrap_or_default()
-                    )
-                }
-                Some(crate::timestamp_text::TextTimestamp::Unsupported(why)) => {
-                    return exec_err!(
-                        "the text '{}' as a TIMESTAMP runs on the Spark backend ({why})",
-                        v.unwrap_or_default()
-                    )
-                }
-            });
-        }
-        return Ok(TimestampMicrosecondArray::from(out).with_timezone("UTC"));
+        // Text as Spark's cast reads it.
+        return crate::timestamp_text::instants(&utf8(a)?, lenient);
     }
     let t = crate::types::spark_timestamp();
     let options = arrow::compute::CastOptions { safe: lenient, ..Default::default() };
@@ -325,10 +304,6 @@ fn counted_instants(a: &ArrayRef, micros_per_unit: i64) -> Result<TimestampMicro
         .map(|v| v.and_then(|v| v.checked_mul(micros_per_unit)))
         .collect::<TimestampMicrosecondArray>()
         .with_timezone("UTC"))
-}
-
-fn is_binary(t: &DataType) -> bool {
-    matches!(t, DataType::Binary | DataType::BinaryView | DataType::LargeBinary)
 }
 
 /// `date_format(t, pattern)` and the functions formatting the same way; `to_char` and
@@ -366,8 +341,8 @@ impl ScalarUDFImpl for Format {
             (t, "date_format") if t.is_string() => {}
             // A number or binary format (`numbers`, `binary`); see `return_field_from_args`.
             (t, "to_char" | "to_varchar")
-                if t.is_integer() || matches!(t, DataType::Decimal128(..)) || is_binary(t) => {}
-            (t, _) if t.is_numeric() || is_binary(t) => {
+                if t.is_integer() || matches!(t, DataType::Decimal128(..)) || crate::binary::is_bytes(t) => {}
+            (t, _) if t.is_numeric() || crate::binary::is_bytes(t) => {
                 return plan_err!(
                     "`{}` of a {} runs on the Spark backend; natively it formats dates, timestamps, integers, \
                      decimals and binaries",
@@ -389,7 +364,7 @@ impl ScalarUDFImpl for Format {
             Some(v) if formats_values && v.is_numeric() => {
                 crate::numbers::constant_format(self.name, args.scalar_arguments.get(1).copied().flatten())?;
             }
-            Some(v) if formats_values && is_binary(v) => {
+            Some(v) if formats_values && crate::binary::is_bytes(v) => {
                 crate::binary::binary_format(self.name, args.scalar_arguments.get(1).copied().flatten())?;
             }
             _ => {}
@@ -410,7 +385,7 @@ impl ScalarUDFImpl for Format {
             let format = crate::numbers::constant_format(self.name, constant)?;
             return columnar(crate::numbers::to_char(&values, &format, self.name)?, scalar);
         }
-        if formats_values && is_binary(values.data_type()) {
+        if formats_values && crate::binary::is_bytes(values.data_type()) {
             let format = crate::binary::binary_format(self.name, constant)?;
             return columnar(crate::binary::to_char(&values, format)?, scalar);
         }

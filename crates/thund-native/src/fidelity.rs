@@ -39,7 +39,7 @@ const REFUSED: [(&str, &str); 4] = [
 const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"];
 
 fn is_binary(e: &Expr, schema: &DFSchema) -> bool {
-    e.get_type(schema).is_ok_and(|t| matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView))
+    e.get_type(schema).is_ok_and(|t| crate::binary::is_bytes(&t))
 }
 
 /// The function computing `name` (one of `NESTED_AS_TEXT`) of arrays, where its arguments have

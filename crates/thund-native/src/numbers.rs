@@ -463,9 +463,8 @@ fn strip_lone_point(out: &mut [char]) {
 
 /// The constant format of a call, checked.
 pub(crate) fn constant_format(name: &str, format: Option<&ScalarValue>) -> Result<NumberFormat> {
-    let text = match format {
-        Some(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s))) => s,
-        _ => return plan_err!("{name}: the format must be a constant string"),
+    let Some(text) = format.and_then(|f| f.try_as_str()).flatten() else {
+        return plan_err!("{name}: the format must be a constant string");
     };
     let format = match NumberFormat::new(text) {
         Ok(f) => f,

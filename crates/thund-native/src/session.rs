@@ -29,8 +29,13 @@ pub(crate) fn register(ctx: &SessionContext, catalog: &str, database: &str) {
     }
 }
 
-/// The name of the user running this process.
+/// The name of the user running this process, looked up once (every session registers it).
 fn user_name() -> String {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(look_up_user_name).clone()
+}
+
+fn look_up_user_name() -> String {
     if let Some(user) = std::env::var("USER").ok().filter(|u| !u.is_empty()) {
         return user;
     }

@@ -12,6 +12,8 @@
 //! another answer.
 
 use arrow::array::timezone::Tz;
+use arrow::array::{Array, StringArray, TimestampMicrosecondArray};
+use datafusion::common::{exec_err, Result};
 
 /// What a text reads as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,29 @@ pub(crate) enum TextTimestamp {
     Micros(i64),
     Invalid,
     Unsupported(&'static str),
+}
+
+/// Each text read as an instant (in UTC): a text Spark cannot read either is NULL when
+/// `lenient` (no ANSI mode, `try_cast`), else an error; an `Unsupported` one is always an error.
+pub(crate) fn instants(text: &StringArray, lenient: bool) -> Result<TimestampMicrosecondArray> {
+    let mut out = Vec::with_capacity(text.len());
+    for v in text.iter() {
+        out.push(match v.map(|v| (v, read(v))) {
+            None => None,
+            Some((_, TextTimestamp::Micros(m))) => Some(m),
+            Some((_, TextTimestamp::Invalid)) if lenient => None,
+            Some((v, TextTimestamp::Invalid)) => {
+                return exec_err!(
+                    "[CAST_INVALID_INPUT] the value '{v}' of the type STRING cannot be cast to TIMESTAMP: use try_cast \
+                     to get NULL instead, or set spark.sql.ansi.enabled to false"
+                )
+            }
+            Some((v, TextTimestamp::Unsupported(why))) => {
+                return exec_err!("the text '{v}' as a TIMESTAMP runs on the Spark backend ({why})")
+            }
+        });
+    }
+    Ok(TimestampMicrosecondArray::from(out).with_timezone("UTC"))
 }
 
 /// Spark's reading of `s`.

@@ -293,19 +293,9 @@ impl ScalarUDFImpl for MakeTimestamp {
                 out.push(None);
                 continue;
             };
-            let micros = match &zones {
-                None => Some(local.and_utc().timestamp_micros()),
-                Some(zones) if zones.is_null(row) => None,
-                Some(zones) => Some(instant(local, zone(&mut zone_cache, zones.value(row), &self.name)?)),
-            };
-            out.push(micros);
+            out.push(self.micros_at(local, zones.as_ref(), row, &mut zone_cache)?);
         }
-        let out = TimestampMicrosecondArray::from(out);
-        let out: ArrayRef = match self.zoned {
-            true => Arc::new(out.with_timezone("UTC")),
-            false => Arc::new(out),
-        };
-        crate::functions::columnar(out, scalar)
+        crate::functions::columnar(self.typed(out), scalar)
     }
 }
 
@@ -342,17 +332,33 @@ impl MakeTimestamp {
                 out.push(None);
                 continue;
             };
-            out.push(match &zones {
-                None => Some(local.and_utc().timestamp_micros()),
-                Some(zones) if zones.is_null(row) => None,
-                Some(zones) => Some(instant(local, zone(&mut zone_cache, zones.value(row), &self.name)?)),
-            });
+            out.push(self.micros_at(local, zones.as_ref(), row, &mut zone_cache)?);
         }
-        let out = TimestampMicrosecondArray::from(out);
-        Ok(match self.zoned {
+        Ok(self.typed(out))
+    }
+
+    /// A local time's microseconds: in row `row`'s zone of `zones`, or in UTC without zones.
+    fn micros_at(
+        &self,
+        local: NaiveDateTime,
+        zones: Option<&arrow::array::StringArray>,
+        row: usize,
+        cache: &mut Option<(String, Tz)>,
+    ) -> Result<Option<i64>> {
+        Ok(match zones {
+            None => Some(local.and_utc().timestamp_micros()),
+            Some(zones) if zones.is_null(row) => None,
+            Some(zones) => Some(instant(local, zone(cache, zones.value(row), &self.name)?)),
+        })
+    }
+
+    /// The timestamps: instants (TIMESTAMP), or local times (TIMESTAMP_NTZ).
+    fn typed(&self, micros: Vec<Option<i64>>) -> ArrayRef {
+        let out = TimestampMicrosecondArray::from(micros);
+        match self.zoned {
             true => Arc::new(out.with_timezone("UTC")),
             false => Arc::new(out),
-        })
+        }
     }
 }
 
