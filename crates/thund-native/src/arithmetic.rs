@@ -222,9 +222,10 @@ impl ScalarUDFImpl for Arithmetic {
                     }
                     Err(e) => {
                         return exec_err!(
-                            "[ARITHMETIC_OVERFLOW] {} overflow ({e}): use try_{} to get NULL instead, or \
-                             set spark.sql.ansi.enabled to false",
+                            "[ARITHMETIC_OVERFLOW] {} overflow{}: use try_{} to get NULL instead, or set \
+                             spark.sql.ansi.enabled to false",
                             crate::types::spark_type_name(&t).to_ascii_lowercase(),
+                            overflowing(&e).map(|on| format!(" in {on}")).unwrap_or_default(),
                             self.op.function()
                         )
                     }
@@ -265,15 +266,67 @@ impl ScalarUDFImpl for Arithmetic {
                 let y = if self.op == Op::Mod && result.is_floating() { y.zero_as_null()? } else { y };
                 let answer = match operate(self.op, &*x.datum(), &*y.datum()) {
                     Ok(a) => a,
-                    Err(e) if self.on_failure == OnFailure::Error => return Err(e),
+                    Err(e) if self.on_failure == OnFailure::Error => {
+                        return match (&result, overflowing(&e)) {
+                            (DataType::Decimal128(..), Some(on)) => exec_err!(
+                                "[NUMERIC_VALUE_OUT_OF_RANGE] {on} cannot be represented as {}: use try_{} to get \
+                                 NULL instead, or set spark.sql.ansi.enabled to false",
+                                crate::types::spark_type_name(&result),
+                                self.op.function()
+                            ),
+                            _ => Err(e),
+                        }
+                    }
                     // Some row fails: each row on its own, the failing ones NULL.
                     Err(_) => row_by_row(self.op, &x.to_array(n)?, &y.to_array(n)?, &result)?,
                 };
-                arrow::compute::cast(&answer, &result)?
+                let answer = arrow::compute::cast(&answer, &result)?;
+                match result {
+                    DataType::Decimal128(precision, _) => self.within_precision(answer, precision)?,
+                    _ => answer,
+                }
             }
         };
         crate::functions::columnar(out, scalar)
     }
+}
+
+impl Arithmetic {
+    /// A DECIMAL answer whose values have at most `precision` digits: Arrow's kernels only fail
+    /// when an i128 overflows, so `DECIMAL(38,0)` 10^38 - 1 plus 1 would be an invalid 10^38.
+    /// Spark's answer there is NULL, or in ANSI mode `[NUMERIC_VALUE_OUT_OF_RANGE]`.
+    fn within_precision(&self, answer: ArrayRef, precision: u8) -> Result<ArrayRef> {
+        let decimals = answer.as_primitive::<arrow::datatypes::Decimal128Type>();
+        if decimals.validate_decimal_precision(precision).is_ok() {
+            return Ok(answer);
+        }
+        if self.on_failure == OnFailure::Error {
+            let bound = 10u128.pow(u32::from(precision));
+            let first = decimals.iter().flatten().find(|v| v.unsigned_abs() >= bound).unwrap_or_default();
+            let scale = match decimals.data_type() {
+                DataType::Decimal128(_, s) => *s,
+                _ => 0,
+            };
+            let shown =
+                <arrow::datatypes::Decimal128Type as arrow::datatypes::DecimalType>::format_decimal(first, 38, scale);
+            return exec_err!(
+                "[NUMERIC_VALUE_OUT_OF_RANGE] {} cannot be represented as {}: use try_{} to get NULL instead, or set \
+                 spark.sql.ansi.enabled to false",
+                shown,
+                crate::types::spark_type_name(decimals.data_type()),
+                self.op.function()
+            );
+        }
+        // `null_if_overflow_precision` builds a new array of the default DECIMAL(38,10) type.
+        Ok(Arc::new(decimals.null_if_overflow_precision(precision).with_data_type(decimals.data_type().clone())))
+    }
+}
+
+/// The operation an Arrow overflow names (`1 + 2147483647`), from its message.
+fn overflowing(e: &impl std::fmt::Display) -> Option<String> {
+    let text = e.to_string();
+    let (_, on) = text.split_once("Overflow happened on: ")?;
+    Some(on.trim_end_matches(')').trim().to_string())
 }
 
 /// An argument as Arrow's kernels take it: a scalar stays one value rather than a column of

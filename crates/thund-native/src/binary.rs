@@ -25,6 +25,19 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 
 pub(crate) fn register(ctx: &SessionContext) {
+    // Spark trims a BINARY as the text it casts it to; DataFusion's trims take text only.
+    for inner in [
+        datafusion::functions::string::btrim(),
+        datafusion::functions::string::ltrim(),
+        datafusion::functions::string::rtrim(),
+    ] {
+        let aliases = inner.aliases().to_vec();
+        ctx.register_udf(ScalarUDF::from(TextOfBytes {
+            inner,
+            aliases,
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }));
+    }
     let udf = |f: Function, arity: usize| {
         ScalarUDF::from(Binary { function: f, signature: Signature::variadic_any(Volatility::Immutable), arity })
     };
@@ -41,6 +54,9 @@ pub(crate) fn register(ctx: &SessionContext) {
         (Function::Match(Match::Ends), 2..=2),
         (Function::Match(Match::Contains), 2..=2),
         (Function::Substr, 2..=3),
+        (Function::Pad { left: true }, 2..=3),
+        (Function::Pad { left: false }, 2..=3),
+        (Function::Overlay, 3..=4),
     ] {
         ctx.register_udf(udf(f, *arity.end()));
     }
@@ -57,11 +73,23 @@ enum Match {
 enum Function {
     Encode,
     Decode,
-    ToBinary { try_: bool },
-    ValidateUtf8 { try_: bool },
-    Length { bits: bool },
+    ToBinary {
+        try_: bool,
+    },
+    ValidateUtf8 {
+        try_: bool,
+    },
+    Length {
+        bits: bool,
+    },
     Match(Match),
     Substr,
+    /// `lpad`/`rpad` of a BINARY: Spark's `ByteArray.lpad`/`rpad` (zero bytes by default).
+    Pad {
+        left: bool,
+    },
+    /// `overlay(bytes PLACING bytes FROM pos [FOR len])`.
+    Overlay,
 }
 
 /// `binary_substr(bytes, pos[, len])`: Spark's substring of a BINARY.
@@ -71,6 +99,107 @@ pub(crate) fn substr() -> Arc<ScalarUDF> {
         signature: Signature::variadic_any(Volatility::Immutable),
         arity: 3,
     }))
+}
+
+/// A function of text that takes a BINARY as the text it casts to (its bytes read as UTF-8,
+/// failing where they are not).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TextOfBytes {
+    inner: Arc<ScalarUDF>,
+    aliases: Vec<String>,
+    signature: Signature,
+}
+
+fn as_text(t: &DataType) -> DataType {
+    if is_bytes(t) {
+        DataType::Utf8
+    } else {
+        t.clone()
+    }
+}
+
+impl ScalarUDFImpl for TextOfBytes {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn aliases(&self) -> &[String] {
+        &self.aliases
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, args: &[DataType]) -> Result<Vec<DataType>> {
+        Ok(args.to_vec())
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        let fields: Vec<FieldRef> = args.iter().map(|t| Arc::new(Field::new("", t.clone(), true))).collect();
+        let coerced: Vec<DataType> = self.coerced(&fields)?.iter().map(|f| f.data_type().clone()).collect();
+        self.inner.return_type(&coerced)
+    }
+
+    fn invoke_with_args(&self, mut args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let coerced = self.coerced(&args.arg_fields)?;
+        for ((value, field), to) in args.args.iter_mut().zip(args.arg_fields.iter_mut()).zip(coerced) {
+            if field.data_type() != to.data_type() {
+                *value = value.cast_to(to.data_type(), None)?;
+                *field = to;
+            }
+        }
+        self.inner.invoke_with_args(args)
+    }
+}
+
+impl TextOfBytes {
+    /// The arguments as the inner function takes them: a BINARY as text, then its coercions.
+    fn coerced(&self, fields: &[FieldRef]) -> Result<Vec<FieldRef>> {
+        let texts: Vec<FieldRef> =
+            fields.iter().map(|f| Arc::new(f.as_ref().clone().with_data_type(as_text(f.data_type())))).collect();
+        datafusion::logical_expr::type_coercion::functions::fields_with_udf(&texts, self.inner.as_ref())
+    }
+}
+
+/// `binary_lpad`/`binary_rpad(bytes, len[, pad])` or `binary_overlay(bytes, replace, pos[, len])`:
+/// Spark's `lpad`, `rpad` and `overlay` of a BINARY.
+pub(crate) fn bytes_function(name: &str) -> Option<Arc<ScalarUDF>> {
+    let (function, arity) = match name {
+        "lpad" => (Function::Pad { left: true }, 3),
+        "rpad" => (Function::Pad { left: false }, 3),
+        "overlay" => (Function::Overlay, 4),
+        _ => return None,
+    };
+    Some(Arc::new(ScalarUDF::from(Binary {
+        function,
+        signature: Signature::variadic_any(Volatility::Immutable),
+        arity,
+    })))
+}
+
+/// `bytes` padded or cut to `len` bytes with `pad` repeated, before them (`left`) or after, as
+/// Spark's `ByteArray.lpad`/`rpad`: an empty pad only cuts.
+fn padded(bytes: &[u8], len: i64, pad: &[u8], left: bool) -> Vec<u8> {
+    let len = len.max(0) as usize;
+    if bytes.len() >= len || pad.is_empty() {
+        return bytes[..bytes.len().min(len)].to_vec();
+    }
+    let fill = pad.iter().copied().cycle().take(len - bytes.len());
+    if left {
+        fill.chain(bytes.iter().copied()).collect()
+    } else {
+        bytes.iter().copied().chain(fill).collect()
+    }
+}
+
+/// Spark's `Overlay.calculate` of bytes: the bytes before `pos`, `replace`, and the bytes from
+/// `pos + len` (`len` is `replace`'s length when negative), each by Spark's `substring` rules.
+fn overlaid(input: &[u8], replace: &[u8], pos: i64, len: i64) -> Vec<u8> {
+    let len = if len >= 0 { len } else { replace.len() as i64 };
+    let before = &input[byte_range(input.len(), 1, pos.saturating_sub(1))];
+    let after = &input[byte_range(input.len(), pos.saturating_add(len), i64::from(i32::MAX))];
+    [before, replace, after].concat()
 }
 
 /// The bytes Spark's `substring(bytes, pos, len)` takes: counted from 1, from the end for a
@@ -291,6 +420,9 @@ impl ScalarUDFImpl for Binary {
             Function::Match(Match::Ends) => "endswith",
             Function::Match(Match::Contains) => "contains",
             Function::Substr => "binary_substr",
+            Function::Pad { left: true } => "binary_lpad",
+            Function::Pad { left: false } => "binary_rpad",
+            Function::Overlay => "binary_overlay",
         }
     }
 
@@ -301,7 +433,8 @@ impl ScalarUDFImpl for Binary {
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
         let minimum = match self.function {
             Function::ToBinary { .. } => 1,
-            Function::Substr => 2,
+            Function::Substr | Function::Pad { .. } => 2,
+            Function::Overlay => 3,
             _ => self.arity,
         };
         if args.len() < minimum || args.len() > self.arity {
@@ -328,6 +461,20 @@ impl ScalarUDFImpl for Binary {
             }
             Function::Substr
                 if is_bytes(&args[0]) && args[1..].iter().all(|t| t.is_integer() || *t == DataType::Null) =>
+            {
+                Ok(DataType::Binary)
+            }
+            Function::Pad { .. }
+                if is_bytes(&args[0])
+                    && (args[1].is_integer() || args[1] == DataType::Null)
+                    && args.get(2).is_none_or(|t| is_bytes(t) || *t == DataType::Null) =>
+            {
+                Ok(DataType::Binary)
+            }
+            Function::Overlay
+                if is_bytes(&args[0])
+                    && (is_bytes(&args[1]) || args[1] == DataType::Null)
+                    && args[2..].iter().all(|t| t.is_integer() || *t == DataType::Null) =>
             {
                 Ok(DataType::Binary)
             }
@@ -415,6 +562,9 @@ impl Binary {
         };
         let bytes = |i: usize| -> Result<BinaryArray> {
             Ok(arrow::compute::cast(&columns[i], &DataType::Binary)?.as_binary::<i32>().clone())
+        };
+        let int = |i: usize| -> Result<arrow::array::Int64Array> {
+            Ok(arrow::compute::cast(&columns[i], &DataType::Int64)?.as_primitive().clone())
         };
         let malformed = |function: &str, charset: Charset| {
             exec_err!(
@@ -518,9 +668,6 @@ impl Binary {
             }
             Function::Substr => {
                 let b = bytes(0)?;
-                let int = |i: usize| -> Result<arrow::array::Int64Array> {
-                    Ok(arrow::compute::cast(&columns[i], &DataType::Int64)?.as_primitive().clone())
-                };
                 let pos = int(1)?;
                 let len = if columns.len() > 2 { Some(int(2)?) } else { None };
                 let mut out = BinaryBuilder::with_capacity(n, n * 8);
@@ -533,6 +680,42 @@ impl Binary {
                     match (b.is_null(i) || pos.is_null(i), l) {
                         (false, Some(l)) => {
                             out.append_value(&b.value(i)[byte_range(b.value(i).len(), pos.value(i), l)])
+                        }
+                        _ => out.append_null(),
+                    }
+                }
+                Arc::new(out.finish())
+            }
+            Function::Pad { left } => {
+                let (b, len) = (bytes(0)?, int(1)?);
+                let pad = if columns.len() > 2 { Some(bytes(2)?) } else { None };
+                let mut out = BinaryBuilder::with_capacity(n, n * 8);
+                for i in 0..n {
+                    let pad = match &pad {
+                        Some(p) if p.is_null(i) => None,
+                        Some(p) => Some(p.value(i)),
+                        None => Some(&[0u8][..]),
+                    };
+                    match (b.is_null(i) || len.is_null(i), pad) {
+                        (false, Some(pad)) => out.append_value(padded(b.value(i), len.value(i), pad, left)),
+                        _ => out.append_null(),
+                    }
+                }
+                Arc::new(out.finish())
+            }
+            Function::Overlay => {
+                let (input, replace, pos) = (bytes(0)?, bytes(1)?, int(2)?);
+                let len = if columns.len() > 3 { Some(int(3)?) } else { None };
+                let mut out = BinaryBuilder::with_capacity(n, n * 8);
+                for i in 0..n {
+                    let len = match &len {
+                        Some(l) if l.is_null(i) => None,
+                        Some(l) => Some(l.value(i)),
+                        None => Some(-1),
+                    };
+                    match (input.is_null(i) || replace.is_null(i) || pos.is_null(i), len) {
+                        (false, Some(len)) => {
+                            out.append_value(overlaid(input.value(i), replace.value(i), pos.value(i), len))
                         }
                         _ => out.append_null(),
                     }

@@ -57,8 +57,6 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("any", 1, "bool_or(__a1)"),
     ("std", 1, "stddev_samp(__a1)"),
     ("variance", 1, "var_samp(__a1)"),
-    // The exact percentile, interpolated between the two nearest values, as a DOUBLE.
-    ("percentile", 2, "percentile_cont(CAST(__a1 AS DOUBLE), __a2)"),
     ("first", 1, "first_value(__a1)"),
     ("last", 1, "last_value(__a1)"),
     // The value at the greatest (least) ordering value; rows whose ordering value is NULL never
@@ -97,6 +95,9 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("get", 2, "CASE WHEN __a2 < 0 OR __a2 >= size(__a1) THEN NULL ELSE __a1[__a2] END"),
     ("array_size", 1, "CAST(array_length(__a1) AS INT)"),
     ("map_contains_key", 2, "array_has(map_keys(__a1), __a2)"),
+    // Spark's `array_prepend(array, element)` takes DataFusion's arguments the other way; a NULL
+    // array gives NULL.
+    ("array_prepend", 2, "CASE WHEN __a1 IS NULL THEN NULL ELSE array_prepend(__a2, __a1) END"),
     ("sort_array", 1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),
     // Ascending puts NULL first, descending last.
     (
@@ -114,6 +115,15 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("to_timestamp_ntz", 1, "CAST(to_timestamp(__a1) AS TIMESTAMP_NTZ)"),
     ("to_timestamp_ntz", 2, "CAST(to_timestamp(__a1, __a2) AS TIMESTAMP_NTZ)"),
     ("rint", 1, "rint(CAST(__a1 AS DOUBLE))"),
+    // datafusion-spark's `make_interval` gives NULL where the fields overflow, which is Spark's
+    // `try_make_interval`.
+    ("try_make_interval", 1, "make_interval(__a1)"),
+    ("try_make_interval", 2, "make_interval(__a1, __a2)"),
+    ("try_make_interval", 3, "make_interval(__a1, __a2, __a3)"),
+    ("try_make_interval", 4, "make_interval(__a1, __a2, __a3, __a4)"),
+    ("try_make_interval", 5, "make_interval(__a1, __a2, __a3, __a4, __a5)"),
+    ("try_make_interval", 6, "make_interval(__a1, __a2, __a3, __a4, __a5, __a6)"),
+    ("try_make_interval", 7, "make_interval(__a1, __a2, __a3, __a4, __a5, __a6, __a7)"),
     ("second", 1, "second(CAST(__a1 AS TIMESTAMP))"),
 ];
 
@@ -375,6 +385,17 @@ pub(crate) fn rewrite_ceil_floor(expr: &Expr) -> Option<Expr> {
     Some(function(name, vec![value.as_ref().clone(), Expr::Value(scale.clone())]))
 }
 
+/// A call's arguments when each is a plain expression (none named, none `*`).
+fn unnamed_args(list: &sqlparser::ast::FunctionArgumentList) -> Option<Vec<&Expr>> {
+    list.args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `decode(x, s1, r1, s2, r2, …[, default])`: the first `r` whose `s` is `x` (NULL matching
 /// NULL), as a CASE. (`decode(binary, charset)` is another function, left alone.)
 pub(crate) fn rewrite_decode(expr: &Expr) -> Option<Expr> {
@@ -383,14 +404,7 @@ pub(crate) fn rewrite_decode(expr: &Expr) -> Option<Expr> {
     if !f.name.to_string().eq_ignore_ascii_case("decode") || list.args.len() < 3 || f.over.is_some() {
         return None;
     }
-    let args: Vec<&Expr> = list
-        .args
-        .iter()
-        .map(|a| match a {
-            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
-            _ => None,
-        })
-        .collect::<Option<_>>()?;
+    let args = unnamed_args(list)?;
     let (subject, rest) = args.split_first()?;
     let conditions = rest
         .chunks_exact(2)
@@ -517,6 +531,35 @@ pub(crate) fn rewrite_listagg(expr: &Expr) -> Option<Expr> {
     call.name = sqlparser::ast::ObjectName::from(vec![sqlparser::ast::Ident::new("string_agg")]);
     call.args = FunctionArguments::List(args);
     Some(Expr::Function(call))
+}
+
+/// `json_tuple(json, 'a', 'b', …)` → `inline(array(named_struct('c0', get_json_object(json,
+/// '$.a'), 'c1', …)))`: one row of the fields' values as text, in columns named `c0`, `c1`, … as
+/// Spark names them (a LATERAL VIEW's `AS` names them otherwise), NULLs for a NULL or malformed
+/// document. Only field names that are plain words are taken (another name stays refused).
+pub(crate) fn rewrite_json_tuple(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("json_tuple") || f.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let args = unnamed_args(list)?;
+    let (json, fields) = args.split_first()?;
+    if fields.is_empty() || !list.clauses.is_empty() {
+        return None;
+    }
+    let mut named = Vec::with_capacity(2 * fields.len());
+    for (i, field) in fields.iter().enumerate() {
+        let Expr::Value(v) = field else { return None };
+        let sqlparser::ast::Value::SingleQuotedString(name) = &v.value else { return None };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        let text = |s: String| Expr::value(sqlparser::ast::Value::SingleQuotedString(s));
+        named.push(text(format!("c{i}")));
+        named.push(function("get_json_object", vec![(*json).clone(), text(format!("$.{name}"))]));
+    }
+    Some(function("inline", vec![function("array", vec![function("named_struct", named)])]))
 }
 
 #[cfg(test)]

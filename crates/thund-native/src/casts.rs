@@ -8,15 +8,19 @@
 //!
 //! Between numbers, without ANSI mode, Spark narrows an integer by keeping its low bits (300 is
 //! the TINYINT 44), a floating-point number by saturating (NaN is 0) and a decimal by cutting the
-//! fraction and keeping the low bits; Arrow's cast gives NULL or fails. In ANSI mode those fail,
-//! as Arrow's cast does, so the cast stays Arrow's.
+//! fraction and keeping the low bits; Arrow's cast gives NULL or fails. In ANSI mode those fail
+//! with Spark's `[CAST_OVERFLOW]`, naming the value.
+//!
+//! To a DECIMAL, text and floating point are read as Java's `BigDecimal` reads them and rounded
+//! half up (`decimals`); a value whose digits do not fit is NULL without ANSI mode and Spark's
+//! `[NUMERIC_VALUE_OUT_OF_RANGE]` with it (Arrow's cast fails in both).
 //!
 //! Each rule was read off a Spark 4.1.4 server, both modes; `thund-cli/tests/spark_queries`
 //! holds the cases.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, PrimitiveArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, PrimitiveArray};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
 };
@@ -43,11 +47,23 @@ pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool
         && (integral
             || matches!(to, DataType::Boolean | DataType::Float64 | DataType::Float32 | DataType::Date32)
             || to == &instant);
-    // Narrowing between numbers: only without ANSI mode (and not for try_cast, whose overflow is
-    // NULL in both modes, as Arrow's safe cast gives).
-    let narrow = !ansi && !try_ && integral && from.is_numeric() && from != to;
+    // Narrowing between numbers: without ANSI mode by Spark's rules, in ANSI mode failing with
+    // Spark's error (not for try_cast, whose overflow is NULL in both modes, as Arrow's safe cast
+    // gives).
+    let narrow = !try_ && integral && from.is_numeric() && integer_digits(from) > integer_digits(to);
+    // To a DECIMAL: text and floating point through `BigDecimal`, and an overflow NULL or
+    // Spark's error (Arrow's cast fails on both and reads floating point by its binary value).
+    let decimal = match to {
+        DataType::Decimal128(p, s) => {
+            from_text
+                || from.is_floating()
+                || from == &DataType::Boolean
+                || (from.is_numeric() && integer_digits(from) + i32::from(*s) >= i32::from(*p))
+        }
+        _ => false,
+    };
     let shown = matches!(from, DataType::Timestamp(..)) && to.is_string();
-    if !read && !narrow && !shown {
+    if !read && !narrow && !decimal && !shown {
         return None;
     }
     let on_invalid = if try_ || !ansi { OnInvalid::Null } else { OnInvalid::Error };
@@ -88,8 +104,12 @@ impl ScalarUDFImpl for SparkCast {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let values = args.args[0].to_array(args.number_rows)?;
-        let out: ArrayRef = if values.data_type().is_numeric() {
+        let out: ArrayRef = if let DataType::Decimal128(p, s) = self.to {
+            self.decimals(&values, p, s)?
+        } else if values.data_type().is_numeric() && self.truncate {
             narrowed(&values, &self.to)?
+        } else if values.data_type().is_numeric() {
+            self.checked(&values, "CAST_OVERFLOW")?
         } else if let DataType::Timestamp(..) = values.data_type() {
             arrow::compute::cast(&timestamps_as_text(&values)?, &self.to)?
         } else {
@@ -152,6 +172,96 @@ impl SparkCast {
             OnInvalid::Error => exec_err!(
                 "[CAST_INVALID_INPUT] the value '{text}' of the type STRING cannot be cast to {}: use try_cast to get \
                  NULL instead, or set spark.sql.ansi.enabled to false",
+                crate::types::spark_type_name(&self.to)
+            ),
+        }
+    }
+
+    /// `values` in this DECIMAL(precision, scale), rounded half up as Spark rounds.
+    fn decimals(&self, values: &ArrayRef, precision: u8, scale: i8) -> Result<ArrayRef> {
+        let fitted: Decimal128Array = match values.data_type() {
+            DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => {
+                let text = arrow::compute::cast(values, &DataType::Utf8)?;
+                let mut out = Vec::with_capacity(text.len());
+                for v in text.as_string::<i32>().iter() {
+                    out.push(match v {
+                        None => None,
+                        Some(s) => match crate::decimals::read(s) {
+                            crate::decimals::Read::Number(n) => match n.fit(precision, scale) {
+                                Some(v) => Some(v),
+                                None => self.out_of_range(s)?,
+                            },
+                            crate::decimals::Read::Invalid => self.invalid(s)?,
+                            crate::decimals::Read::Unknown(c) => {
+                                return exec_err!(
+                                    "the text '{s}' has a digit '{c}' (U+{:04X}) of a script read only on the Spark \
+                                     backend",
+                                    u32::from(c)
+                                )
+                            }
+                        },
+                    });
+                }
+                out.into_iter().collect()
+            }
+            DataType::Float32 | DataType::Float64 => {
+                let doubles = arrow::compute::cast(values, &DataType::Float64)?;
+                let mut out = Vec::with_capacity(doubles.len());
+                for v in doubles.as_primitive::<Float64Type>().iter() {
+                    out.push(match v {
+                        // NaN and the infinities are NULL in both modes, as on Spark.
+                        Some(v) if v.is_finite() => {
+                            match crate::decimals::of_double(v).and_then(|n| n.fit(precision, scale)) {
+                                Some(v) => Some(v),
+                                None => self.out_of_range(&v.to_string())?,
+                            }
+                        }
+                        _ => None,
+                    });
+                }
+                out.into_iter().collect()
+            }
+            DataType::Boolean => {
+                let ints = arrow::compute::cast(values, &DataType::Int8)?;
+                return self.checked(&ints, "NUMERIC_VALUE_OUT_OF_RANGE");
+            }
+            // Integers and decimals: Arrow's cast rounds half up, as Spark does.
+            _ => return self.checked(values, "NUMERIC_VALUE_OUT_OF_RANGE"),
+        };
+        Ok(Arc::new(fitted.with_precision_and_scale(precision, scale)?))
+    }
+
+    /// `values` by Arrow's cast, a value that does not fit NULL, or in ANSI mode Spark's error
+    /// (`class`) naming the first one.
+    fn checked(&self, values: &ArrayRef, class: &str) -> Result<ArrayRef> {
+        let options = arrow::compute::CastOptions { safe: true, ..Default::default() };
+        let out = arrow::compute::cast_with_options(values, &self.to, &options)?;
+        if self.on_invalid == OnInvalid::Error && out.null_count() != values.null_count() {
+            if let Some(i) = (0..values.len()).find(|i| values.is_valid(*i) && out.is_null(*i)) {
+                let shown = arrow::util::display::array_value_to_string(values, i)?;
+                let from = crate::types::spark_type_name(values.data_type());
+                return match class {
+                    "CAST_OVERFLOW" => exec_err!(
+                        "[CAST_OVERFLOW] the value {shown} of the type {from} cannot be cast to {} due to an \
+                         overflow: use try_cast to get NULL instead, or set spark.sql.ansi.enabled to false",
+                        crate::types::spark_type_name(&self.to)
+                    ),
+                    // In ANSI mode, `out_of_range` is Spark's error.
+                    _ => self.out_of_range::<()>(&shown).map(|_| out),
+                };
+            }
+        }
+        Ok(out)
+    }
+
+    /// A number that does not fit the DECIMAL: NULL, or Spark's error.
+    fn out_of_range<T>(&self, shown: &str) -> Result<Option<T>> {
+        match self.on_invalid {
+            OnInvalid::Null => Ok(None),
+            OnInvalid::Error => exec_err!(
+                "[NUMERIC_VALUE_OUT_OF_RANGE] {} cannot be represented as {}: use try_cast to get NULL instead, or \
+                 set spark.sql.ansi.enabled to false",
+                shown.trim(),
                 crate::types::spark_type_name(&self.to)
             ),
         }
@@ -259,6 +369,19 @@ fn timestamps_as_text(values: &ArrayRef) -> Result<ArrayRef> {
         })
         .collect();
     Ok(Arc::new(text))
+}
+
+/// How many digits a number of this type may have left of the point (a floating-point number
+/// any number).
+fn integer_digits(t: &DataType) -> i32 {
+    match t {
+        DataType::Int8 => 3,
+        DataType::Int16 => 5,
+        DataType::Int32 => 10,
+        DataType::Int64 => 19,
+        DataType::Decimal128(p, s) => i32::from(*p) - i32::from(*s),
+        _ => i32::MAX,
+    }
 }
 
 /// Numbers narrowed to an integer type as Spark does without ANSI mode.

@@ -413,6 +413,7 @@ impl VisitorMut for SparkFunctions {
             .or_else(|| crate::calls::rewrite_decode(expr))
             .or_else(|| crate::calls::rewrite_listagg(expr))
             .or_else(|| crate::calls::rewrite_mode(expr))
+            .or_else(|| crate::calls::rewrite_json_tuple(expr))
             .or_else(|| crate::calls::rewrite_ceil_floor(expr))
             .or_else(|| crate::calls::rewrite_int_fields(expr))
             .or_else(|| crate::calls::rewrite_operator(expr))
@@ -443,11 +444,16 @@ impl VisitorMut for SparkFunctions {
                 return ControlFlow::Continue(());
             }
             // Spark's `1.5e3` is a DOUBLE; the parser's option (see `new_context`) makes every
-            // other number with a fraction a DECIMAL, as Spark's `1.5` is.
-            if matches!(&v.value, Value::Number(n, _) if n.contains(['e', 'E'])) {
+            // other number with a fraction a DECIMAL, as Spark's `1.5` is. The number is read as
+            // text: through a DECIMAL, `1e30` (scale -30) would be multiplied by an inexact power
+            // of ten and answer 1.0000000000000002E30.
+            if let Value::Number(n, _) = &v.value {
+                if !n.contains(['e', 'E']) {
+                    return ControlFlow::Continue(());
+                }
                 *expr = Expr::Cast {
                     kind: sqlparser::ast::CastKind::Cast,
-                    expr: Box::new(expr.clone()),
+                    expr: Box::new(Expr::value(Value::SingleQuotedString(n.clone()))),
                     data_type: sqlparser::ast::DataType::Double(sqlparser::ast::ExactNumberInfo::None),
                     array: false,
                     format: None,

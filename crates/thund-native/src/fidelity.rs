@@ -28,9 +28,8 @@ use datafusion::prelude::coalesce;
 use crate::arithmetic::{OnFailure, Op};
 
 /// Functions whose answers differ from Spark's whatever their arguments, and why.
-const REFUSED: [(&str, &str); 4] = [
+const REFUSED: [(&str, &str); 3] = [
     ("arrays_zip", "Spark names the fields `0`, `1`, …, DataFusion `1`, `2`, …"),
-    ("xxhash64", "Spark hashes its own binary layout of each value with seed 42"),
     ("json_tuple", "Spark returns one column per field, DataFusion one struct"),
     ("version", "it names the engine"),
 ];
@@ -136,6 +135,18 @@ fn ansi_sum(e: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
     })
 }
 
+/// Whether a value of this type is or holds a DECIMAL.
+fn holds_decimal(t: &DataType) -> bool {
+    match t {
+        DataType::Decimal128(..) | DataType::Decimal256(..) => true,
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+            holds_decimal(f.data_type())
+        }
+        DataType::Struct(fields) => fields.iter().any(|f| holds_decimal(f.data_type())),
+        _ => false,
+    }
+}
+
 fn refused(function: &str, why: &str) -> DataFusionError {
     DataFusionError::Plan(format!(
         "`{function}` answers differently here than on Spark ({why}): it runs on the Spark backend"
@@ -217,6 +228,19 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
             let udf = Arc::new(crate::arithmetic::decimal_divide(on_failure));
             return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
         }
+        // A DECIMAL sum, difference or product whose digits do not fit its type is NULL, or
+        // fails in ANSI mode; DataFusion's keeps the digits while they fit an i128.
+        let decimal_op = match b.op {
+            Operator::Plus => Some(Op::Add),
+            Operator::Minus => Some(Op::Subtract),
+            Operator::Multiply => Some(Op::Multiply),
+            _ => None,
+        };
+        if let (Some(op), true) = (decimal_op, decimal_operands) {
+            let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
+            let udf = Arc::new(crate::arithmetic::operator(op, on_failure));
+            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
+        }
         if (&left, &right) != (b.left.as_ref(), b.right.as_ref()) {
             return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(Box::new(left), b.op, Box::new(right)))));
         }
@@ -262,6 +286,11 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
         return Err(refused(&name, "on an array, map or struct it answers with text"));
     }
+    // datafusion-spark's `xxhash64` hashes a DECIMAL otherwise than Spark (every example
+    // differed); Spark's other types it hashes as Spark does.
+    if name == "xxhash64" && args.iter().any(|a| a.get_type(schema).is_ok_and(|t| holds_decimal(&t))) {
+        return Err(refused(&name, "of a DECIMAL it is another hash"));
+    }
     if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
         text_and_number(&name, args.iter().filter_map(|a| a.get_type(schema).ok()))?;
     }
@@ -303,6 +332,10 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
                 None => return Ok(Transformed::no(call(func, args))),
             }
         }
+        // In ANSI mode an interval that overflows fails (datafusion-spark's is NULL).
+        "make_interval" if ansi => crate::intervals::overflow_check(call(func, args.clone()), args),
+        // Without ANSI mode, a `conv` that overflows reads as -1.
+        "conv" if !ansi => call(crate::conv::lenient(), args),
         // `size(NULL)` is NULL in ANSI mode, -1 (DataFusion's answer) without it.
         "size" if ansi && args.len() == 1 => {
             let value = args[0].clone();
@@ -329,8 +362,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
             call(crate::binary::substr(), vec![args[0].clone(), lit(1i64), args[1].clone()])
         }
         "substr" | "substring" if is_binary(&args[0], schema) => call(crate::binary::substr(), args),
-        "overlay" if is_binary(&args[0], schema) => {
-            return Err(refused("overlay", "of a BINARY it answers with text"));
+        // `lpad`, `rpad` and `overlay` of a BINARY are bytes (DataFusion's read them as text).
+        "lpad" | "rpad" | "overlay" if is_binary(&args[0], schema) => {
+            call(crate::binary::bytes_function(&name).expect("a function of bytes"), args)
         }
         // `a DIV b` in ANSI mode: a zero divisor and an overflow fail.
         "div" if ansi => call(Arc::new(crate::arithmetic::operator(Op::IntDivide, OnFailure::Error)), args),
@@ -359,11 +393,6 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         // Spark's `array_sort(a)` puts NULL last.
         "array_sort" if args.len() == 1 => {
             args.extend([lit("ASC"), lit("NULLS LAST")]);
-            call(func, args)
-        }
-        // Spark's `array_prepend(array, element)` takes DataFusion's arguments the other way.
-        "array_prepend" if args.len() == 2 => {
-            args.swap(0, 1);
             call(func, args)
         }
         // Spark's `array_append(NULL, x)` is NULL.

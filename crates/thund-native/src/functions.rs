@@ -43,6 +43,12 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::timestamps::register(ctx);
     crate::modes::register(ctx);
     crate::moments::register(ctx);
+    crate::bitmaps::register(ctx);
+    crate::aes::register(ctx);
+    crate::conv::register(ctx);
+    crate::murmur3::register(ctx);
+    crate::intervals::register(ctx);
+    crate::percentiles::register(ctx);
     crate::binary::register(ctx);
     crate::numbers::register(ctx);
     crate::arrays::register(ctx);

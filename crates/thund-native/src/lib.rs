@@ -48,13 +48,17 @@
 //! ```
 #![warn(missing_docs)]
 
+mod aes;
 mod arithmetic;
 mod arrays;
 mod backend;
 mod binary;
+mod bitmaps;
 mod calls;
 mod casts;
+mod conv;
 mod datetime;
+mod decimals;
 mod engine;
 mod error;
 pub mod event_log;
@@ -66,13 +70,16 @@ mod freshness;
 mod functions;
 mod generators;
 mod incremental;
+mod intervals;
 mod json;
 mod lambdas;
 mod lateral;
 mod modes;
 mod moments;
+mod murmur3;
 mod names;
 mod numbers;
+mod percentiles;
 mod query;
 mod refresh;
 mod regexp;

@@ -45,7 +45,9 @@ fn name_items(select: &mut Select) {
             continue;
         }
         // A generator's columns are named after what it generates (`col`, `pos`, …).
-        if matches!(expr, Expr::Function(f) if crate::generators::is_generator(&f.name.to_string())) {
+        // (`json_tuple` becomes one: its columns are `c0`, `c1`, ….)
+        let generator = |name: &str| crate::generators::is_generator(name) || name.eq_ignore_ascii_case("json_tuple");
+        if matches!(expr, Expr::Function(f) if generator(&f.name.to_string())) {
             continue;
         }
         let Some(name) = top_level_name(expr) else { continue };

@@ -324,10 +324,40 @@ fn flow_failure(e: &NativeError, f: &Flow) -> String {
     while let Some(rest) = LAYERS.iter().find_map(|l| text.strip_prefix(l)) {
         text = rest.to_string();
     }
+    format!("{} ({}): {}", f.target, f.location, in_sparks_words(&text))
+}
+
+/// What an Arrow kernel says when a value fails, in the words of Spark's error for it where
+/// there is one: the casts and operators Spark's rules cover fail with Spark's own errors
+/// before Arrow's are reached, so these are what remains (an overflow inside a built-in
+/// function, a cast DataFusion inserted).
+fn in_sparks_words(text: &str) -> String {
+    const ANSI: &str = "or set spark.sql.ansi.enabled to false";
     if let Some(rest) = text.strip_prefix("Cast error: ") {
-        text = format!("a value cannot be cast: {rest}");
+        return format!("a value cannot be cast: {rest}");
     }
-    format!("{} ({}): {text}", f.target, f.location)
+    if let Some((_, on)) = text.split_once("Overflow happened on: ") {
+        return format!("[ARITHMETIC_OVERFLOW] {on} overflows: use the operation's try_ function to get NULL, {ANSI}");
+    }
+    // `Compute error: Int32Array overflow on abs(-2147483648)`
+    if let Some((_, on)) = text.strip_prefix("Compute error: ").and_then(|t| t.split_once(" overflow on ")) {
+        return format!("[ARITHMETIC_OVERFLOW] {on} overflows, {ANSI}");
+    }
+    // `Invalid argument error: 1000.5 is too large to store in a Decimal128 of precision 3. Max is 99.9`
+    if let Some((value, rest)) = text
+        .strip_prefix("Invalid argument error: ")
+        .and_then(|t| t.split_once(" is too large to store in a Decimal128 of precision "))
+    {
+        let precision = rest.split('.').next().unwrap_or(rest);
+        return format!(
+            "[NUMERIC_VALUE_OUT_OF_RANGE] {value} cannot be represented with {precision} digits: use try_cast to get \
+             NULL, {ANSI}"
+        );
+    }
+    if text.starts_with("Divide by zero error") {
+        return format!("[DIVIDE_BY_ZERO] division by zero: use try_divide to get NULL, {ANSI}");
+    }
+    text.to_string()
 }
 
 /// How a flow ended: reported once, as its last event and as its line of the summary.

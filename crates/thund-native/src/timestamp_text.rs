@@ -160,14 +160,13 @@ pub(crate) fn read(s: &str) -> TextTimestamp {
     let Some(zone) = zone else { return TextTimestamp::Micros(local.and_utc().timestamp_micros()) };
     let Ok(zone) = std::str::from_utf8(zone) else { return TextTimestamp::Invalid };
     match zone_of(zone.trim()) {
-        Zone::Offset(seconds) => TextTimestamp::Micros(local.and_utc().timestamp_micros() - seconds * 1_000_000),
-        Zone::Region(tz) => TextTimestamp::Micros(crate::timestamps::instant(local, &tz)),
         Zone::Invalid => TextTimestamp::Invalid,
         Zone::Unsupported => TextTimestamp::Unsupported("a zone named by one of Java's short ids"),
+        zone => zone.instant(local).map_or(TextTimestamp::Invalid, TextTimestamp::Micros),
     }
 }
 
-enum Zone {
+pub(crate) enum Zone {
     /// Seconds east of UTC.
     Offset(i64),
     Region(Tz),
@@ -175,8 +174,30 @@ enum Zone {
     Unsupported,
 }
 
+impl Zone {
+    /// The instant (microseconds) of a local time here, by Java's rule for the hours the clocks
+    /// skip or pass twice; `None` for a zone that is not one.
+    pub(crate) fn instant(&self, local: chrono::NaiveDateTime) -> Option<i64> {
+        match self {
+            Zone::Offset(seconds) => Some(local.and_utc().timestamp_micros() - seconds * 1_000_000),
+            Zone::Region(tz) => Some(crate::timestamps::instant(local, tz)),
+            Zone::Invalid | Zone::Unsupported => None,
+        }
+    }
+
+    /// The local time here of an instant (microseconds).
+    pub(crate) fn local(&self, micros: i64) -> Option<chrono::NaiveDateTime> {
+        let at = chrono::DateTime::from_timestamp_micros(micros)?;
+        match self {
+            Zone::Offset(seconds) => Some(at.naive_utc() + chrono::TimeDelta::seconds(*seconds)),
+            Zone::Region(tz) => Some(at.with_timezone(tz).naive_local()),
+            Zone::Invalid | Zone::Unsupported => None,
+        }
+    }
+}
+
 /// A zone as Java's `ZoneId.of` reads it (after Spark writes `+1:` as `+01:`).
-fn zone_of(name: &str) -> Zone {
+pub(crate) fn zone_of(name: &str) -> Zone {
     if name == "Z" {
         return Zone::Offset(0);
     }

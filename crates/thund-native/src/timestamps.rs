@@ -34,6 +34,85 @@ pub(crate) fn register(ctx: &SessionContext) {
         ctx.register_udf(make(&format!("try_{name}"), OnFailure::Null));
     }
     ctx.register_udf(ScalarUDF::from(MonthsBetween { signature: Signature::variadic_any(Volatility::Immutable) }));
+    ctx.register_udf(ScalarUDF::from(ConvertTimezone { signature: Signature::variadic_any(Volatility::Immutable) }));
+}
+
+/// `convert_timezone([from, ]to, t)`: the wall time `t` (a TIMESTAMP_NTZ) in zone `from` (the
+/// session's, UTC, by default) as the wall time in zone `to`, a TIMESTAMP_NTZ. A TIMESTAMP is
+/// taken at its wall time in UTC, a DATE at midnight; a local time the clocks skip or pass
+/// twice is read by Java's rule. Zones are regions or offsets, as Java's `ZoneId` reads them.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ConvertTimezone {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for ConvertTimezone {
+    fn name(&self) -> &str {
+        "convert_timezone"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        let zone = |t: &DataType| t.is_string() || t == &DataType::Null;
+        let fits = match args {
+            [to, t] | [_, to, t] => {
+                args[..args.len() - 1].iter().all(zone)
+                    && zone(to)
+                    && matches!(t, DataType::Timestamp(..) | DataType::Date32 | DataType::Null)
+            }
+            _ => false,
+        };
+        if !fits {
+            return plan_err!(
+                "convert_timezone of {} runs on the Spark backend (it takes zone names and a TIMESTAMP_NTZ, TIMESTAMP \
+                 or DATE here)",
+                args.iter().map(crate::types::spark_type_name).collect::<Vec<_>>().join(", ")
+            );
+        }
+        Ok(DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = args.number_rows;
+        let k = args.args.len();
+        let wall = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+        let times = arrow::compute::cast(&args.args[k - 1].to_array(n)?, &wall)?;
+        let times = times.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
+        let to = crate::functions::utf8(&args.args[k - 2].to_array(n)?)?;
+        let from = if k == 3 { Some(crate::functions::utf8(&args.args[0].to_array(n)?)?) } else { None };
+        let read = |name: &str| match crate::timestamp_text::zone_of(name.trim()) {
+            crate::timestamp_text::Zone::Invalid => {
+                exec_err!("[INVALID_TIMEZONE] convert_timezone: the time zone '{name}' is not one Spark knows")
+            }
+            crate::timestamp_text::Zone::Unsupported => {
+                exec_err!(
+                    "convert_timezone: the zone '{name}', one of Java's short ids, is read only on the Spark backend"
+                )
+            }
+            zone => Ok(zone),
+        };
+        let mut out = Vec::with_capacity(n);
+        for row in 0..n {
+            let from_null = from.as_ref().is_some_and(|f| f.is_null(row));
+            if times.is_null(row) || to.is_null(row) || from_null {
+                out.push(None);
+                continue;
+            }
+            let source = match &from {
+                Some(f) => read(f.value(row))?,
+                None => crate::timestamp_text::Zone::Offset(0),
+            };
+            let target = read(to.value(row))?;
+            let local = chrono::DateTime::from_timestamp_micros(times.value(row)).map(|t| t.naive_utc());
+            let moved = local.and_then(|l| source.instant(l)).and_then(|i| target.local(i));
+            out.push(moved.map(|t| t.and_utc().timestamp_micros()));
+        }
+        crate::functions::columnar(Arc::new(TimestampMicrosecondArray::from(out)), scalar)
+    }
 }
 
 /// `to_utc_timestamp(t, zone)`: `t`'s wall time (in UTC, the session's zone) read as a local

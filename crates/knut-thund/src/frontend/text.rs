@@ -380,12 +380,41 @@ fn spark_forms(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 }
             }
         }
+        // `X 'F0'`: Spark's binary literal may have white space after its `X`.
+        if matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("x")) {
+            if let Some(hex) = spaced_hex_literal(&mut raw) {
+                out.push(TokenWithSpan { token: Token::HexStringLiteral(hex.0), span: t.span.union(&hex.1) });
+                continue;
+            }
+        }
         if matches!(&t.token, Token::Word(w) if w.keyword == Keyword::FROM) && trim_side(&mut out) {
             continue;
         }
         out.push(t);
     }
     out
+}
+
+/// After an `X`: white space and a quoted text of hex digits, taken from `raw` (nothing is
+/// taken when they do not follow).
+fn spaced_hex_literal(
+    raw: &mut std::iter::Peekable<std::vec::IntoIter<TokenWithSpan>>,
+) -> Option<(String, sqlparser::tokenizer::Span)> {
+    let mut ahead = raw.clone();
+    let mut spaced = false;
+    while let Some(TokenWithSpan { token: Token::Whitespace(_), .. }) = ahead.peek() {
+        spaced = true;
+        ahead.next();
+    }
+    match ahead.next() {
+        Some(TokenWithSpan { token: Token::SingleQuotedString(s), span })
+            if spaced && s.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        {
+            *raw = ahead;
+            Some((s, span))
+        }
+        _ => None,
+    }
 }
 
 /// At a `FROM` after `TRIM ( BOTH` (`LEADING`, `TRAILING`): takes the side out of `out` (the
@@ -466,6 +495,11 @@ mod tests {
         assert_eq!(parse("TRIM(TRAILING 'a' FROM x)"), "TRIM(TRAILING 'a' FROM x)");
         // A word `r` apart from a string is a word.
         assert!(spark_parser("r 'a'").unwrap().parse_expr().unwrap().to_string().starts_with('r'));
+        // Spark's binary literal, with or without space after its `X`.
+        assert_eq!(parse("X 'F0'"), "X'F0'");
+        assert_eq!(parse("x\n'0a'"), "X'0a'");
+        assert_eq!(parse("X'F0'"), "X'F0'");
+        assert!(spark_parser("x 'zz'").unwrap().parse_expr().unwrap().to_string().starts_with('x'));
     }
 
     #[test]

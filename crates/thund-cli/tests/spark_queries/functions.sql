@@ -76,3 +76,39 @@ SELECT sequence(DATE'2018-01-31', DATE'2018-05-01', INTERVAL 1 MONTH) AS m, sequ
 SELECT CAST(s AS TIMESTAMP) AS t, to_timestamp(s) AS u, try_cast(s AS TIMESTAMP) AS v FROM VALUES ('2016-12-31 00:12'), (' 2016-12-31T01:02:03.5+01:00 '), ('2016'), ('2016-2'), ('2016-12-31 '), ('2016-12-31 01:02:03Z'), ('2016-12-31 01:02:03 UTC+1'), ('2024-03-31 02:30:00 Europe/Oslo'), ('2016-12-31 01:02:03.1234567'), (NULL) AS x(s);
 SELECT CAST(s AS TIMESTAMP) AS t FROM VALUES ('2016-02-30'), ('2016-12-31 25:00'), ('bogus'), ('16-12-31') AS x(s);
 SELECT to_timestamp(s) AS t FROM VALUES ('2016-12-31 1:2:3'), ('+2016-01-01'), ('2016-12-31T00:00:00-08:00') AS x(s);
+-- Bitmaps, and lpad/rpad/overlay/trim of binaries
+SELECT k, bitmap_count(bitmap_construct_agg(bitmap_bit_position(v))) AS n, hex(substring(bitmap_or_agg(b), 1, 3)) AS o, hex(substring(bitmap_and_agg(b), 1, 3)) AS a FROM VALUES (1, 1L, X'0102FF'), (1, 5L, X 'F0'), (2, 3L, NULL), (1, 5L, X'03'), (2, 7L, X'FFFF') AS t(k, v, b) GROUP BY k ORDER BY k;
+SELECT hex(substring(bitmap_construct_agg(v), 1, 3)) AS c, length(bitmap_or_agg(b)) AS l, hex(substring(bitmap_and_agg(b), 1, 2)) AS a FROM VALUES (0L, CAST(NULL AS BINARY)), (9L, NULL), (NULL, NULL) AS t(v, b);
+SELECT bitmap_construct_agg(v) AS c FROM VALUES (32768L) AS t(v);
+SELECT bitmap_count(b) AS n FROM VALUES (X '1010'), (X'FFFF'), (X '0'), (X''), (NULL) AS t(b);
+SELECT hex(lpad(b, n)) AS l, hex(rpad(b, n)) AS r, hex(lpad(b, n, p)) AS lp, hex(rpad(b, n, p)) AS rp FROM VALUES (unhex('aabb'), 5, unhex('1122')), (unhex('aabbcc'), 2, unhex('')), (unhex('aabb'), -1, unhex('11')), (NULL, 3, unhex('11')), (unhex('aa'), 3, NULL) AS t(b, n, p);
+SELECT overlay(b PLACING r FROM p) AS o, overlay(b PLACING r FROM p FOR n) AS f FROM VALUES (encode('Spark SQL', 'utf-8'), encode('_', 'utf-8'), 6, 0), (encode('Spark', 'utf-8'), encode('XY', 'utf-8'), 0, -1), (encode('Spark', 'utf-8'), encode('XY', 'utf-8'), -2, 10), (encode('Spark', 'utf-8'), encode('XY', 'utf-8'), 10, 2) AS t(b, r, p, n);
+SELECT btrim(b) AS t, btrim(b, encode('SL', 'utf-8')) AS u, ltrim(b) AS l, rtrim(b) AS r FROM VALUES (encode('  SSparkSQLS  ', 'utf-8')), (NULL) AS t(b);
+-- hash (Murmur3) and xxhash64 of every type Spark hashes
+SELECT hash(x) AS h, xxhash64(x) AS x FROM VALUES (CAST(1 AS TINYINT)), (CAST(-1 AS TINYINT)), (NULL) AS t(x);
+SELECT hash(x) AS h, xxhash64(x) AS x FROM VALUES (0.0D), (-0.0D), (1.5D), (CAST('NaN' AS DOUBLE)) AS t(x);
+SELECT hash(x) AS h, xxhash64(x) AS x FROM VALUES (0.0F), (-0.0F), (1.5F) AS t(x);
+SELECT hash(x) AS h, xxhash64(x) AS x FROM VALUES ('a'), ('abcd'), ('abcdefg'), (''), ('héllo wörld ✓') AS t(x);
+SELECT hash(x) AS h, xxhash64(x) AS x FROM VALUES (CAST(12.34 AS DECIMAL(10,2))), (CAST(-12345678901234567890.5 AS DECIMAL(30,1))), (CAST(127 AS DECIMAL(20,0))), (CAST(128 AS DECIMAL(20,0))) AS t(x);
+SELECT hash(d, t) AS h, xxhash64(d, t) AS x FROM VALUES (DATE'2024-01-01', TIMESTAMP'2024-01-01 10:00:00'), (NULL, NULL) AS v(d, t);
+SELECT hash(true, false) AS a, xxhash64(true, false) AS b, hash(X'0102FF') AS c, xxhash64(X'0102FF') AS d, hash(CAST(5 AS SMALLINT), -5, 9223372036854775807L) AS e, xxhash64(CAST(1 AS SMALLINT), -5) AS f;
+SELECT hash(named_struct('a', 1, 'b', 'x')) AS a, xxhash64(named_struct('a', 1, 'b', 'x')) AS b, hash(array(array(1, 2), NULL, array(3))) AS c, xxhash64(array(array(1, 2), NULL, array(3))) AS d, hash(array('a', NULL, 'b')) AS e, hash('Spark', array(123), 2) AS f;
+SELECT k, hash(k) % 4 AS bucket, xxhash64(concat(k, '|', CAST(v AS STRING))) AS key FROM VALUES ('a', 1), ('b', 2), ('c', NULL) AS t(k, v) ORDER BY k;
+-- conv, convert_timezone, aes
+SELECT conv(s, 10, 16) AS a, conv(s, 10, -16) AS b, conv(s, 16, 2) AS c FROM VALUES ('100'), ('-1'), ('ff'), (' 10'), ('1.5'), ('x'), (''), (NULL), ('18446744073709551615') AS t(s);
+SELECT conv(n, 10, 2) AS a, conv(n, 36, 10) AS b, conv(CAST(n AS STRING), 2, 37) AS c FROM VALUES (255), (-255), (0) AS t(n);
+SELECT conv('18446744073709551616', 10, 16) AS o;
+SELECT convert_timezone('Europe/Brussels', 'America/Los_Angeles', t) AS a, convert_timezone('Europe/Oslo', 'UTC', t) AS b, convert_timezone('+01:00', t) AS c FROM VALUES (timestamp_ntz'2021-12-06 00:00:00'), (timestamp_ntz'2024-03-31 02:30:00'), (timestamp_ntz'2024-10-27 02:30:00'), (NULL) AS v(t);
+SELECT convert_timezone('UTC', 'Europe/Oslo', timestamp'2024-03-31 01:30:00') AS a, convert_timezone('UTC', 'Asia/Kolkata', DATE'2024-01-01') AS b;
+SELECT base64(aes_encrypt(s, '1234567890abcdef', 'ECB', 'PKCS')) AS e, base64(aes_encrypt(s, 'abcdefghijklmnop12345678ABCDEFGH', 'CBC', 'DEFAULT', unhex('000102030405060708090a0b0c0d0e0f'))) AS c, base64(aes_encrypt(s, '0000111122223333', 'GCM', 'DEFAULT', unhex('000000000000000000000000'), 'aad')) AS g FROM VALUES ('Spark SQL'), (''), (NULL) AS t(s);
+SELECT CAST(aes_decrypt(aes_encrypt(s, k), k) AS STRING) AS round_trip, CAST(aes_decrypt(aes_encrypt(s, k, 'CBC'), k, 'CBC') AS STRING) AS cbc FROM VALUES ('secret', '0000111122223333'), ('x', 'abcdefghijklmnop12345678') AS t(s, k);
+SELECT try_aes_decrypt(unhex('0011'), '0000111122223333', 'GCM') AS a, try_aes_decrypt(X'00', '0000111122223333', 'CTR') AS b;
+SELECT aes_encrypt('Spark', '0123456789abcde') AS k;
+SELECT aes_decrypt(unbase64('AAAAAAAAAAAAAAAAQiYi+sTLm7KD9UcZ2nlRdYDe/PX4'), 'abcdefghijklmnop12345678ABCDEFGH', 'GCM', 'DEFAULT', 'wrong aad') AS d;
+SELECT array_prepend(a, e) AS p FROM VALUES (array('b', 'd'), 'x'), (CAST(NULL AS ARRAY<STRING>), 'y'), (array('c'), NULL) AS t(a, e);
+-- json_tuple in the SELECT list and in a LATERAL VIEW; exact percentiles
+SELECT json_tuple(j, 'a', 'b') FROM VALUES ('{"a":1, "b":"x"}'), ('{"a":{"c":[1,2]}}'), ('not json'), (NULL) AS t(j);
+SELECT id, a, b FROM VALUES (1, '{"a":true, "b":2.50}'), (2, '{"b":null}') AS t(id, j) LATERAL VIEW json_tuple(j, 'a', 'b') v AS a, b ORDER BY id;
+SELECT k, percentile(x, 0.5) AS m, percentile(x, array(0.0, 0.25, 1.0)) AS q, percentile_disc(0.6) WITHIN GROUP (ORDER BY x) AS d, percentile_disc(0.6) WITHIN GROUP (ORDER BY x DESC) AS e FROM VALUES (1, 1.5D), (1, NULL), (1, 3D), (1, -2D), (2, 7D), (3, NULL) AS t(k, x) GROUP BY k ORDER BY k;
+SELECT percentile(x, array(0.25, 0.75)) AS a, percentile_disc(0.25) WITHIN GROUP (ORDER BY x) AS b, percentile(CAST(x AS DECIMAL(5,1)), 0.3) AS c FROM VALUES (0), (10) AS t(x);
+SELECT percentile(x, 1.5) AS a FROM VALUES (1) AS t(x);

@@ -65,3 +65,17 @@ SELECT ceil(3.1411, 3) AS a, ceil(3.1411, -3) AS b, floor(3.1411, 3) AS c, floor
 SELECT ceil(x, 1) AS c, floor(x, -1) AS f FROM VALUES (CAST(12.34 AS DECIMAL(6,2))), (CAST(-12.34 AS DECIMAL(6,2))), (NULL) AS t(x);
 SELECT ceil(15, -1) AS a, floor(15, -1) AS b, ceil(7, 2) AS c;
 SELECT bround(2.5, 0) AS a, bround(3.5, 0) AS b, bround(-2.5, 0) AS c, bround(25, -1) AS d, bround(35, -1) AS e, bround(2.345, 2) AS f, bround(7.5) AS g;
+-- DECIMALs as Spark reads, rounds and overflows them (NULL without ANSI mode, an error with it)
+SELECT CAST(s AS DECIMAL(3,2)) AS d FROM VALUES ('1.255'), (' 1.5 '), ('1e0'), ('-1.245'), ('.5'), ('+2.1'), ('1.'), ('-0.005'), (NULL) AS t(s);
+SELECT CAST(s AS DECIMAL(10,2)) AS d FROM VALUES ('1,000.00'), ('$5'), ('1.2.3'), (''), ('NaN'), ('1e'), ('1_000') AS t(s);
+SELECT CAST(s AS DECIMAL(10,2)) AS d, try_cast(s AS DECIMAL(3,1)) AS e FROM VALUES ('1E+2'), ('1.5e-1'), ('99.95'), ('12345678901234567890') AS t(s);
+SELECT CAST(d AS DECIMAL(3,2)) AS a, CAST(d AS DECIMAL(38,0)) AS b, CAST(f AS DECIMAL(10,9)) AS c FROM VALUES (1.005D, 0.1F), (2.675D, 0.3F), (1e30D, 1.25F), (-1.115D, -1.25F) AS t(d, f);
+SELECT CAST(d AS DECIMAL(10,2)) AS a FROM VALUES (CAST('NaN' AS DOUBLE)), (CAST('Infinity' AS DOUBLE)), (1e20D) AS t(d);
+SELECT CAST(x AS DECIMAL(3,1)) AS a, CAST(x AS DECIMAL(2,0)) AS b FROM VALUES (1000.5), (99.5), (9.94) AS t(x);
+SELECT CAST(x AS DECIMAL(3,0)) AS a, CAST(b AS DECIMAL(5,2)) AS c FROM VALUES (1000L, true), (-999L, false) AS t(x, b);
+SELECT x + 1 AS a, x - 1 AS b FROM VALUES (99999999999999999999999999999999999999), (-99999999999999999999999999999999999999), (5) AS t(x);
+SELECT x * x AS a, x * 10 AS b FROM VALUES (CAST(12345678901234567890.5 AS DECIMAL(38,2))), (CAST(1.5 AS DECIMAL(38,2))) AS t(x);
+SELECT try_add(x, 1) AS a, try_multiply(x, 10) AS b FROM VALUES (99999999999999999999999999999999999999) AS t(x);
+SELECT CAST(x AS TINYINT) AS a, CAST(y AS INT) AS b, CAST(z AS INT) AS c FROM VALUES (1000, 3e10D, CAST(1e12 AS DECIMAL(20,0))), (5, 2.9D, CAST(-7.9 AS DECIMAL(20,1))) AS t(x, y, z);
+SELECT CAST(y AS INT) AS b FROM VALUES (CAST('NaN' AS DOUBLE)) AS t(y);
+SELECT abs(x) AS a FROM VALUES (-2147483648), (-5) AS t(x);
