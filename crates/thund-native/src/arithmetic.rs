@@ -323,7 +323,7 @@ impl Arithmetic {
 }
 
 /// The operation an Arrow overflow names (`1 + 2147483647`), from its message.
-fn overflowing(e: &impl std::fmt::Display) -> Option<String> {
+pub(crate) fn overflowing(e: &impl std::fmt::Display) -> Option<String> {
     let text = e.to_string();
     let (_, on) = text.split_once("Overflow happened on: ")?;
     Some(on.trim_end_matches(')').trim().to_string())

@@ -336,7 +336,7 @@ fn in_sparks_words(text: &str) -> String {
     if let Some(rest) = text.strip_prefix("Cast error: ") {
         return format!("a value cannot be cast: {rest}");
     }
-    if let Some((_, on)) = text.split_once("Overflow happened on: ") {
+    if let Some(on) = crate::arithmetic::overflowing(&text) {
         return format!("[ARITHMETIC_OVERFLOW] {on} overflows: use the operation's try_ function to get NULL, {ANSI}");
     }
     // `Compute error: Int32Array overflow on abs(-2147483648)`
