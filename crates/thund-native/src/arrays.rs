@@ -318,3 +318,112 @@ mod tests {
         );
     }
 }
+
+/// Spark's `arrays_zip(a1, a2, …)`: an array of structs, the `i`th holding each array's `i`th
+/// element (NULL past an array's end), as long as the longest; NULL if an array is NULL. A field
+/// is named after its argument when that is a column, else by its position from 0 (`fidelity`
+/// gives the names: only the plan knows which arguments are columns).
+pub(crate) fn arrays_zip(names: Vec<String>) -> Arc<ScalarUDF> {
+    Arc::new(ScalarUDF::from(ArraysZip { names, signature: Signature::variadic_any(Volatility::Immutable) }))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ArraysZip {
+    names: Vec<String>,
+    signature: Signature,
+}
+
+impl ArraysZip {
+    fn element_fields(&self, args: &[DataType]) -> Result<arrow::datatypes::Fields> {
+        args.iter()
+            .zip(&self.names)
+            .map(|(t, name)| match t {
+                DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+                    Ok(Field::new(name, f.data_type().clone(), true))
+                }
+                DataType::Null => Ok(Field::new(name, DataType::Null, true)),
+                other => plan_err!("arrays_zip takes arrays, not {}", crate::types::spark_type_name(other)),
+            })
+            .collect()
+    }
+}
+
+impl ScalarUDFImpl for ArraysZip {
+    // Not `arrays_zip`, DataFusion's, which the plan rewrite replaces by this one.
+    fn name(&self) -> &str {
+        "spark_arrays_zip"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        let fields = self.element_fields(args)?;
+        Ok(DataType::List(Arc::new(Field::new_list_field(DataType::Struct(fields), true))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let n = args.number_rows;
+        let DataType::List(item) = args.return_field.data_type() else { return exec_err!("arrays_zip: not a list") };
+        let DataType::Struct(fields) = item.data_type() else { return exec_err!("arrays_zip: not a struct") };
+        let lists: Vec<Option<GenericListArray<i32>>> = args
+            .args
+            .iter()
+            .zip(fields.iter())
+            .map(|(a, f)| {
+                let a = a.to_array(n)?;
+                if a.data_type() == &DataType::Null {
+                    return Ok(None);
+                }
+                let as_list = DataType::List(Arc::new(Field::new_list_field(f.data_type().clone(), true)));
+                Ok(Some(arrow::compute::cast(&a, &as_list)?.as_list::<i32>().clone()))
+            })
+            .collect::<Result<_>>()?;
+        let mut indices: Vec<Vec<Option<u32>>> = vec![Vec::new(); lists.len()];
+        let mut offsets = vec![0i32];
+        let mut valid = Vec::with_capacity(n);
+        for row in 0..n {
+            let null = lists.iter().any(|l| l.as_ref().is_none_or(|l| l.is_null(row)));
+            if !null {
+                let spans: Vec<(usize, usize)> = lists
+                    .iter()
+                    .flatten()
+                    .map(|l| (l.value_offsets()[row] as usize, l.value_length(row) as usize))
+                    .collect();
+                let longest = spans.iter().map(|s| s.1).max().unwrap_or(0);
+                for (k, (start, len)) in spans.iter().enumerate() {
+                    indices[k].extend((0..longest).map(|j| (j < *len).then(|| (start + j) as u32)));
+                }
+                offsets.push(offsets.last().copied().unwrap_or(0) + longest as i32);
+            } else {
+                offsets.push(offsets.last().copied().unwrap_or(0));
+            }
+            valid.push(!null);
+        }
+        let columns = lists
+            .iter()
+            .zip(&indices)
+            .zip(fields.iter())
+            .map(|((l, idx), f)| match l {
+                Some(l) => Ok(arrow::compute::take(l.values(), &arrow::array::UInt32Array::from(idx.clone()), None)?),
+                None => Ok(arrow::array::new_null_array(f.data_type(), idx.len())),
+            })
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        let len = offsets.last().copied().unwrap_or(0) as usize;
+        let structs = if fields.is_empty() {
+            arrow::array::StructArray::new_empty_fields(len, None)
+        } else {
+            arrow::array::StructArray::try_new(fields.clone(), columns, None)?
+        };
+        let nulls = valid.iter().any(|v| !v).then(|| arrow::buffer::NullBuffer::from(valid));
+        let out = GenericListArray::<i32>::try_new(
+            Arc::clone(item),
+            OffsetBuffer::new(offsets.into()),
+            Arc::new(structs),
+            nulls,
+        )?;
+        crate::functions::columnar(Arc::new(out), scalar)
+    }
+}

@@ -624,6 +624,8 @@ impl Binary {
                         "hex" => unhex(v),
                         "utf-8" | "utf8" => Some(v.as_bytes().to_vec()),
                         "base64" => base64::engine::general_purpose::STANDARD.decode(v).ok(),
+                        // An unknown format is NULL for `try_to_binary` (Spark 4.1.4).
+                        _ if try_ => None,
                         _ => {
                             return exec_err!(
                                 "[INVALID_PARAMETER_VALUE.BINARY_FORMAT] The value of parameter(s) `format` in `{}` is \

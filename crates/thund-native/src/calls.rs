@@ -385,6 +385,24 @@ pub(crate) fn rewrite_ceil_floor(expr: &Expr) -> Option<Expr> {
     Some(function(name, vec![value.as_ref().clone(), Expr::Value(scale.clone())]))
 }
 
+/// `assert_true(x)` → `assert_true(x, '\'<x>\' is not true!')`: Spark's message names the
+/// expression as its SQL (`'(1 < 0)' is not true!`), which the function itself cannot see.
+pub(crate) fn rewrite_assert_true(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("assert_true") || f.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [x] = unnamed_args(list)?[..] else { return None };
+    let text = crate::names::sql(x).unwrap_or_else(|| x.to_string());
+    let message = Expr::value(sqlparser::ast::Value::SingleQuotedString(format!("'{text}' is not true!")));
+    let mut call = f.clone();
+    let mut args = list.clone();
+    args.args.push(FunctionArg::Unnamed(FunctionArgExpr::Expr(message)));
+    call.args = FunctionArguments::List(args);
+    Some(Expr::Function(call))
+}
+
 /// A call's arguments when each is a plain expression (none named, none `*`).
 fn unnamed_args(list: &sqlparser::ast::FunctionArgumentList) -> Option<Vec<&Expr>> {
     list.args

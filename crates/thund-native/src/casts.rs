@@ -40,6 +40,9 @@ enum OnInvalid {
 /// The cast of `value` (of type `from`) to `to` as Spark casts it, when it differs from Arrow's:
 /// `try_` for `try_cast`, `ansi` for the mode.
 pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool, ansi: bool) -> Option<Expr> {
+    if crate::variant::is_variant(from) {
+        return crate::variant::cast_expr(value, to, try_);
+    }
     let integral = matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64);
     let from_text = matches!(from, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
     let instant = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into()));
@@ -294,7 +297,7 @@ impl SparkCast {
 
 /// A floating-point number as Spark reads one: white space around, Java's forms (a trailing
 /// `d`/`f` allowed), `Infinity`, `inf` and `NaN` in any case.
-fn floating(s: &str) -> Option<f64> {
+pub(crate) fn floating(s: &str) -> Option<f64> {
     let s = s.trim_matches(|c: char| c.is_whitespace() || c.is_control());
     let body = match s.strip_suffix(['d', 'D', 'f', 'F']) {
         Some(b) if b.ends_with(|c: char| c.is_ascii_digit() || c == '.') => b,
@@ -312,7 +315,7 @@ fn floating(s: &str) -> Option<f64> {
 }
 
 /// A boolean as Spark reads one (white space around, any case).
-fn boolean(s: &str) -> Option<bool> {
+pub(crate) fn boolean(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "t" | "true" | "y" | "yes" | "1" => Some(true),
         "f" | "false" | "n" | "no" | "0" => Some(false),
@@ -322,7 +325,7 @@ fn boolean(s: &str) -> Option<bool> {
 
 /// A date as Spark reads one, in days since the epoch: `yyyy`, `yyyy-[m]m` or `yyyy-[m]m-[d]d`,
 /// the last followed by anything after a space or `T` (a time), white space around.
-fn date(s: &str) -> Option<i32> {
+pub(crate) fn date(s: &str) -> Option<i32> {
     let s = s.trim();
     let (day_part, rest) = match s.find([' ', 'T']) {
         Some(i) => (&s[..i], Some(&s[i..])),

@@ -413,6 +413,7 @@ impl VisitorMut for SparkFunctions {
             .or_else(|| crate::calls::rewrite_decode(expr))
             .or_else(|| crate::calls::rewrite_listagg(expr))
             .or_else(|| crate::calls::rewrite_mode(expr))
+            .or_else(|| crate::calls::rewrite_assert_true(expr))
             .or_else(|| crate::calls::rewrite_json_tuple(expr))
             .or_else(|| crate::calls::rewrite_ceil_floor(expr))
             .or_else(|| crate::calls::rewrite_int_fields(expr))
@@ -638,6 +639,17 @@ impl VisitorMut for Rewriter<'_> {
         };
         let is_stream =
             parts.len() == 1 && parts[0].quote_style.is_none() && parts[0].value.eq_ignore_ascii_case("stream");
+        // `variant_explode(input => v)`: DataFusion's table functions take their arguments
+        // by position.
+        if let Some(targs) = args.as_mut() {
+            for a in targs.args.iter_mut() {
+                if let sqlparser::ast::FunctionArg::Named { name: n, arg, .. } = a {
+                    if n.value.eq_ignore_ascii_case("input") {
+                        *a = sqlparser::ast::FunctionArg::Unnamed(arg.clone());
+                    }
+                }
+            }
+        }
         let Some(read) = self.reads.read_of(name) else {
             if is_stream && args.is_some() {
                 self.error = Some("internal error: a STREAM read the front-end did not record".into());

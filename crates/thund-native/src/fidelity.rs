@@ -28,11 +28,8 @@ use datafusion::prelude::coalesce;
 use crate::arithmetic::{OnFailure, Op};
 
 /// Functions whose answers differ from Spark's whatever their arguments, and why.
-const REFUSED: [(&str, &str); 3] = [
-    ("arrays_zip", "Spark names the fields `0`, `1`, …, DataFusion `1`, `2`, …"),
-    ("json_tuple", "Spark returns one column per field, DataFusion one struct"),
-    ("version", "it names the engine"),
-];
+const REFUSED: [(&str, &str); 2] =
+    [("json_tuple", "Spark returns one column per field, DataFusion one struct"), ("version", "it names the engine")];
 
 /// Functions that turn an array, map or struct argument into text (Spark keeps its type).
 const NESTED_AS_TEXT: [&str; 5] = ["concat", "reverse", "nvl", "ifnull", "nvl2"];
@@ -274,6 +271,19 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     let call = |func, args| Expr::ScalarFunction(ScalarFunction { func, args });
     if let Some((_, why)) = REFUSED.iter().find(|(n, _)| *n == name) {
         return Err(refused(&name, why));
+    }
+    // Spark names `arrays_zip`'s fields after the columns given, else by position from 0
+    // (DataFusion's from 1).
+    if name == "arrays_zip" {
+        let names = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| match a {
+                Expr::Column(c) => c.name.clone(),
+                _ => i.to_string(),
+            })
+            .collect();
+        return Ok(Transformed::yes(call(crate::arrays::arrays_zip(names), args)));
     }
     let nested = |a: &Expr| {
         a.get_type(schema).is_ok_and(|t| {

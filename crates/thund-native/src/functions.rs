@@ -49,13 +49,18 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::murmur3::register(ctx);
     crate::intervals::register(ctx);
     crate::percentiles::register(ctx);
+    crate::approx_percentile::register(ctx);
     crate::binary::register(ctx);
     crate::numbers::register(ctx);
+    crate::format_number::register(ctx);
     crate::arrays::register(ctx);
+    crate::maps::register(ctx);
     crate::rounding::register(ctx);
     crate::strings::register(ctx);
     crate::arithmetic::register(ctx);
     crate::json::register(ctx);
+    crate::variant::register(ctx);
+    crate::xpath::register(ctx);
     crate::generators::register(ctx);
     if let Ok(builtin) = ctx.table_function("range") {
         ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));
@@ -190,6 +195,8 @@ pub(crate) fn columnar(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> 
 enum Step {
     Key(String),
     Index(usize),
+    /// `[*]`: every element of an array.
+    Wildcard,
 }
 
 /// The steps of `path`; `None` for a path Spark would answer NULL for (not starting with `$`,
@@ -204,8 +211,9 @@ fn parse_path(path: &str) -> Result<Option<Vec<Step>>> {
             if key.is_empty() {
                 return Ok(None);
             }
+            // `$.*` reads nothing on Spark.
             if key == "*" {
-                return exec_err!("get_json_object: wildcards in JSON paths (`{path}`) are not supported");
+                return Ok(None);
             }
             steps.push(Step::Key(key.to_string()));
             rest = &r[end..];
@@ -213,7 +221,9 @@ fn parse_path(path: &str) -> Result<Option<Vec<Step>>> {
             let Some(end) = r.find(']') else { return Ok(None) };
             let inner = r[..end].trim();
             if inner == "*" {
-                return exec_err!("get_json_object: wildcards in JSON paths (`{path}`) are not supported");
+                steps.push(Step::Wildcard);
+                rest = &r[end + 1..];
+                continue;
             }
             let quoted = inner.strip_prefix('\'').and_then(|s| s.strip_suffix('\''));
             match (quoted, inner.parse::<usize>()) {
@@ -231,18 +241,85 @@ fn parse_path(path: &str) -> Result<Option<Vec<Step>>> {
 
 fn extract(json: &str, steps: &[Step]) -> Option<String> {
     let root: Value = serde_json::from_str(json).ok()?;
-    let mut at = &root;
-    for s in steps {
-        at = match (s, at) {
-            (Step::Key(k), Value::Object(m)) => m.get(k)?,
-            (Step::Index(n), Value::Array(a)) => a.get(*n)?,
-            _ => return None,
-        };
-    }
-    match at {
-        Value::Null => None,
-        Value::String(s) => Some(s.clone()),
-        other => Some(other.to_string()),
+    let (dirty, written) = evaluate(&root, steps, Style::Raw);
+    dirty.then(|| written.join(","))
+}
+
+/// How a match is written, as in Spark's `GetJsonObject`: a string bare (`Raw`, no wildcard
+/// above it), quoted (`Quoted`, inside a wildcard's array), or an array's elements spread into
+/// the enclosing one (`Flatten`, under two wildcards in a row).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Style {
+    Raw,
+    Quoted,
+    Flatten,
+}
+
+/// The JSON written for `steps` from `v` (Spark's `evaluatePath`): whether anything matched,
+/// and the values written, in order.
+fn evaluate(v: &Value, steps: &[Step], style: Style) -> (bool, Vec<String>) {
+    match (v, steps) {
+        (Value::String(s), []) if style == Style::Raw => (true, vec![s.clone()]),
+        (Value::Array(items), []) if style == Style::Flatten => {
+            let mut out = (false, Vec::new());
+            for item in items {
+                let (dirty, written) = evaluate(item, &[], style);
+                out.0 |= dirty;
+                out.1.extend(written);
+            }
+            out
+        }
+        (_, []) => (true, vec![v.to_string()]),
+        (Value::Object(fields), [Step::Key(k), rest @ ..]) => match fields.get(k) {
+            Some(Value::Null) | None => (false, Vec::new()),
+            Some(field) => evaluate(field, rest, style),
+        },
+        // Two wildcards in a row: the matches of every element flattened into one array.
+        (Value::Array(items), [Step::Wildcard, Step::Wildcard, rest @ ..]) => {
+            let mut dirty = false;
+            let mut written = Vec::new();
+            for item in items {
+                let (d, w) = evaluate(item, rest, Style::Flatten);
+                dirty |= d;
+                written.extend(w);
+            }
+            (dirty, vec![format!("[{}]", written.join(","))])
+        }
+        // A wildcard under no other: one match is written as itself, several as an array.
+        (Value::Array(items), [Step::Wildcard, rest @ ..]) if style != Style::Quoted => {
+            let next = if style == Style::Raw { Style::Quoted } else { Style::Flatten };
+            let mut matched = 0;
+            let mut written = Vec::new();
+            for item in items {
+                let (d, w) = evaluate(item, rest, next);
+                matched += usize::from(d);
+                written.extend(w);
+            }
+            match matched {
+                0 => (false, Vec::new()),
+                1 => (true, vec![written.join(",")]),
+                _ => (true, vec![format!("[{}]", written.join(","))]),
+            }
+        }
+        (Value::Array(items), [Step::Wildcard, rest @ ..]) => {
+            let mut dirty = false;
+            let mut written = Vec::new();
+            for item in items {
+                let (d, w) = evaluate(item, rest, Style::Quoted);
+                dirty |= d;
+                written.extend(w);
+            }
+            (dirty, vec![format!("[{}]", written.join(","))])
+        }
+        (Value::Array(items), [Step::Index(n), rest @ ..]) => {
+            // An index above a wildcard: its matches are quoted.
+            let next = if matches!(rest.first(), Some(Step::Wildcard)) { Style::Quoted } else { style };
+            match items.get(*n) {
+                Some(item) => evaluate(item, rest, next),
+                None => (false, Vec::new()),
+            }
+        }
+        _ => (false, Vec::new()),
     }
 }
 
@@ -280,7 +357,15 @@ mod tests {
         assert_eq!(get(j, "$.missing"), None);
         assert_eq!(get(j, "a.b"), None);
         assert_eq!(get("not json", "$.a"), None);
-        assert!(parse_path("$.a[*]").is_err());
+        // Wildcards, each as Spark 4.1.4 answers.
+        assert_eq!(get(r#"[{"a":"b"},{"a":"c"}]"#, "$[*].a").as_deref(), Some(r#"["b","c"]"#));
+        assert_eq!(get(r#"[{"a":"b"},{"b":1}]"#, "$[*].a").as_deref(), Some(r#""b""#));
+        assert_eq!(get(r#"{"a":[]}"#, "$.a[*]"), None);
+        assert_eq!(get("[[1,2],[3]]", "$[*][0]").as_deref(), Some("[1,3]"));
+        assert_eq!(get(r#"[{"a":[1,2]},{"a":[3]}]"#, "$[*].a[*]").as_deref(), Some("[[1,2],[3]]"));
+        assert_eq!(get(r#"[{"a":null},{"a":1}]"#, "$[*].a").as_deref(), Some("1"));
+        assert_eq!(get(r#"[[{"a":1}],[{"a":2}]]"#, "$[*][*].a"), None);
+        assert_eq!(get(r#"{"a":{"b":1}}"#, "$.*"), None);
     }
 }
 

@@ -167,6 +167,7 @@ impl ScalarUDFImpl for ToJson {
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
         match args {
+            [t] if crate::variant::is_variant(t) => Ok(DataType::Utf8),
             [t] if matches!(t, DataType::Struct(_) | DataType::List(_) | DataType::Map(..)) && writes_as_spark(t) => {
                 Ok(DataType::Utf8)
             }
@@ -183,6 +184,9 @@ impl ScalarUDFImpl for ToJson {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let values = args.args[0].to_array(n)?;
+        if crate::variant::is_variant(values.data_type()) {
+            return columnar(crate::variant::json_texts(&values)?, scalar);
+        }
         // One line per row, `{"v":…}`: the value is what stands after the key.
         let schema = Arc::new(Schema::new(vec![Field::new("v", values.data_type().clone(), true)]));
         let batch = RecordBatch::try_new(schema, vec![Arc::clone(&values)])?;

@@ -49,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod aes;
+mod approx_percentile;
 mod arithmetic;
 mod arrays;
 mod backend;
@@ -66,6 +67,7 @@ mod expect;
 mod failpoint;
 mod fidelity;
 mod flow;
+mod format_number;
 mod freshness;
 mod functions;
 mod generators;
@@ -74,6 +76,7 @@ mod intervals;
 mod json;
 mod lambdas;
 mod lateral;
+mod maps;
 mod modes;
 mod moments;
 mod murmur3;
@@ -96,8 +99,10 @@ mod table;
 mod timestamp_text;
 mod timestamps;
 mod types;
+mod variant;
 mod views;
 mod write;
+mod xpath;
 
 pub use backend::{lock_run, HeldRunLock, NativeBackend, NativeOptions, BACKEND_NAME};
 pub use engine::EngineOptions;

@@ -100,7 +100,7 @@ fn is_column_or_field(e: &Expr) -> bool {
 }
 
 /// `e` as Spark prints it inside a name, or `None` where that is not known here.
-fn sql(e: &Expr) -> Option<String> {
+pub(crate) fn sql(e: &Expr) -> Option<String> {
     Some(match e {
         Expr::Identifier(i) => i.value.clone(),
         // Inside an expression a column is named without its table.
@@ -234,6 +234,12 @@ fn sql(e: &Expr) -> Option<String> {
                 }
                 // `aggregate`'s finish is the identity.
                 ("aggregate" | "reduce", 3) => Some("lambdafunction(namedlambdavariable(), namedlambdavariable())"),
+                ("percentile_approx" | "approx_percentile", 2) => Some("10000"),
+                ("assert_true", 1) => {
+                    let message = format!("'{}' is not true!", args[0]);
+                    args.push(message);
+                    None
+                }
                 _ => None,
             };
             args.extend(default.map(String::from));
@@ -249,6 +255,10 @@ fn sql(e: &Expr) -> Option<String> {
                     return Some(format!("{name}({})", args[0]))
                 }
                 "positive" if args.len() == 1 => return Some(format!("(+ {})", args[0])),
+                // The type a value is read as is not in the name.
+                "variant_get" | "try_variant_get" if args.len() == 3 => {
+                    return Some(format!("{name}({}, {})", args[0], args[1]))
+                }
                 "current_database" => return Some("current_schema()".into()),
                 _ => {}
             }

@@ -39,7 +39,7 @@ fn list_of_doubles() -> DataType {
 }
 
 /// The percentages of a constant: one, or an array of them (`None` where the array is NULL).
-fn percentages(value: &ScalarValue) -> std::result::Result<Option<Vec<f64>>, String> {
+pub(crate) fn percentages(value: &ScalarValue) -> std::result::Result<Option<Vec<f64>>, String> {
     let one = |v: &ScalarValue| -> std::result::Result<f64, String> {
         let p = v.cast_to(&DataType::Float64).ok().and_then(|d| match d {
             ScalarValue::Float64(Some(p)) => Some(p),

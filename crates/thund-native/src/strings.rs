@@ -1,6 +1,9 @@
 //! Spark string functions DataFusion lacks: `mask(text[, upper[, lower[, digit[, other]]]])`,
 //! which replaces upper-case letters with `X`, lower-case with `x`, digits with `n` and leaves
-//! other characters, each replacement given (one character) or kept (NULL), as in Spark.
+//! other characters, each replacement given (one character) or kept (NULL), as in Spark;
+//! `quote(text)`, the text in single quotes with its quotes escaped by a backslash; and
+//! `assert_true(x[, message])`, NULL when `x` is true and Spark's `[USER_RAISED_EXCEPTION]`
+//! otherwise (a NULL `x` too).
 
 use std::sync::Arc;
 
@@ -14,6 +17,77 @@ use crate::functions::{columnar, utf8};
 
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(Mask { signature: Signature::variadic_any(Volatility::Immutable) }));
+    ctx.register_udf(ScalarUDF::from(Quote { signature: Signature::any(1, Volatility::Immutable) }));
+    ctx.register_udf(ScalarUDF::from(AssertTrue { signature: Signature::variadic_any(Volatility::Volatile) }));
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Quote {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for Quote {
+    fn name(&self) -> &str {
+        "quote"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let text = utf8(&args.args[0].to_array(args.number_rows)?)?;
+        let out: StringArray = text.iter().map(|t| t.map(|t| format!("'{}'", t.replace('\'', "\\'")))).collect();
+        columnar(Arc::new(out), scalar)
+    }
+}
+
+/// `assert_true(x, message)` (the message put in by `calls::rewrite_assert_true` when the
+/// query gives none).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct AssertTrue {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for AssertTrue {
+    fn name(&self) -> &str {
+        "assert_true"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        if args.len() != 2 || !matches!(args[0], DataType::Boolean | DataType::Null) {
+            return plan_err!("assert_true takes a BOOLEAN and an optional message");
+        }
+        Ok(DataType::Null)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = args.number_rows;
+        let cond = args.args[0].to_array(n)?;
+        let message = utf8(&args.args[1].to_array(n)?)?;
+        let cond = arrow::compute::cast(&cond, &DataType::Boolean)?;
+        let cond = cond.as_any().downcast_ref::<arrow::array::BooleanArray>().cloned();
+        for i in 0..n {
+            let holds = cond.as_ref().is_some_and(|c| c.is_valid(i) && c.value(i));
+            if !holds {
+                let m = if message.is_null(i) { "NULL" } else { message.value(i) };
+                return exec_err!("[USER_RAISED_EXCEPTION] {m}");
+            }
+        }
+        match args.args[0] {
+            ColumnarValue::Scalar(_) => Ok(ColumnarValue::Scalar(datafusion::common::ScalarValue::Null)),
+            ColumnarValue::Array(_) => Ok(ColumnarValue::Array(arrow::array::new_null_array(&DataType::Null, n))),
+        }
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

@@ -417,6 +417,14 @@ pub(crate) fn conform(ctx: &SessionContext, d: &Dataset, f: &Flow, plan: Logical
                 d.name
             )));
         }
+        if crate::variant::holds_variant(dt) {
+            return Err(err(format!(
+                "column `{name}` of `{}` is a VARIANT, which the native backend does not store in Delta (Spark \
+                 writes Delta's variantType feature): the dataset runs on the Spark backend, or store \
+                 `to_json({name})` as a STRING",
+                d.name
+            )));
+        }
         let target = match column {
             Some(c) => Some(parse_type(&c.data_type).map_err(|m| err(format!("column `{}`: {m}", c.name)))?),
             None => None,

@@ -189,6 +189,7 @@ mod tests {
 /// Spark SQL. Types with no Spark counterpart keep Arrow's name.
 pub fn spark_type_name(dt: &DataType) -> String {
     match dt {
+        t if crate::variant::is_variant(t) => "VARIANT".into(),
         DataType::Null => "VOID".into(),
         DataType::Boolean => "BOOLEAN".into(),
         DataType::Int8 => "TINYINT".into(),
@@ -231,6 +232,7 @@ pub fn spark_type_name(dt: &DataType) -> String {
 /// `array<struct<q:int>>`, `map<string,int>`): what `typeof` answers.
 pub fn spark_simple_string(dt: &DataType) -> String {
     match dt {
+        t if crate::variant::is_variant(t) => "variant".into(),
         DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
             format!("array<{}>", spark_simple_string(f.data_type()))
         }

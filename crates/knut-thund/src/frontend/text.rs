@@ -96,6 +96,11 @@ impl Dialect for SparkSql {
     fn supports_bitwise_shift_operators(&self) -> bool {
         true
     }
+    /// `'Don\'t'` is one string in Spark. The tokenizer keeps a string's backslashes as
+    /// written (`raw_tokens`): the engine reads them by Spark's rules.
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        true
+    }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
         match &parser.peek_token_ref().token {
@@ -221,7 +226,7 @@ impl Tok {
 /// Tokenizes `text`, dropping whitespace and comments. `base` shifts positions for texts that
 /// start inside a file (line 1 of `text` is `base.line`, starting at `base.column`).
 pub(crate) fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) -> Result<Vec<Tok>, Diagnostic> {
-    let raw: Vec<TokenWithSpan> = Tokenizer::new(&DIALECT, text).tokenize_with_location().map_err(|e| {
+    let raw: Vec<TokenWithSpan> = raw_tokens(text).map_err(|e| {
         let loc = shift(base, file, e.location.line, e.location.column);
         Diagnostic::at(&loc, e.message)
     })?;
@@ -242,6 +247,46 @@ pub(crate) fn tokenize(text: &str, base: Option<&SourceLocation>, file: &str) ->
         .collect())
 }
 
+/// The tokens of `text`, each string's text with its backslash escapes as written (`\'` and
+/// `\\` included, for the engine to read as Spark does) and a doubled quote read as one, in a
+/// string as in a quoted name.
+pub(crate) fn raw_tokens(text: &str) -> Result<Vec<TokenWithSpan>, sqlparser::tokenizer::TokenizerError> {
+    let mut tokens = Tokenizer::new(&DIALECT, text).with_unescape(false).tokenize_with_location()?;
+    for t in &mut tokens {
+        match &mut t.token {
+            Token::SingleQuotedString(s) => *s = undoubled(s, '\''),
+            Token::DoubleQuotedString(s) => *s = undoubled(s, '"'),
+            // A quoted name's doubled quote is one (a backslash there is itself).
+            Token::Word(w) => {
+                if let Some(q) = w.quote_style {
+                    let doubled: String = [q, q].iter().collect();
+                    w.value = w.value.replace(&doubled, &q.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(tokens)
+}
+
+/// `s` with each doubled `quote` (outside a backslash escape) read as one.
+fn undoubled(s: &str, quote: char) -> String {
+    if !s.contains(quote) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '\\' {
+            out.extend(chars.next());
+        } else if c == quote && chars.peek() == Some(&quote) {
+            chars.next();
+        }
+    }
+    out
+}
+
 /// Translates a position inside a text that starts at `base` into a file position.
 pub(crate) fn shift(base: Option<&SourceLocation>, file: &str, line: u64, column: u64) -> SourceLocation {
     let (line, column) = (line.max(1) as u32, column.max(1) as u32);
@@ -259,7 +304,7 @@ pub(crate) fn found_token_start(text: &str, message: &str, line: u64, column: u6
     let Some(found) = message.rsplit("found: ").next().filter(|_| message.contains("found: ")) else {
         return (line, column);
     };
-    let Ok(toks) = Tokenizer::new(&DIALECT, text).tokenize_with_location() else {
+    let Ok(toks) = raw_tokens(text) else {
         return (line, column);
     };
     toks.iter()
@@ -291,9 +336,7 @@ pub(crate) fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) 
 /// a DECIMAL (`10.`), and `…F`, `…S`, `…Y` casts to FLOAT, SMALLINT and TINYINT. (`…L` the
 /// dialect reads itself.) Raw strings and `TRIM(BOTH FROM …)` are read as `spark_forms` says.
 pub(crate) fn spark_parser(sql: &str) -> Result<Parser<'static>, ParserError> {
-    let raw = Tokenizer::new(&DIALECT, sql)
-        .tokenize_with_location()
-        .map_err(|e| ParserError::TokenizerError(e.to_string()))?;
+    let raw = raw_tokens(sql).map_err(|e| ParserError::TokenizerError(e.to_string()))?;
     let raw = spark_forms(raw);
     let mut tokens = Vec::with_capacity(raw.len());
     let function_exists: Vec<bool> = (0..raw.len()).map(|i| is_exists_function(&raw, i)).collect();
