@@ -802,3 +802,23 @@ fn values_failing_at_run_time_name_their_dataset_and_sparks_error() {
         assert_eq!(rows(&query(off.path(), &format!("SELECT v FROM {name}")).unwrap()).1, vec![vec![value]], "{name}");
     }
 }
+
+/// A VARIANT is read and written in queries natively, but a dataset holding one is refused
+/// before anything is written (Spark stores it with Delta's `variantType` feature, which the
+/// native writer does not): the error names the column and the way out. A dataset that keeps
+/// the JSON text instead runs, and reads back as Spark's `to_json` writes it.
+#[test]
+fn a_variant_column_is_refused_by_the_native_writer_and_its_json_text_is_stored() {
+    let sql = "CREATE MATERIALIZED VIEW raw AS SELECT parse_json(j) AS v FROM VALUES ('{\"a\":1}') t(j);\n\
+               CREATE MATERIALIZED VIEW texts AS SELECT to_json(parse_json(j)) AS v, \
+               variant_get(parse_json(j), '$.a', 'int') AS a FROM VALUES ('{\"b\":[1e3, 0.50],\"a\":7}') t(j);\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    let (summary, _) = run(dir.path());
+    let raw = summary.flows.iter().find(|f| f.target.ends_with(".raw")).and_then(|f| f.error.clone());
+    let raw = raw.expect("a VARIANT column was written");
+    assert!(raw.contains("`v`") && raw.contains("VARIANT") && raw.contains("to_json"), "{raw}");
+    assert!(!dir.path().join("spark-warehouse/raw").exists() || query(dir.path(), "SELECT * FROM raw").is_err());
+    assert_eq!(phase_of(&summary, "texts"), RunPhase::Completed);
+    let texts = rows(&query(dir.path(), "SELECT v, a FROM texts").unwrap()).1;
+    assert_eq!(texts, vec![vec![r#"{"a":7,"b":[1000.0,0.5]}"#.to_string(), "7".into()]]);
+}
