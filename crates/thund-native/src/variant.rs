@@ -51,6 +51,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(IsVariantNull { signature: Signature::any(1, Volatility::Immutable) }));
     ctx.register_udf(ScalarUDF::from(SchemaOfVariant { signature: Signature::any(1, Volatility::Immutable) }));
     ctx.register_udf(ScalarUDF::from(ToVariantObject { signature: Signature::any(1, Volatility::Immutable) }));
+    ctx.register_udf(ScalarUDF::from(SchemaOfJson { signature: Signature::variadic_any(Volatility::Immutable) }));
     ctx.register_udaf(AggregateUDF::from(SchemaOfVariantAgg { signature: Signature::any(1, Volatility::Immutable) }));
     ctx.register_udtf("variant_explode", Arc::new(VariantExplode { outer: false }));
     ctx.register_udtf("variant_explode_outer", Arc::new(VariantExplode { outer: true }));
@@ -1325,6 +1326,15 @@ fn row<'a>(s: &StructArray, value: &'a ArrayRef, metadata: &'a ArrayRef, i: usiz
     Value::new(value.as_binary::<i32>().value(i), metadata.as_binary::<i32>().value(i)).map(Some)
 }
 
+/// `f` of each row of a VARIANT column (`None` for a NULL row; a VOID column is all NULL).
+fn each_variant(a: &ArrayRef, mut f: impl FnMut(Option<Value>) -> Result<()>) -> Result<()> {
+    if a.data_type() == &DataType::Null {
+        return (0..a.len()).try_for_each(|_| f(None));
+    }
+    let (s, value, metadata) = parts(a)?;
+    (0..a.len()).try_for_each(|i| f(row(&s, &value, &metadata, i)?))
+}
+
 /// Variants from their parts, NULL where `parts` is `None`.
 fn variant_array(rows: Vec<Option<(Vec<u8>, Vec<u8>)>>) -> Result<ArrayRef> {
     let mut values = BinaryBuilder::new();
@@ -1430,17 +1440,11 @@ impl ScalarUDFImpl for IsVariantNull {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let a = args.args[0].to_array(args.number_rows)?;
-        if a.data_type() == &DataType::Null {
-            return columnar(Arc::new(arrow::array::BooleanArray::from(vec![false; a.len()])), scalar);
-        }
-        let (s, value, metadata) = parts(&a)?;
         let mut out = Vec::with_capacity(a.len());
-        for i in 0..a.len() {
-            out.push(match row(&s, &value, &metadata, i)? {
-                Some(v) => v.scalar()? == Scalar::Null,
-                None => false,
-            });
-        }
+        each_variant(&a, |v| {
+            out.push(v.map(|v| v.scalar()).transpose()? == Some(Scalar::Null));
+            Ok(())
+        })?;
         columnar(Arc::new(arrow::array::BooleanArray::from(out)), scalar)
     }
 }
@@ -1601,13 +1605,9 @@ pub(crate) fn cast_expr(
 
 /// Each variant of `a` as JSON text (`to_json(v)`), NULL for NULL.
 pub(crate) fn json_texts(a: &ArrayRef) -> Result<ArrayRef> {
-    if a.data_type() == &DataType::Null {
-        return Ok(arrow::array::new_null_array(&DataType::Utf8, a.len()));
-    }
-    let (s, value, metadata) = parts(a)?;
     let mut out = arrow::array::StringBuilder::new();
-    for i in 0..a.len() {
-        match row(&s, &value, &metadata, i)? {
+    each_variant(a, |v| {
+        match v {
             Some(v) => {
                 let mut t = String::new();
                 to_json(&v, &mut t)?;
@@ -1615,7 +1615,8 @@ pub(crate) fn json_texts(a: &ArrayRef) -> Result<ArrayRef> {
             }
             None => out.append_null(),
         }
-    }
+        Ok(())
+    })?;
     Ok(Arc::new(out.finish()))
 }
 
@@ -1894,17 +1895,11 @@ impl ScalarUDFImpl for SchemaOfVariant {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let a = args.args[0].to_array(args.number_rows)?;
-        if a.data_type() == &DataType::Null {
-            return columnar(arrow::array::new_null_array(&DataType::Utf8, a.len()), scalar);
-        }
-        let (s, value, metadata) = parts(&a)?;
         let mut out = arrow::array::StringBuilder::new();
-        for i in 0..a.len() {
-            match row(&s, &value, &metadata, i)? {
-                Some(v) => out.append_value(shape_of(&v)?.to_string()),
-                None => out.append_null(),
-            }
-        }
+        each_variant(&a, |v| {
+            out.append_option(v.map(|v| shape_of(&v)).transpose()?.map(|shape| shape.to_string()));
+            Ok(())
+        })?;
         columnar(Arc::new(out.finish()), scalar)
     }
 }
@@ -1945,18 +1940,13 @@ struct Merged {
 
 impl Accumulator for Merged {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let a = &values[0];
-        if a.data_type() == &DataType::Null {
-            return Ok(());
-        }
-        let (s, value, metadata) = parts(a)?;
-        for i in 0..a.len() {
-            if let Some(v) = row(&s, &value, &metadata, i)? {
+        each_variant(&values[0], |v| {
+            if let Some(v) = v {
                 let shape = std::mem::replace(&mut self.shape, Shape::Void);
                 self.shape = merge(shape, shape_of(&v)?);
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
@@ -1981,6 +1971,93 @@ impl Accumulator for Merged {
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
+    }
+}
+
+/// `schema_of_json(text)`: the type Spark's JSON schema inference gives a JSON text, as SQL
+/// (`ARRAY<STRUCT<col: BIGINT>>`). It shares the variant's reading of the text and its merging
+/// of types, with JSON inference's own rules on top: a number with a point or an exponent is a
+/// DOUBLE, an integer beyond BIGINT a DECIMAL of its digits, and where two types have no common
+/// one the answer is STRING (not VARIANT); a `null` alone is STRING. The text must be a literal,
+/// as on Spark; options (`map('allowNumericLeadingZeros', …)`) run on the Spark backend.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct SchemaOfJson {
+    signature: Signature,
+}
+
+/// JSON inference's type of `v`.
+fn json_shape(v: &Value) -> Result<Shape> {
+    Ok(match v.scalar()? {
+        Scalar::Object => {
+            let mut fields = Vec::new();
+            for i in 0..v.object_size()? {
+                let (k, f) = v.field_at(i)?;
+                fields.push((k.to_string(), json_shape(&f)?));
+            }
+            Shape::Object(fields)
+        }
+        Scalar::Array => {
+            let mut element = Shape::Void;
+            for i in 0..v.array_size()? {
+                element = merge(element, json_shape(&v.element_at(i)?)?);
+            }
+            Shape::Array(Box::new(element))
+        }
+        // An integer past BIGINT is held as a DECIMAL of scale 0; a number with a point keeps
+        // its scale: JSON inference reads that one as a DOUBLE.
+        Scalar::Decimal(u, 0) => Shape::Decimal(digits(u), 0),
+        Scalar::Decimal(..) | Scalar::Double(_) => Shape::Double,
+        _ => shape_of(v)?,
+    })
+}
+
+/// `s` with VARIANT (no common type: JSON inference's fallback is STRING), and VOID (JSON's
+/// `null` and `[]`'s element), as STRING, as JSON inference's canonical types have them; the
+/// types are merged first, so `[null, 1]` is still an ARRAY<BIGINT>.
+fn strings_for_variants(s: Shape) -> Shape {
+    match s {
+        Shape::Variant | Shape::Void => Shape::String,
+        Shape::Array(e) => Shape::Array(Box::new(strings_for_variants(*e))),
+        Shape::Object(fields) => Shape::Object(fields.into_iter().map(|(k, t)| (k, strings_for_variants(t))).collect()),
+        other => other,
+    }
+}
+
+impl ScalarUDFImpl for SchemaOfJson {
+    fn name(&self) -> &str {
+        "schema_of_json"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        match args {
+            [DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8] => Ok(DataType::Utf8),
+            [_] => plan_err!("schema_of_json takes a STRING"),
+            _ => plan_err!("schema_of_json's options run on the Spark backend"),
+        }
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let text = match &args.args[0] {
+            ColumnarValue::Scalar(s) => s.try_as_str().flatten().map(str::to_string),
+            ColumnarValue::Array(_) => return exec_err!("schema_of_json's text must be a literal, as on Spark"),
+        };
+        let Some(text) = text else { return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None))) };
+        let (value, metadata) = match parse_json(&text) {
+            Ok(v) => v,
+            Err(BuildError::DuplicateKey(k)) => {
+                return exec_err!(
+                    "schema_of_json of a text with the key `{k}` twice in an object runs on the Spark backend"
+                )
+            }
+            Err(_) => return exec_err!("[MALFORMED_RECORD_IN_PARSING] schema_of_json: `{text}` is not JSON"),
+        };
+        let shape = strings_for_variants(json_shape(&Value::new(&value, &metadata)?)?);
+        let sql = shape.to_string().replace("OBJECT<", "STRUCT<");
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(sql))))
     }
 }
 
@@ -2213,6 +2290,26 @@ mod tests {
         assert_eq!(shape("[]"), "ARRAY<VOID>");
         assert_eq!(shape("0.08"), "DECIMAL(2,2)");
         assert_eq!(shape(r#"{"x y": 1}"#), "OBJECT<`x y`: BIGINT>");
+    }
+
+    #[test]
+    fn json_schemas_are_inferred_as_sparks() {
+        // Each as Spark 4.1.4's schema_of_json answers.
+        let schema = |j: &str| {
+            let (v, m) = parsed(j);
+            strings_for_variants(json_shape(&Value::new(&v, &m).unwrap()).unwrap())
+                .to_string()
+                .replace("OBJECT<", "STRUCT<")
+        };
+        assert_eq!(schema(r#"[{"col":0}]"#), "ARRAY<STRUCT<col: BIGINT>>");
+        assert_eq!(
+            schema(r#"{"b":1.5,"a":"x","c":null,"d":[],"e":true,"f":12345678901234567890,"g":{"z":[1,2.5]}}"#),
+            "STRUCT<a: STRING, b: DOUBLE, c: STRING, d: ARRAY<STRING>, e: BOOLEAN, f: DECIMAL(20,0), g: STRUCT<z: ARRAY<DOUBLE>>>"
+        );
+        assert_eq!(schema("1"), "BIGINT");
+        assert_eq!(schema("[null, 1]"), "ARRAY<BIGINT>");
+        assert_eq!(schema(r#"[1,"a"]"#), "ARRAY<STRING>");
+        assert_eq!(schema(r#"{"a b":1,"A":2,"a":3}"#), "STRUCT<A: BIGINT, a: BIGINT, `a b`: BIGINT>");
     }
 
     #[test]

@@ -35,3 +35,4 @@ SELECT quote(s) AS q FROM VALUES ('it''s'), ('a\\b'), (NULL) AS t(s);
 SELECT 'it''s' AS a, 'don\'t' AS b, "say ""hi""" AS c, 'back\\slash' AS d, 'tab\there' AS e, '\u0041\101' AS f;
 SELECT assert_true(x > 0) AS ok FROM VALUES (1), (2) AS t(x);
 SELECT try_to_binary('abc', 'nope') AS b, try_to_binary('616263', 'hex') AS h;
+SELECT schema_of_json('{"b":1.5,"a":"x","c":null,"d":[],"f":12345678901234567890,"g":[null, 1]}') AS s, schema_of_json('[1, "a"]') AS t;
