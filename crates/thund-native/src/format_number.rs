@@ -253,18 +253,30 @@ impl ScalarUDFImpl for FormatNumber {
         let n = args.number_rows;
         let values = args.args[0].to_array(n)?;
         let formats = args.args[1].to_array(n)?;
+        // Each column converted once: integers to BIGINT, floating point to DOUBLE, patterns to
+        // text (a DECIMAL is read as it is).
+        let wide = match values.data_type() {
+            DataType::Float32 | DataType::Float64 => arrow::compute::cast(&values, &DataType::Float64)?,
+            t if t.is_integer() => arrow::compute::cast(&values, &DataType::Int64)?,
+            _ => Arc::clone(&values),
+        };
+        let places =
+            formats.data_type().is_integer().then(|| arrow::compute::cast(&formats, &DataType::Int64)).transpose()?;
+        let texts = match places {
+            Some(_) => None,
+            None => Some(crate::functions::utf8(&formats)?),
+        };
         // A pattern is read once per distinct text (most often a constant).
         let mut cache: Option<(String, Pattern)> = None;
         let pattern_at = |i: usize, cache: &mut Option<(String, Pattern)>| -> Result<Option<Pattern>> {
             if formats.is_null(i) {
                 return Ok(None);
             }
-            if formats.data_type().is_integer() {
-                let d = arrow::compute::cast(&formats.slice(i, 1), &DataType::Int64)?;
-                let d = d.as_primitive::<Int64Type>().value(0);
+            if let Some(places) = &places {
+                let d = places.as_primitive::<Int64Type>().value(i);
                 return Ok((d >= 0).then(|| decimals_pattern(d)));
             }
-            let text = crate::functions::utf8(&formats.slice(i, 1))?.value(0).to_string();
+            let text = texts.as_ref().map_or("", |t| t.value(i)).to_string();
             if let Some((t, p)) = cache.as_ref() {
                 if *t == text {
                     return Ok(Some(p.clone()));
@@ -290,22 +302,15 @@ impl ScalarUDFImpl for FormatNumber {
             };
             let digits = match values.data_type() {
                 DataType::Decimal128(_, s) => Some(of_decimal(values.as_primitive::<Decimal128Type>().value(i), *s)),
-                DataType::Float32 | DataType::Float64 => {
-                    let d = arrow::compute::cast(&values.slice(i, 1), &DataType::Float64)?;
-                    of_double(d.as_primitive::<Float64Type>().value(0))
-                }
-                t if t.is_integer() => {
-                    let v = arrow::compute::cast(&values.slice(i, 1), &DataType::Int64)?;
-                    Some(of_integer(i128::from(v.as_primitive::<Int64Type>().value(0))))
-                }
+                DataType::Float32 | DataType::Float64 => of_double(wide.as_primitive::<Float64Type>().value(i)),
+                t if t.is_integer() => Some(of_integer(i128::from(wide.as_primitive::<Int64Type>().value(i)))),
                 other => return exec_err!("format_number of {other}"),
             };
             match digits {
                 Some(d) => out.append_value(format(&d, &p)),
                 // NaN and the infinities: Java's symbols.
                 None => {
-                    let d = arrow::compute::cast(&values.slice(i, 1), &DataType::Float64)?;
-                    let v = d.as_primitive::<Float64Type>().value(0);
+                    let v = wide.as_primitive::<Float64Type>().value(i);
                     out.append_value(if v.is_nan() {
                         "NaN"
                     } else if v > 0.0 {
