@@ -78,8 +78,10 @@ impl Dialect for SparkSql {
     fn supports_values_as_table_factor(&self) -> bool {
         SparkSqlDialect.supports_values_as_table_factor()
     }
+    /// `INTERVAL '1 day 2 hours'` is Spark's too (the units in the text); `INTERVAL 5 days 3
+    /// hours` is read as that (`spark_forms`).
     fn require_interval_qualifier(&self) -> bool {
-        SparkSqlDialect.require_interval_qualifier()
+        false
     }
     fn supports_bang_not_operator(&self) -> bool {
         SparkSqlDialect.supports_bang_not_operator()
@@ -400,11 +402,20 @@ pub(crate) fn spark_parser(sql: &str) -> Result<Parser<'static>, ParserError> {
 ///   the string with each backslash doubled, so reading its escapes as Spark's parser does (the
 ///   engine does, for every string) gives back its text;
 /// - `TRIM(BOTH FROM x)`, `TRIM(LEADING FROM x)`, `TRIM(TRAILING FROM x)`, which trim spaces:
-///   `TRIM(x)`, `LTRIM(x)`, `RTRIM(x)` (Spark's names for them too).
+///   `TRIM(x)`, `LTRIM(x)`, `RTRIM(x)` (Spark's names for them too);
+/// - an interval of several units, `INTERVAL 5 days 3 hours`: `INTERVAL '5 days 3 hours'`,
+///   which Spark reads alike (the engine reads the units in the text).
 fn spark_forms(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let mut out: Vec<TokenWithSpan> = Vec::with_capacity(raw.len());
     let mut raw = raw.into_iter().peekable();
     while let Some(t) = raw.next() {
+        if matches!(&t.token, Token::Word(w) if w.keyword == Keyword::INTERVAL && w.quote_style.is_none()) {
+            out.push(t);
+            if let Some(units) = interval_units(&mut raw) {
+                out.push(units);
+            }
+            continue;
+        }
         let raw_prefix =
             matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("r"));
         if let (true, Some(next)) = (raw_prefix, raw.peek()) {
@@ -436,6 +447,66 @@ fn spark_forms(raw: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         out.push(t);
     }
     out
+}
+
+/// After an `INTERVAL`: two or more `value unit` pairs (`5 days 3 hours`, `-1 year '2' months`),
+/// taken from `raw` as one string of them (nothing is taken for fewer: the parser reads one).
+fn interval_units(raw: &mut std::iter::Peekable<std::vec::IntoIter<TokenWithSpan>>) -> Option<TokenWithSpan> {
+    let mut ahead = raw.clone();
+    let mut significant = || loop {
+        match ahead.next() {
+            Some(TokenWithSpan { token: Token::Whitespace(_), .. }) => continue,
+            other => return other,
+        }
+    };
+    let (mut pairs, mut text, mut span, mut taken) = (0, String::new(), None::<sqlparser::tokenizer::Span>, 0);
+    let mut seen = 0;
+    loop {
+        let mut value = significant();
+        seen += 1;
+        let mut sign = "";
+        if let Some(TokenWithSpan { token: Token::Minus | Token::Plus, .. }) = &value {
+            sign = if value.as_ref().is_some_and(|v| v.token == Token::Minus) { "-" } else { "" };
+            value = significant();
+            seen += 1;
+        }
+        let number = match value.as_ref().map(|v| &v.token) {
+            Some(Token::Number(n, false)) => n.clone(),
+            Some(Token::SingleQuotedString(s)) => s.clone(),
+            _ => break,
+        };
+        let unit = significant();
+        seen += 1;
+        let Some(TokenWithSpan { token: Token::Word(w), span: end }) = &unit else { break };
+        if w.quote_style.is_some() || !is_interval_unit(&w.value) {
+            break;
+        }
+        text.push_str(&format!("{}{sign}{number} {}", if text.is_empty() { "" } else { " " }, w.value));
+        let start = value.as_ref().map(|v| v.span).unwrap_or(*end);
+        span = Some(span.map_or(start.union(end), |s| s.union(end)));
+        pairs += 1;
+        taken = seen;
+    }
+    if pairs < 2 {
+        return None;
+    }
+    // Take exactly the tokens of the pairs (white space between them included).
+    let mut significant_taken = 0;
+    while significant_taken < taken {
+        match raw.next() {
+            Some(TokenWithSpan { token: Token::Whitespace(_), .. }) => {}
+            Some(_) => significant_taken += 1,
+            None => break,
+        }
+    }
+    Some(TokenWithSpan { token: Token::SingleQuotedString(text), span: span? })
+}
+
+/// Whether `word` is a unit of Spark's intervals (`day`, `hours`, `milliseconds`, …).
+fn is_interval_unit(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    let singular = w.strip_suffix('s').unwrap_or(&w);
+    ["year", "month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond"].contains(&singular)
 }
 
 /// After an `X`: white space and a quoted text of hex digits, taken from `raw` (nothing is
@@ -543,6 +614,13 @@ mod tests {
         assert_eq!(parse("x\n'0a'"), "X'0a'");
         assert_eq!(parse("X'F0'"), "X'F0'");
         assert!(spark_parser("x 'zz'").unwrap().parse_expr().unwrap().to_string().starts_with('x'));
+        // An interval of several units is the interval of their text.
+        assert_eq!(parse("INTERVAL 5 days 3 hours"), "INTERVAL '5 days 3 hours'");
+        assert_eq!(parse("interval -1 year '2' months"), "INTERVAL '-1 year 2 months'");
+        assert_eq!(parse("INTERVAL 1 DAY"), "INTERVAL 1 DAY");
+        assert_eq!(parse("INTERVAL -'1-1' YEAR TO MONTH"), "INTERVAL -'1-1' YEAR TO MONTH");
+        let q = spark_parser("SELECT INTERVAL 1 day 2 hours AS x, 3").unwrap().parse_query().unwrap().to_string();
+        assert_eq!(q, "SELECT INTERVAL '1 day 2 hours' AS x, 3");
     }
 
     #[test]
