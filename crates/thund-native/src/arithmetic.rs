@@ -97,10 +97,15 @@ enum Plan {
     DateDays,
     /// DataFusion's operator over the arguments cast to these types, answering that type.
     Operator(DataType, DataType, DataType),
+    /// Spark's interval arithmetic (`interval_arithmetic`).
+    Interval(crate::interval_arithmetic::IntervalPlan),
 }
 
 impl Arithmetic {
     fn plan(&self, l: &DataType, r: &DataType) -> Result<Plan> {
+        if let Some(p) = crate::interval_arithmetic::plan(self.op, l, r) {
+            return Ok(Plan::Interval(p));
+        }
         let int = |t: &DataType| t.is_integer() || t == &DataType::Null;
         if self.op == Op::IntDivide {
             if int(l) && int(r) {
@@ -134,8 +139,27 @@ impl Arithmetic {
                 crate::types::spark_type_name(r)
             );
         }
-        if [l, r].iter().any(|t| matches!(t, DataType::Interval(_)))
+        // A timestamp (with or without a zone) plus or minus an interval keeps its type.
+        let interval = crate::interval_arithmetic::is_interval;
+        if matches!(self.op, Op::Add | Op::Subtract) && matches!(l, DataType::Timestamp(..)) && interval(r) {
+            return Ok(Plan::Operator(l.clone(), r.clone(), l.clone()));
+        }
+        if self.op == Op::Add && interval(l) && matches!(r, DataType::Timestamp(..)) {
+            return Ok(Plan::Operator(l.clone(), r.clone(), r.clone()));
+        }
+        // A date plus or minus a day-time interval is a timestamp (that of the date's midnight).
+        let day_time = |t: &DataType| matches!(t, DataType::Duration(_));
+        if matches!(self.op, Op::Add | Op::Subtract) && l == &DataType::Date32 && day_time(r) {
+            let ts = crate::types::spark_timestamp();
+            return Ok(Plan::Operator(ts.clone(), crate::interval_arithmetic::DAY_TIME, ts));
+        }
+        if self.op == Op::Add && day_time(l) && r == &DataType::Date32 {
+            let ts = crate::types::spark_timestamp();
+            return Ok(Plan::Operator(crate::interval_arithmetic::DAY_TIME, ts.clone(), ts));
+        }
+        if [l, r].iter().any(|t| matches!(t, DataType::Interval(_) | DataType::Duration(_)))
             && !matches!(l, DataType::Date32 | DataType::Date64 | DataType::Timestamp(..))
+            && !(self.op == Op::Add && matches!(r, DataType::Date32 | DataType::Timestamp(..)))
         {
             return plan_err!(
                 "{} of {} and {} runs on the Spark backend (Spark's year-month and day-time intervals are other types)",
@@ -185,6 +209,7 @@ impl ScalarUDFImpl for Arithmetic {
             Plan::Doubles => DataType::Float64,
             Plan::DateDays => DataType::Date32,
             Plan::Operator(_, _, t) => t,
+            Plan::Interval(p) => crate::interval_arithmetic::result_type(p),
         })
     }
 
@@ -192,6 +217,11 @@ impl ScalarUDFImpl for Arithmetic {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let (l, r) = (Arg::new(&args.args[0])?, Arg::new(&args.args[1])?);
+        let plan = self.plan(l.values.data_type(), r.values.data_type())?;
+        if let Plan::Interval(p) = plan {
+            let out = crate::interval_arithmetic::compute(p, self.op, self.on_failure, &l.values, &r.values)?;
+            return crate::functions::columnar(out, scalar);
+        }
         let dividing = matches!(self.op, Op::Divide | Op::Mod | Op::IntDivide);
         if dividing && self.on_failure == OnFailure::Error && has_zero(&r.values)? {
             return exec_err!(
@@ -204,7 +234,7 @@ impl ScalarUDFImpl for Arithmetic {
                 self.op.function()
             );
         }
-        let out: ArrayRef = match self.plan(l.values.data_type(), r.values.data_type())? {
+        let out: ArrayRef = match plan {
             // Arrow's kernels, over the whole batch (a scalar kept as one): checked `+ - *` fail
             // on the first overflow, and a remainder by a divisor made NULL where it is zero is
             // NULL there (the one remainder that overflows, MIN % -1, is 0 in Arrow, as on Spark).
@@ -260,6 +290,7 @@ impl ScalarUDFImpl for Arithmetic {
                     .collect();
                 Arc::new(moved)
             }
+            Plan::Interval(_) => return exec_err!("internal error: an interval operation planned twice"),
             Plan::Operator(lt, rt, result) => {
                 let (x, y) = (l.cast(&lt)?, r.cast(&rt)?);
                 // A floating-point remainder by zero is NaN in Arrow, NULL on Spark.

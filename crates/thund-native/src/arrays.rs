@@ -149,9 +149,7 @@ impl ScalarUDFImpl for Sequence {
                 crate::arithmetic::wider_integer(a, b)
             }
             [DataType::Date32, DataType::Date32] => DataType::Date32,
-            [DataType::Date32, DataType::Date32, DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano)] => {
-                DataType::Date32
-            }
+            [DataType::Date32, DataType::Date32, DataType::Interval(_) | DataType::Duration(_)] => DataType::Date32,
             _ => {
                 let types: Vec<String> = args.iter().map(crate::types::spark_type_name).collect();
                 return plan_err!(
@@ -221,13 +219,37 @@ fn integers(start: i64, stop: i64, step: i64) -> Result<Vec<i64>> {
     Ok((0..count as i64).map(|i| start + i * step).collect())
 }
 
+/// A step of a date sequence as months, days and nanoseconds: a year-month interval's months,
+/// a day-time interval's whole days and the rest.
+fn month_day_nano(a: &ArrayRef) -> Result<arrow::array::PrimitiveArray<IntervalMonthDayNanoType>> {
+    use arrow::datatypes::IntervalMonthDayNano;
+    Ok(match a.data_type() {
+        DataType::Duration(_) => {
+            let micros = crate::interval_arithmetic::interval_values(a)?;
+            micros
+                .into_iter()
+                .map(|m| {
+                    m.map(|m| {
+                        let day = 86_400_000_000i64;
+                        IntervalMonthDayNano::new(0, (m / day) as i32, (m % day) * 1000)
+                    })
+                })
+                .collect()
+        }
+        _ => {
+            let cast = arrow::compute::cast(a, &DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano))?;
+            cast.as_primitive::<IntervalMonthDayNanoType>().clone()
+        }
+    })
+}
+
 /// Sequences of dates, by a day (towards `stop`) or by a step of months and days.
 fn date_sequences(arrays: &[ArrayRef]) -> Result<GenericListArray<i32>> {
     let (start, stop) = (
         arrays[0].as_primitive::<arrow::datatypes::Date32Type>(),
         arrays[1].as_primitive::<arrow::datatypes::Date32Type>(),
     );
-    let steps = arrays.get(2).map(|a| a.as_primitive::<IntervalMonthDayNanoType>().clone());
+    let steps = arrays.get(2).map(month_day_nano).transpose()?;
     let mut rows: Vec<Option<Vec<i32>>> = Vec::with_capacity(start.len());
     for row in 0..start.len() {
         if start.is_null(row) || stop.is_null(row) || steps.as_ref().is_some_and(|s| s.is_null(row)) {

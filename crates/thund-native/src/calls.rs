@@ -19,7 +19,6 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     // Spark's empty map; DataFusion's `map` needs entries.
     ("map", 0, "map_from_arrays(array(), array())"),
     // Spark's average of numbers is a DOUBLE that does not overflow; `try_` adds nothing to it.
-    ("try_avg", 1, "avg(__a1)"),
     // Spark's casts written as functions.
     ("date", 1, "CAST(__a1 AS DATE)"),
     ("timestamp", 1, "CAST(__a1 AS TIMESTAMP)"),
@@ -116,14 +115,6 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("to_timestamp_ntz", 2, "CAST(to_timestamp(__a1, __a2) AS TIMESTAMP_NTZ)"),
     ("rint", 1, "rint(CAST(__a1 AS DOUBLE))"),
     // datafusion-spark's `make_interval` gives NULL where the fields overflow, which is Spark's
-    // `try_make_interval`.
-    ("try_make_interval", 1, "make_interval(__a1)"),
-    ("try_make_interval", 2, "make_interval(__a1, __a2)"),
-    ("try_make_interval", 3, "make_interval(__a1, __a2, __a3)"),
-    ("try_make_interval", 4, "make_interval(__a1, __a2, __a3, __a4)"),
-    ("try_make_interval", 5, "make_interval(__a1, __a2, __a3, __a4, __a5)"),
-    ("try_make_interval", 6, "make_interval(__a1, __a2, __a3, __a4, __a5, __a6)"),
-    ("try_make_interval", 7, "make_interval(__a1, __a2, __a3, __a4, __a5, __a6, __a7)"),
     ("second", 1, "second(CAST(__a1 AS TIMESTAMP))"),
 ];
 

@@ -99,15 +99,20 @@ fn context(catalog: &str, database: &str, opts: &EngineOptions, ansi: bool) -> R
         optimizer.repartition_sorts = false;
     }
     let runtime = runtime.build_arc()?;
-    let state = SessionStateBuilder::new()
+    let mut builder = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(runtime)
         .with_default_features()
         .with_spark_features()
         .with_physical_optimizer_rules(crate::lambdas::physical_optimizer_rules())
         // delta-rs writes through extension nodes that only its planner turns into execution plans.
-        .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new())
-        .build();
+        .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new());
+    // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them).
+    builder
+        .expr_planners()
+        .get_or_insert_with(Vec::new)
+        .insert(0, Arc::new(crate::interval_arithmetic::IntervalPlanner { ansi }));
+    let state = builder.build();
     let ctx = SessionContext::new_with_state(state);
     crate::functions::register(&ctx);
     crate::session::register(&ctx, catalog, database);
@@ -375,6 +380,13 @@ impl VisitorMut for SparkFunctions {
         ControlFlow::Continue(())
     }
 
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(new) = crate::interval_literals::rewrite_around_literal(expr) {
+            *expr = new;
+        }
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
         // Spark names a lambda's `(x, y)` struct after its variables, as `struct(x, y)`; `x.f`
         // is a field of the variable `x` (the planner would look for a table `x`).
@@ -404,6 +416,14 @@ impl VisitorMut for SparkFunctions {
                 }
                 ControlFlow::<()>::Continue(())
             });
+        }
+        // Spark's typed interval literals (`interval_literals`).
+        if let Expr::Interval(i) = expr {
+            *expr = match crate::interval_literals::Literal::parse(i) {
+                Ok(literal) => literal.to_sql(),
+                Err(why) => crate::interval_literals::refusal_sql(&why),
+            };
+            return ControlFlow::Continue(());
         }
         if let Some(new) = rewrite_map_cast(expr) {
             *expr = new;
@@ -624,6 +644,10 @@ impl VisitorMut for Rewriter<'_> {
         // Named before the expressions are rewritten: Spark names them as the user wrote them.
         crate::names::name_select_items(&mut query.body);
         SparkFunctions.pre_visit_query(query)
+    }
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        SparkFunctions.pre_visit_expr(expr)
     }
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {

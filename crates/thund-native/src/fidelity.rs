@@ -173,6 +173,12 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
         _ => return Ok(Transformed::no(e)),
     };
     let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
+    // An interval's text and number depend on its fields (`INTERVAL '3' DAY` is 3 as a BIGINT),
+    // which an interval column's Arrow type does not keep (a literal's cast is made in the
+    // parse, `interval_literals`).
+    if crate::interval_arithmetic::is_interval(&from) && from != *to {
+        return Err(refused("CAST", "an interval's text and number depend on fields its type here does not keep"));
+    }
     match crate::casts::spark_cast(inner.clone(), &from, to, try_, ansi) {
         Some(cast) => Ok(Transformed::yes(cast)),
         None => Ok(Transformed::no(e)),
@@ -449,7 +455,12 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
         // Spark's seconds of a timestamp keep their fraction (`DECIMAL(8,6)`): DataFusion's
         // microseconds of the minute, divided exactly.
-        "date_part" if args.first().is_some_and(is_seconds) => {
+        "date_part"
+            if args.first().is_some_and(is_seconds)
+                && !args
+                    .get(1)
+                    .is_some_and(|a| a.get_type(schema).is_ok_and(|t| crate::interval_arithmetic::is_interval(&t))) =>
+        {
             if !matches!(args.get(1).map(|a| a.get_type(schema)), Some(Ok(DataType::Timestamp(..)))) {
                 return Err(refused("date_part", "Spark's seconds of an interval or a date are other types"));
             }

@@ -48,6 +48,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::conv::register(ctx);
     crate::murmur3::register(ctx);
     crate::intervals::register(ctx);
+    crate::interval_literals::register(ctx);
     crate::percentiles::register(ctx);
     crate::approx_percentile::register(ctx);
     crate::binary::register(ctx);
@@ -62,6 +63,9 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::variant::register(ctx);
     crate::xpath::register(ctx);
     crate::generators::register(ctx);
+    // Last: it wraps functions registered before it.
+    crate::interval_arithmetic::register(ctx);
+    crate::interval_aggregates::register(ctx);
     if let Ok(builtin) = ctx.table_function("range") {
         ctx.register_udtf("range", Arc::new(SparkRange { inner: Arc::clone(builtin.function()) }));
     }
@@ -105,7 +109,12 @@ impl ScalarUDFImpl for TypeOf {
         &self.signature
     }
 
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        // An interval's type names its fields (`interval day to hour`), which its Arrow type
+        // does not keep (a literal's is answered in the parse, `interval_literals`).
+        if args.first().is_some_and(crate::interval_arithmetic::is_interval) {
+            return plan_err!("typeof of an interval runs on the Spark backend (its fields are not kept here)");
+        }
         Ok(DataType::Utf8)
     }
 

@@ -17,6 +17,45 @@ use datafusion::prelude::SessionContext;
 
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(MakeYmInterval { signature: Signature::variadic_any(Volatility::Immutable) }));
+    if let Ok(make_interval) = datafusion::execution::FunctionRegistry::udf(ctx, "make_interval") {
+        ctx.register_udf(ScalarUDF::from(TryMakeInterval { inner: make_interval }));
+    }
+}
+
+/// `try_make_interval`: `make_interval` under its own name, so that ANSI mode's overflow check
+/// (`overflow_check`, for `make_interval` only) leaves its NULL.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TryMakeInterval {
+    inner: Arc<ScalarUDF>,
+}
+
+impl ScalarUDFImpl for TryMakeInterval {
+    fn name(&self) -> &str {
+        "try_make_interval"
+    }
+
+    fn signature(&self) -> &Signature {
+        self.inner.signature()
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        self.inner.coerce_types(arg_types)
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        self.inner.return_type(args)
+    }
+
+    fn return_field_from_args(
+        &self,
+        args: datafusion::logical_expr::ReturnFieldArgs,
+    ) -> Result<arrow::datatypes::FieldRef> {
+        self.inner.return_field_from_args(args)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        self.inner.invoke_with_args(args)
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -109,7 +148,10 @@ impl ScalarUDFImpl for OverflowCheck {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = args.number_rows;
         let columns = args.args.iter().map(|a| a.to_array(n)).collect::<Result<Vec<_>>>()?;
-        if (0..n).any(|i| columns[0].is_null(i) && columns[1..].iter().all(|c| c.is_valid(i))) {
+        // A NULL argument (an untyped NULL too, whose array has no validity of its own) makes
+        // the interval NULL without an overflow.
+        let valid = |c: &arrow::array::ArrayRef, i: usize| c.logical_nulls().is_none_or(|nulls| nulls.is_valid(i));
+        if (0..n).any(|i| columns[0].is_null(i) && columns[1..].iter().all(|c| valid(c, i))) {
             return exec_err!(
                 "[ARITHMETIC_OVERFLOW] make_interval: the interval overflows; use try_make_interval to get NULL \
                  instead, or set spark.sql.ansi.enabled to false"

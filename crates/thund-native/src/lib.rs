@@ -20,7 +20,8 @@
 //!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
 //!           functions, regexp, datetime, timestamps, json, arithmetic, sums, modes, rounding and strings,
-//!           higher-order functions in lambdas) ─fidelity→ Spark's types and
+//!           higher-order functions in lambdas, ANSI intervals in interval_literals,
+//!           interval_arithmetic and interval_aggregates) ─fidelity→ Spark's types and
 //!           answers in the pipeline's ANSI mode (the session's; casts, arithmetic, indexes),
 //!           generators planned as Unnest steps, or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
@@ -72,6 +73,9 @@ mod freshness;
 mod functions;
 mod generators;
 mod incremental;
+mod interval_aggregates;
+mod interval_arithmetic;
+mod interval_literals;
 mod intervals;
 mod json;
 mod lambdas;

@@ -54,9 +54,12 @@ impl AggregateUDFImpl for Mode {
         {
             return plan_err!("mode takes a column and whether to break ties deterministically (a BOOLEAN)");
         }
-        // Spark's year-month and day-time intervals are other types than DataFusion's.
-        if matches!(args[0], DataType::Interval(_) | DataType::Duration(_)) {
-            return plan_err!("mode of an interval runs on the Spark backend (Spark's intervals are other types)");
+        // DataFusion's own intervals (months, days and nanoseconds at once) are no type of Spark's.
+        if matches!(
+            args[0],
+            DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano | arrow::datatypes::IntervalUnit::DayTime)
+        ) {
+            return plan_err!("mode of {} runs on the Spark backend", crate::types::spark_type_name(&args[0]));
         }
         Ok(args[0].clone())
     }

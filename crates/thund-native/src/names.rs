@@ -99,6 +99,29 @@ fn is_column_or_field(e: &Expr) -> bool {
     }
 }
 
+/// Whether `e` is plainly a date: a `DATE '…'` literal or a call of a function answering one.
+fn is_date(e: &Expr) -> bool {
+    const DATE_FUNCTIONS: [&str; 11] = [
+        "to_date",
+        "date_add",
+        "date_sub",
+        "dateadd",
+        "current_date",
+        "add_months",
+        "last_day",
+        "next_day",
+        "make_date",
+        "date",
+        "date_from_unix_date",
+    ];
+    match e {
+        Expr::TypedString(t) => t.data_type == DataType::Date,
+        Expr::Function(f) => DATE_FUNCTIONS.contains(&f.name.to_string().to_ascii_lowercase().as_str()),
+        Expr::Nested(inner) => is_date(inner),
+        _ => false,
+    }
+}
+
 /// `e` as Spark prints it inside a name, or `None` where that is not known here.
 pub(crate) fn sql(e: &Expr) -> Option<String> {
     Some(match e {
@@ -107,6 +130,7 @@ pub(crate) fn sql(e: &Expr) -> Option<String> {
         Expr::CompoundIdentifier(ids) => ids.last()?.value.clone(),
         Expr::Nested(inner) => sql(inner)?,
         Expr::Value(v) => literal(&v.value)?,
+        Expr::Interval(i) => crate::interval_literals::Literal::parse(i).ok()?.text(),
         Expr::TypedString(t) => {
             let value = match &t.value.value {
                 Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
@@ -115,6 +139,7 @@ pub(crate) fn sql(e: &Expr) -> Option<String> {
             match t.data_type {
                 DataType::Date => format!("DATE '{value}'"),
                 DataType::Timestamp(None, sqlparser::ast::TimezoneInfo::None) => format!("TIMESTAMP '{value}'"),
+                DataType::TimestampNtz(None) => format!("TIMESTAMP_NTZ '{value}'"),
                 _ => return None,
             }
         }
@@ -127,6 +152,28 @@ pub(crate) fn sql(e: &Expr) -> Option<String> {
         Expr::UnaryOp { op: UnaryOperator::BitwiseNot, expr } => format!("~{}", sql(expr)?),
         Expr::BinaryOp { left, op, right } => {
             let (l, r) = (sql(left)?, sql(right)?);
+            // A date or timestamp plus or minus an interval literal is named without
+            // parentheses, a date moved by days as the `date_add` Spark computes it with.
+            if let (BinaryOperator::Plus | BinaryOperator::Minus, Expr::Interval(i)) = (op, right.as_ref()) {
+                let days_only =
+                    i.leading_field.as_ref().is_some_and(|f| f.to_string().to_ascii_uppercase().starts_with("DAY"))
+                        && i.last_field.is_none();
+                if days_only && is_date(left) {
+                    let days = format!("extractansiintervaldays({r})");
+                    let days = if *op == BinaryOperator::Minus { format!("(- {days})") } else { days };
+                    return Some(format!("date_add({l}, {days})"));
+                }
+                if !matches!(left.as_ref(), Expr::Interval(_)) {
+                    return Some(format!("{l} {} {r}", operator(op)?));
+                }
+            }
+            // Spark multiplies an interval by a number, the interval first.
+            if *op == BinaryOperator::Multiply
+                && matches!(right.as_ref(), Expr::Interval(_))
+                && !matches!(left.as_ref(), Expr::Interval(_))
+            {
+                return Some(format!("({r} * {l})"));
+            }
             match op {
                 BinaryOperator::StringConcat => format!("concat({l}, {r})"),
                 BinaryOperator::NotEq => format!("(NOT ({l} = {r}))"),
@@ -235,6 +282,13 @@ pub(crate) fn sql(e: &Expr) -> Option<String> {
                 // `aggregate`'s finish is the identity.
                 ("aggregate" | "reduce", 3) => Some("lambdafunction(namedlambdavariable(), namedlambdavariable())"),
                 ("percentile_approx" | "approx_percentile", 2) => Some("10000"),
+                // The frequency of each value.
+                ("percentile", 2) => Some("1"),
+                ("make_interval" | "try_make_interval", 0..=6) => {
+                    let defaults = ["0", "0", "0", "0", "0", "0", "0.000000"];
+                    args.extend(defaults[args.len()..].iter().map(|d| d.to_string()));
+                    None
+                }
                 ("assert_true", 1) => {
                     let message = format!("'{}' is not true!", args[0]);
                     args.push(message);
