@@ -21,10 +21,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
-use sqlparser::ast::{
-    Expr as SqlExpr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName, UnaryOperator, Value,
-};
+use sqlparser::ast::{Expr as SqlExpr, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator, Value};
 
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(SparkInterval { signature: Signature::variadic_any(Volatility::Immutable) }));
@@ -249,20 +246,7 @@ pub(crate) fn refusal_sql(why: &str) -> SqlExpr {
 }
 
 fn call_sql(args: Vec<SqlExpr>) -> SqlExpr {
-    SqlExpr::Function(Function {
-        name: ObjectName::from(vec![Ident::new("spark_interval")]),
-        uses_odbc_syntax: false,
-        parameters: FunctionArguments::None,
-        args: FunctionArguments::List(FunctionArgumentList {
-            duplicate_treatment: None,
-            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
-            clauses: Vec::new(),
-        }),
-        filter: None,
-        null_treatment: None,
-        over: None,
-        within_group: Vec::new(),
-    })
+    crate::calls::function("spark_interval", args)
 }
 
 /// Seconds as Spark writes them in an interval: at least two digits before the point, the
