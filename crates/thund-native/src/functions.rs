@@ -44,6 +44,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::modes::register(ctx);
     crate::moments::register(ctx);
     crate::bitmaps::register(ctx);
+    crate::sketches::register(ctx);
     crate::aes::register(ctx);
     crate::conv::register(ctx);
     crate::murmur3::register(ctx);

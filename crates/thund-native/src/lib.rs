@@ -21,7 +21,7 @@
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
 //!           functions, regexp, datetime, timestamps, json, arithmetic, sums, modes, rounding and strings,
 //!           higher-order functions in lambdas, ANSI intervals in interval_literals,
-//!           interval_arithmetic and interval_aggregates) ─fidelity→ Spark's types and
+//!           interval_arithmetic and interval_aggregates, DataSketches in sketches) ─fidelity→ Spark's types and
 //!           answers in the pipeline's ANSI mode (the session's; casts, arithmetic, indexes),
 //!           generators planned as Unnest steps, or a refusal
 //!  events ─▶ RunHandle channel + event_log (<storage>/event_log, a Delta table)
@@ -95,6 +95,7 @@ mod rounding;
 mod run;
 mod session;
 mod shapes;
+mod sketches;
 mod storage;
 mod streaming;
 mod strings;

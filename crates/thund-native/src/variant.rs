@@ -1039,7 +1039,7 @@ pub(crate) fn java_double(d: f64) -> String {
 }
 
 /// A FLOAT as Java's `Float.toString` writes it.
-fn java_float(f: f32) -> String {
+pub(crate) fn java_float(f: f32) -> String {
     java_floating(f.is_nan(), f.is_infinite(), f.is_sign_negative(), f == 0.0, format!("{:e}", f.abs()))
 }
 
