@@ -49,6 +49,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("ceil", 2, "ceil_at(__a1, __a2)"),
     ("ceiling", 2, "ceil_at(__a1, __a2)"),
     ("floor", 2, "floor_at(__a1, __a2)"),
+    // Spark's `grouping` is a TINYINT (`grouping_id`: `engine::fill_grouping_id`).
+    ("grouping", 1, "CAST(grouping(__a1) AS TINYINT)"),
     // Spark's aggregate spellings.
     ("count_if", 1, "count(CASE WHEN __a1 THEN 1 END)"),
     ("every", 1, "bool_and(__a1)"),

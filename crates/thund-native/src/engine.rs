@@ -355,6 +355,62 @@ fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
     })
 }
 
+/// `grouping_id()` and `grouping_id(a, b, …)` → `CAST(grouping(a, b, …) AS BIGINT)`: the same
+/// bits (the first column's the most significant) as Spark's BIGINT. Spark's form without
+/// arguments stands for every grouping column, in the order the GROUP BY first names them, and
+/// Spark takes arguments only when they are exactly those columns: other arguments are left
+/// to be refused as a function this engine lacks (Spark fails on them too).
+fn fill_grouping_id(query: &mut sqlparser::ast::Query) {
+    let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() else { return };
+    let sqlparser::ast::GroupByExpr::Expressions(exprs, _) = &select.group_by else { return };
+    let mut columns: Vec<Expr> = Vec::new();
+    for e in exprs {
+        let sets: Vec<&Expr> = match e {
+            Expr::Cube(sets) | Expr::Rollup(sets) | Expr::GroupingSets(sets) => sets.iter().flatten().collect(),
+            e => vec![e],
+        };
+        for e in sets {
+            if !columns.contains(e) {
+                columns.push(e.clone());
+            }
+        }
+    }
+    if columns.is_empty() {
+        return;
+    }
+    let fill = |e: &mut Expr| {
+        if let Expr::Function(f) = e {
+            let empty = match &f.args {
+                FunctionArguments::None => true,
+                FunctionArguments::List(l) => l.args.is_empty(),
+                FunctionArguments::Subquery(_) => false,
+            };
+            let matching = match &f.args {
+                FunctionArguments::List(l) => {
+                    l.args.len() == columns.len()
+                        && l.args.iter().zip(&columns).all(|(a, c)| {
+                            matches!(a, sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(x)) if x == c)
+                        })
+                }
+                _ => false,
+            };
+            if (empty || matching) && f.name.to_string().eq_ignore_ascii_case("grouping_id") {
+                *e = Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(crate::calls::function("grouping", columns.clone())),
+                    data_type: SqlType::BigInt(None),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(&mut select.projection, fill);
+    let _ = sqlparser::ast::visit_expressions_mut(&mut select.having, fill);
+    let _ = sqlparser::ast::visit_expressions_mut(&mut query.order_by, fill);
+}
+
 /// The Spark functions DataFusion spells differently, rewritten in a parse (queries' and
 /// expressions' alike).
 struct SparkFunctions;
@@ -367,6 +423,7 @@ impl VisitorMut for SparkFunctions {
     /// `named_struct('q', 2)`) would make the column's type BIGINT however the literal is
     /// retyped later.
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+        fill_grouping_id(query);
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
