@@ -59,3 +59,6 @@ SELECT k, mode(v) AS m FROM VALUES (1, 10), (1, 10), (1, 20), (2, NULL), (3, 5) 
 SELECT mode(v, true) AS least, mode() WITHIN GROUP (ORDER BY v) AS asc_, mode() WITHIN GROUP (ORDER BY v DESC) AS desc_ FROM VALUES (0), (10), (10), (20), (20) AS t(v);
 SELECT k, mode(s, true) AS m FROM VALUES (1, 'b'), (1, 'a'), (1, 'b'), (2, 'x') AS t(k, s) GROUP BY k;
 SELECT k, percentile(v, 0.25) AS p, percentile(v, 0.5) AS q FROM VALUES (1, 1), (1, 2), (1, 3), (1, 4), (2, 7) AS t(k, v) GROUP BY k;
+SELECT name, height, grouping_id() AS g, grouping_id(name, height) AS hn, grouping(name) AS gn, sum(age) AS s FROM VALUES (2, 'Alice', 165), (5, 'Bob', 180), (7, 'Bob', 165) AS people(age, name, height) GROUP BY cube(name, height) ORDER BY g, name, height;
+SELECT a, b, grouping_id() AS g, grouping(b) AS gb, count(*) AS n FROM VALUES (1, 'x'), (1, 'y'), (2, 'x') AS t(a, b) GROUP BY ROLLUP(a, b) HAVING grouping_id() < 3 ORDER BY g, a, b;
+SELECT a, b, grouping_id() AS g, sum(a) AS s FROM VALUES (1, 'x'), (1, 'y'), (2, 'x') AS t(a, b) GROUP BY GROUPING SETS ((b), (a, b), ()) ORDER BY g, a, b;
