@@ -3,7 +3,8 @@
 //! `max_by(x, y)` is the first `x` ordered by `y` descending, … Each template was checked
 //! against Spark's own examples by `thund-cli/tests/spark_functions.rs` (a template that gives
 //! another answer than Spark's fails that test), so a call either gets Spark's answer or stays
-//! a missing function, refused before the run.
+//! a missing function, refused before the run. Rewrites that need more than a template (the
+//! date parts as `date_part`, `grouping_id` from the query's GROUP BY, …) follow the table.
 //!
 //! A template is SQL whose `__a1`, `__a2`, … stand for the call's arguments, parsed once by the
 //! front-end (`frontend::parse_expression`); the arguments are substituted as parsed expressions, never as text, so their
@@ -12,7 +13,10 @@
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
 
-use sqlparser::ast::{Expr, FunctionArg, FunctionArgExpr, FunctionArguments, VisitMut, VisitorMut};
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    ObjectName, Value, VisitMut, VisitorMut,
+};
 
 /// `(Spark's name, argument count, what it is in DataFusion)`.
 const TEMPLATES: &[(&str, usize, &str)] = &[
@@ -451,6 +455,119 @@ impl VisitorMut for Substitute<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Spark date-part functions DataFusion lacks, as `(name, date_part field, offset)`. (The
+/// session's `date_part` is Spark's: its `dow` counts 1 = Sunday, as `dayofweek` does.)
+const DATE_PART_FUNCTIONS: [(&str, &str, i32); 9] = [
+    ("year", "year", 0),
+    ("month", "month", 0),
+    ("day", "day", 0),
+    ("dayofmonth", "day", 0),
+    ("quarter", "quarter", 0),
+    ("dayofyear", "doy", 0),
+    ("weekofyear", "week", 0),
+    ("dayofweek", "dow", 0),
+    ("yearofweek", "isoyear", 0),
+];
+
+/// `year(x)` → `CAST(date_part('year', x) AS INT)` (and the other date parts above), built from
+/// the call's own node.
+pub(crate) fn rewrite_date_part(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let (_, field, offset) = DATE_PART_FUNCTIONS.iter().find(|(n, _, _)| *n == name)?;
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [arg @ FunctionArg::Unnamed(FunctionArgExpr::Expr(_))] = list.args.as_slice() else { return None };
+    let mut call = f.clone();
+    call.name = ObjectName::from(vec![Ident::new("date_part")]);
+    let mut args = list.clone();
+    // Spark takes a string too, cast to a date as Spark casts it implicitly (a timestamp's
+    // date is its date in the session's time zone, UTC).
+    let FunctionArg::Unnamed(FunctionArgExpr::Expr(inner)) = arg else { return None };
+    let as_date = Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(inner.clone()),
+        data_type: SqlType::Date,
+        array: false,
+        format: None,
+    };
+    args.args = vec![
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::value(Value::SingleQuotedString(field.to_string())))),
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(as_date)),
+    ];
+    call.args = FunctionArguments::List(args);
+    let mut part = Expr::Function(call);
+    if *offset != 0 {
+        part = Expr::BinaryOp {
+            left: Box::new(part),
+            op: BinaryOperator::Plus,
+            right: Box::new(Expr::value(Value::Number(offset.to_string(), false))),
+        };
+    }
+    Some(Expr::Cast {
+        kind: CastKind::Cast,
+        expr: Box::new(part),
+        data_type: SqlType::Int(None),
+        array: false,
+        format: None,
+    })
+}
+
+/// `grouping_id()` and `grouping_id(a, b, …)` → `CAST(grouping(a, b, …) AS BIGINT)`: the same
+/// bits (the first column's the most significant) as Spark's BIGINT. Spark's form without
+/// arguments stands for every grouping column, in the order the GROUP BY first names them, and
+/// Spark takes arguments only when they are exactly those columns: other arguments are left
+/// to be refused as a function this engine lacks (Spark fails on them too).
+pub(crate) fn fill_grouping_id(query: &mut sqlparser::ast::Query) {
+    let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() else { return };
+    let sqlparser::ast::GroupByExpr::Expressions(exprs, _) = &select.group_by else { return };
+    let mut columns: Vec<Expr> = Vec::new();
+    for e in exprs {
+        let sets: Vec<&Expr> = match e {
+            Expr::Cube(sets) | Expr::Rollup(sets) | Expr::GroupingSets(sets) => sets.iter().flatten().collect(),
+            e => vec![e],
+        };
+        for e in sets {
+            if !columns.contains(e) {
+                columns.push(e.clone());
+            }
+        }
+    }
+    if columns.is_empty() {
+        return;
+    }
+    let fill = |e: &mut Expr| {
+        if let Expr::Function(f) = e {
+            let empty = match &f.args {
+                FunctionArguments::None => true,
+                FunctionArguments::List(l) => l.args.is_empty(),
+                FunctionArguments::Subquery(_) => false,
+            };
+            let matching = match &f.args {
+                FunctionArguments::List(l) => {
+                    l.args.len() == columns.len()
+                        && l.args.iter().zip(&columns).all(|(a, c)| {
+                            matches!(a, sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(x)) if x == c)
+                        })
+                }
+                _ => false,
+            };
+            if (empty || matching) && f.name.to_string().eq_ignore_ascii_case("grouping_id") {
+                *e = Expr::Cast {
+                    kind: CastKind::Cast,
+                    expr: Box::new(crate::calls::function("grouping", columns.clone())),
+                    data_type: SqlType::BigInt(None),
+                    array: false,
+                    format: None,
+                };
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    };
+    let _ = sqlparser::ast::visit_expressions_mut(&mut select.projection, fill);
+    let _ = sqlparser::ast::visit_expressions_mut(&mut select.having, fill);
+    let _ = sqlparser::ast::visit_expressions_mut(&mut query.order_by, fill);
 }
 
 /// The call `name(args…)`, as the parser would read it.
