@@ -6,9 +6,12 @@
 //! the spec's own substitution variables) and `spark.sql.*` settings that only tune how Spark
 //! executes (shuffle partitions, adaptive execution, the pipelines engine, …) do not change
 //! results and pass. The session time zone and case sensitivity pass at the values the engine
-//! computes with (UTC, case-insensitive). ANSI mode (`spark.sql.ansi.enabled`) is honoured both
-//! ways: on by default, as in Spark 4, and off by default for a DLT project, as on Databricks
-//! (its loader sets it). Everything else under `spark.sql.` may change results and is refused.
+//! computes with (UTC, case-insensitive). Two modes are honoured both ways, for a whole run (a
+//! file's `SET` of either must agree with the spec's): ANSI mode (`spark.sql.ansi.enabled`), on by
+//! default as in Spark 4 and off by default for a DLT project, as on Databricks (its loader sets
+//! it); and `spark.sql.parser.escapedStringLiterals`, off by default, under which a string
+//! literal's backslashes are kept as written (Spark 1.6's parser). Everything else under
+//! `spark.sql.` may change results and is refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -38,15 +41,33 @@ const NEUTRAL: [&str; 16] = [
 /// The key of Spark's ANSI mode.
 pub const ANSI: &str = "spark.sql.ansi.enabled";
 
-/// The ANSI mode `settings` set (keys compare ignoring case, as Spark's do); `None` if they do
-/// not set it, or set it to something that is neither `true` nor `false` (refused).
-pub fn ansi_setting(settings: &BTreeMap<String, String>) -> Option<bool> {
-    let (_, value) = settings.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(ANSI))?;
+/// The key of Spark's string-literal mode: when `true`, `'\\d'` is two backslashes and a `d`.
+pub const ESCAPED_STRING_LITERALS: &str = "spark.sql.parser.escapedStringLiterals";
+
+/// The settings the embedded engine honours both ways, for a whole run, with their defaults.
+pub const RUN_MODES: [(&str, bool); 2] = [(ANSI, true), (ESCAPED_STRING_LITERALS, false)];
+
+/// The value `settings` give the boolean setting `key` (keys compare ignoring case, as Spark's
+/// do); `None` if they do not set it, or set it to something that is neither `true` nor `false`
+/// (refused).
+pub fn bool_setting(settings: &BTreeMap<String, String>, key: &str) -> Option<bool> {
+    let (_, value) = settings.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(key))?;
     match value.trim().to_ascii_lowercase().as_str() {
         "true" => Some(true),
         "false" => Some(false),
         _ => None,
     }
+}
+
+/// The ANSI mode `settings` set; `None` if they do not set it (see [`bool_setting`]).
+pub fn ansi_setting(settings: &BTreeMap<String, String>) -> Option<bool> {
+    bool_setting(settings, ANSI)
+}
+
+/// Whether string literals keep their backslashes as written under this `configuration`
+/// (`spark.sql.parser.escapedStringLiterals`; off by default, as on Spark).
+pub fn escaped_string_literals(configuration: &BTreeMap<String, String>) -> bool {
+    bool_setting(configuration, ESCAPED_STRING_LITERALS).unwrap_or(false)
 }
 
 /// Whether a pipeline with this `configuration` runs in ANSI mode: as set, else Spark 4's
@@ -71,8 +92,9 @@ pub fn refusal(key: &str, value: &str) -> Option<String> {
         }
         "spark.sql.casesensitive" => (!v.eq_ignore_ascii_case("false"))
             .then(|| "the native backend resolves names case-insensitively, as Spark does by default".to_string()),
-        "spark.sql.ansi.enabled" => (!v.eq_ignore_ascii_case("true") && !v.eq_ignore_ascii_case("false"))
-            .then(|| format!("`{key}` is `true` or `false`, not `{v}`")),
+        "spark.sql.ansi.enabled" | "spark.sql.parser.escapedstringliterals" => (!v.eq_ignore_ascii_case("true")
+            && !v.eq_ignore_ascii_case("false"))
+        .then(|| format!("`{key}` is `true` or `false`, not `{v}`")),
         _ => Some(format!(
             "the native backend does not apply `{key}`, which may change results: remove it or run on Spark"
         )),
@@ -101,7 +123,7 @@ pub(crate) fn spec_location(p: &Pipeline, key: &str) -> SourceLocation {
 
 #[cfg(test)]
 mod tests {
-    use super::{ansi_mode, refusal};
+    use super::{ansi_mode, escaped_string_literals, refusal};
 
     #[test]
     fn ansi_mode_is_on_unless_set_off() {
@@ -110,6 +132,16 @@ mod tests {
         assert!(!ansi_mode(&set("spark.sql.ansi.enabled", "false")));
         assert!(!ansi_mode(&set("Spark.SQL.ANSI.Enabled", " False ")));
         assert!(ansi_mode(&set("spark.sql.ansi.enabled", "true")));
+    }
+
+    #[test]
+    fn string_literals_are_unescaped_unless_set_otherwise() {
+        let set = |k: &str, v: &str| [(k.to_string(), v.to_string())].into_iter().collect();
+        assert!(!escaped_string_literals(&Default::default()));
+        assert!(escaped_string_literals(&set("spark.sql.parser.escapedStringLiterals", "TRUE")));
+        assert!(!escaped_string_literals(&set("spark.sql.parser.escapedStringLiterals", "false")));
+        assert_eq!(refusal("spark.sql.parser.escapedStringLiterals", "true"), None);
+        assert!(refusal("spark.sql.parser.escapedStringLiterals", "yes").is_some());
     }
 
     #[test]

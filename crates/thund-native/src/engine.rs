@@ -47,16 +47,60 @@ pub struct EngineOptions {
 /// `catalog.database`, in Spark 4's ANSI mode (tests' sessions).
 #[cfg(test)]
 pub(crate) fn new_context(catalog: &str, database: &str, opts: &EngineOptions) -> Result<SessionContext> {
-    context(catalog, database, opts, true)
+    context(catalog, database, opts, SqlModes { ansi: true, escaped_string_literals: false })
 }
 
-/// The session a pipeline's queries are planned in: its catalog and database, and its ANSI
-/// mode (`spark.sql.ansi.enabled` in its configuration; off by default for a DLT project).
+/// The Spark SQL modes a session plans its queries in, for the whole session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SqlModes {
+    /// Spark's ANSI mode (`spark.sql.ansi.enabled`).
+    pub ansi: bool,
+    /// String literals keep their backslashes (`spark.sql.parser.escapedStringLiterals`).
+    pub escaped_string_literals: bool,
+}
+
+impl SqlModes {
+    /// The modes `configuration` sets, each defaulting as on Spark 4.
+    pub fn of(configuration: &BTreeMap<String, String>) -> Self {
+        SqlModes {
+            ansi: knut_thund::sql_conf::ansi_mode(configuration),
+            escaped_string_literals: knut_thund::sql_conf::escaped_string_literals(configuration),
+        }
+    }
+
+    /// The modes of `ctx`'s session.
+    pub fn of_session(ctx: &SessionContext) -> Self {
+        let config = ctx.copied_config();
+        SqlModes {
+            ansi: config.options().execution.enable_ansi_mode,
+            escaped_string_literals: config.get_extension::<EscapedStringLiterals>().is_some(),
+        }
+    }
+}
+
+/// Marks a session whose string literals keep their backslashes (a session config extension, so
+/// every query and expression planned in it sees the mode).
+#[derive(Debug)]
+struct EscapedStringLiterals;
+
+/// The session a pipeline's queries are planned in: its catalog and database, and its SQL modes
+/// (`spark.sql.ansi.enabled` in its configuration, off by default for a DLT project;
+/// `spark.sql.parser.escapedStringLiterals`).
 pub fn pipeline_context(p: &knut_thund::ir::Pipeline, opts: &EngineOptions) -> Result<SessionContext> {
-    context(&p.catalog, &p.database, opts, knut_thund::sql_conf::ansi_mode(&p.configuration))
+    context(&p.catalog, &p.database, opts, SqlModes::of(&p.configuration))
 }
 
-fn context(catalog: &str, database: &str, opts: &EngineOptions, ansi: bool) -> Result<SessionContext> {
+/// A session for `p` planned with the SQL settings `configuration` instead of its spec's.
+pub(crate) fn context_with(
+    p: &knut_thund::ir::Pipeline,
+    configuration: &BTreeMap<String, String>,
+    opts: &EngineOptions,
+) -> Result<SessionContext> {
+    context(&p.catalog, &p.database, opts, SqlModes::of(configuration))
+}
+
+fn context(catalog: &str, database: &str, opts: &EngineOptions, modes: SqlModes) -> Result<SessionContext> {
+    let ansi = modes.ansi;
     let mut config = SessionConfig::new()
         .with_default_catalog_and_schema(catalog, database)
         .with_create_default_catalog_and_schema(true)
@@ -67,6 +111,9 @@ fn context(catalog: &str, database: &str, opts: &EngineOptions, ansi: bool) -> R
     // The mode every query of the session is planned in (`fidelity`), and the one the Spark
     // function library's own functions follow.
     config.options_mut().execution.enable_ansi_mode = ansi;
+    if modes.escaped_string_literals {
+        config = config.with_extension(Arc::new(EscapedStringLiterals));
+    }
     // Spark sorts NULL first in ascending order and last in descending order (DataFusion: the
     // other way around, as Postgres).
     config.options_mut().sql_parser.default_null_ordering = "nulls_min".to_string();
@@ -178,6 +225,7 @@ pub(crate) async fn plan_query_with_streams(
             }
         }
     }
+    keep_backslashes(ctx, &mut ast);
     let mut rewriter = Rewriter { query: q, reads: ReadFinder::new(q), tables, error: None };
     let _ = ast.visit(&mut rewriter);
     if let Some(e) = rewriter.error {
@@ -486,6 +534,23 @@ fn rewrite_any_value(expr: &Expr) -> Option<Expr> {
     Some(Expr::Function(call))
 }
 
+/// Under `spark.sql.parser.escapedStringLiterals`, a string literal is its text as written. The
+/// literals of `ast` are escaped here so that the unescaping every literal goes through (its
+/// value, and its name as a column) gives that text back.
+fn keep_backslashes<T: VisitMut>(ctx: &SessionContext, ast: &mut T) {
+    if !SqlModes::of_session(ctx).escaped_string_literals {
+        return;
+    }
+    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
+        if let Expr::Value(v) = e {
+            if let Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) = &mut v.value {
+                *s = s.replace('\\', "\\\\");
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
 /// A string literal's text as Spark's parser reads it (`unescapeSQLString`): `\\` is one
 /// backslash, `\n` a newline, `\u0041` an `A`, …; `\%` and `\_` keep their backslash (LIKE
 /// escapes), and any other escaped character stands for itself. So `'(\\d+)'` is the regular
@@ -572,6 +637,7 @@ pub(crate) fn plan_expr(
         return Err(datafusion::error::DataFusionError::Internal(format!("`{}` was not parsed", e.sql)));
     };
     let mut ast = ast.clone();
+    keep_backslashes(ctx, &mut ast);
     let _ = ast.visit(&mut SparkFunctions);
     let expr = sqlparser::ast::ExprWithAlias { expr: ast, alias: None };
     ctx.state().create_logical_expr_from_sql_expr(expr, schema)

@@ -1,15 +1,20 @@
 //! `thund query`: SQL over a pipeline's stored tables and persistent views, in the same dialect.
+//!
+//! The text may start with `SET key = value;` statements, which apply to the query after them
+//! (the settings the embedded engine honours, see `knut_thund::sql_conf`); a text of `SET`s only
+//! answers as Spark does, with the `key` and `value` of the last one.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::array::StringArray;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::datasource::ViewTable;
 use knut_thund::frontend::{analyze_query, NameContext};
 use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLocation};
 
-use crate::engine::{ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
+use crate::engine::{context_with, ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::storage::Storage;
 use crate::table::open_stored_table;
@@ -25,11 +30,44 @@ pub struct QueryResult {
 
 /// Runs `sql` against the pipeline's stored datasets.
 pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<QueryResult> {
-    let storage = Storage::of(p)?;
-    let ctx = pipeline_context(p, engine)?;
     let location = SourceLocation::new("<query>", 1, 1);
-    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
     let plan_error = |message: String| NativeError::Plan { location: location.to_string(), message };
+    let mut configuration = p.configuration.clone();
+    let mut statements = statements(sql);
+    let sql = match statements.pop() {
+        Some(last) if set_statement(last).is_none() => last,
+        Some(last) => {
+            statements.push(last);
+            ""
+        }
+        None => return Err(plan_error("no query to run".into())),
+    };
+    let mut shown = None;
+    for s in statements {
+        let (key, value) = set_statement(s)
+            .ok_or_else(|| plan_error(format!("only `SET` statements may come before the query: `{s}`")))?;
+        shown = Some(match value {
+            Some(value) => {
+                if let Some(why) = knut_thund::sql_conf::refusal(&key, &value) {
+                    return Err(plan_error(why));
+                }
+                configuration.retain(|k, _| !k.trim().eq_ignore_ascii_case(&key));
+                configuration.insert(key.clone(), value.clone());
+                (key, value)
+            }
+            None => {
+                let value = setting(&configuration, &key)
+                    .ok_or_else(|| plan_error(format!("the native backend does not know Spark's value of `{key}`")))?;
+                (key, value)
+            }
+        });
+    }
+    if let (true, Some((key, value))) = (sql.is_empty(), shown) {
+        return Ok(setting_row(&key, &value));
+    }
+    let storage = Storage::of(p)?;
+    let ctx = context_with(p, &configuration, engine)?;
+    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
     let q = analyze_query(sql, &location, &names)
         .map_err(|ds| plan_error(ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")))?;
 
@@ -100,6 +138,68 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     Ok(QueryResult { schema, batches: df.collect().await? })
 }
 
+/// The statements of `sql`, split at the semicolons outside quotes and comments (empty ones left
+/// out).
+fn statements(sql: &str) -> Vec<&str> {
+    let (mut out, mut start, mut quote, mut chars) = (Vec::new(), 0, None, sql.char_indices().peekable());
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"' | '`') => quote = Some(c),
+            (None, '-') if chars.peek().is_some_and(|(_, n)| *n == '-') => {
+                while chars.next_if(|(_, n)| *n != '\n').is_some() {}
+            }
+            (None, ';') => {
+                out.push(&sql[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&sql[start..]);
+    out.into_iter().map(str::trim).filter(|s| !s.is_empty()).collect()
+}
+
+/// `SET key = value` as its key and value (`None` for `SET key`, which shows the value); `None`
+/// if `statement` is not a `SET`.
+fn set_statement(statement: &str) -> Option<(String, Option<String>)> {
+    let (word, rest) = statement.split_at_checked(3)?;
+    if !word.eq_ignore_ascii_case("SET") || !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let (key, value) = match rest.split_once('=') {
+        Some((k, v)) => (k, Some(v.trim().to_string())),
+        None => (rest, None),
+    };
+    Some((key.trim().trim_matches('`').to_string(), value))
+}
+
+/// The value of `key` under `configuration`: as set, else the default of a mode the embedded
+/// engine honours.
+fn setting(configuration: &BTreeMap<String, String>, key: &str) -> Option<String> {
+    if let Some((_, v)) = configuration.iter().find(|(k, _)| k.trim().eq_ignore_ascii_case(key)) {
+        return Some(v.clone());
+    }
+    let (_, default) = knut_thund::sql_conf::RUN_MODES.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))?;
+    Some(default.to_string())
+}
+
+/// What Spark answers a `SET`: one row of `key` and `value`.
+fn setting_row(key: &str, value: &str) -> QueryResult {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("key", DataType::Utf8, false),
+        Field::new("value", DataType::Utf8, false),
+    ]));
+    let columns: Vec<arrow::array::ArrayRef> =
+        vec![Arc::new(StringArray::from(vec![key])), Arc::new(StringArray::from(vec![value]))];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("two string columns of one row");
+    QueryResult { schema, batches: vec![batch] }
+}
+
 /// The stored table of dataset `name`: its schema and row count, opening only that table;
 /// `None` before its first write.
 pub async fn table_summary(
@@ -113,4 +213,26 @@ pub async fn table_summary(
     let schema = provider.schema();
     let rows = ctx.read_table(provider)?.count().await?;
     Ok(Some((schema, rows as u64)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{set_statement, statements};
+
+    #[test]
+    fn a_query_text_splits_at_semicolons_outside_quotes_and_comments() {
+        assert_eq!(statements("SET a=1; SELECT ';' -- x; y\n, 2;"), vec!["SET a=1", "SELECT ';' -- x; y\n, 2"]);
+        assert_eq!(statements("SELECT 'it\\'s;'"), vec!["SELECT 'it\\'s;'"]);
+        assert_eq!(statements(" ; "), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn set_statements_give_their_key_and_value() {
+        let set = |k: &str, v: Option<&str>| Some((k.to_string(), v.map(str::to_string)));
+        assert_eq!(set_statement("SET spark.sql.ansi.enabled = false"), set("spark.sql.ansi.enabled", Some("false")));
+        assert_eq!(set_statement("set `k`=v"), set("k", Some("v")));
+        assert_eq!(set_statement("SET k"), set("k", None));
+        assert_eq!(set_statement("SELECT 1"), None);
+        assert_eq!(set_statement("SETTINGS"), None);
+    }
 }

@@ -754,7 +754,44 @@ fn ansi_mode_is_honoured_both_ways_and_off_by_default_for_dlt_projects() {
         ("sql/a.sql", "SET spark.sql.ansi.enabled = false;\nCREATE MATERIALIZED VIEW m AS SELECT 1 AS x;\n"),
     ]);
     let e = thund_native::NativeBackend::new().check(&load(mixed.path())).unwrap_err().to_string();
-    assert!(e.contains("sql/a.sql:2") && e.contains("ANSI mode"), "{e}");
+    assert!(e.contains("sql/a.sql:2") && e.contains("spark.sql.ansi.enabled"), "{e}");
+}
+
+/// `spark.sql.parser.escapedStringLiterals` both ways (values read off Spark 4.1.4 in both
+/// modes): by default `'\\abc'` is one backslash and `abc`; set in the spec, a literal is its text
+/// as written, in queries and expectations alike. A file's `SET` differing from the spec is
+/// refused at its line.
+#[test]
+fn escaped_string_literals_are_honoured_both_ways() {
+    use knut_thund::backend::ExecBackend;
+    let sql = r"CREATE MATERIALIZED VIEW lit (CONSTRAINT other EXPECT (s <> '\\abc') ON VIOLATION DROP ROW)
+AS SELECT s, regexp_replace('100-200', '(\\d+)', 'n') AS r FROM VALUES ('\\\\abc'), ('\\abc') AS t(s);
+";
+    let values = |dir: &Path| rows(&query(dir, "SELECT * FROM lit").unwrap()).1;
+
+    let default = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    let (summary, _) = run(default.path());
+    assert_eq!(phase_of(&summary, "lit"), RunPhase::Completed);
+    assert_eq!(values(default.path()), vec![vec![r"\\abc", "n-n"]]);
+
+    // The same text but for the regular expression, written with one backslash.
+    let escaped = project(&[
+        ("spark-pipeline.yml", &format!("{SPEC}configuration:\n  spark.sql.parser.escapedStringLiterals: \"true\"\n")),
+        ("sql/a.sql", &sql.replace(r"(\\d+)", r"(\d+)")),
+    ]);
+    let (summary, _) = run(escaped.path());
+    assert_eq!(phase_of(&summary, "lit"), RunPhase::Completed);
+    assert_eq!(values(escaped.path()), vec![vec![r"\\\\abc", "n-n"]]);
+
+    let mixed = project(&[
+        ("spark-pipeline.yml", SPEC),
+        (
+            "sql/a.sql",
+            "SET spark.sql.parser.escapedStringLiterals = true;\nCREATE MATERIALIZED VIEW m AS SELECT 1 AS x;\n",
+        ),
+    ]);
+    let e = thund_native::NativeBackend::new().check(&load(mixed.path())).unwrap_err().to_string();
+    assert!(e.contains("sql/a.sql:2") && e.contains("escapedStringLiterals"), "{e}");
 }
 
 /// A value that fails at run time fails its flow with Spark's error class, the dataset and its

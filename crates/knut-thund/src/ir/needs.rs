@@ -259,23 +259,22 @@ impl Pipeline {
                 }
             }
         }
-        let ansi = crate::sql_conf::ansi_mode(&self.configuration);
+        let modes: Vec<(&str, bool)> = crate::sql_conf::RUN_MODES
+            .iter()
+            .map(|&(key, default)| (key, crate::sql_conf::bool_setting(&self.configuration, key).unwrap_or(default)))
+            .collect();
         for f in &self.flows {
             let target = by_name.get(&f.target).copied();
             needs.extend(f.needs(target));
-            // Every query of a run is planned in the pipeline's mode.
-            if crate::sql_conf::ansi_setting(&f.sql_conf).is_some_and(|own| own != ansi) {
-                let why = format!(
-                    "the native backend runs every flow in the pipeline's ANSI mode (`{}` = {ansi}); set it in the \
-                     spec's `configuration` instead",
-                    crate::sql_conf::ANSI
-                );
-                needs.push(Need::new(
-                    Feature::SqlConf,
-                    &format!("{} (SET {})", f.name, crate::sql_conf::ANSI),
-                    &f.location,
-                    &why,
-                ));
+            // Every query of a run is planned in the pipeline's modes.
+            for &(key, mode) in &modes {
+                if crate::sql_conf::bool_setting(&f.sql_conf, key).is_some_and(|own| own != mode) {
+                    let why = format!(
+                        "the native backend plans every flow with the pipeline's `{key}` ({mode}); set it in the \
+                         spec's `configuration` instead"
+                    );
+                    needs.push(Need::new(Feature::SqlConf, &format!("{} (SET {key})", f.name), &f.location, &why));
+                }
             }
             if let Some(view) = target.filter(|d| d.kind.is_view() && f.query().is_streaming()) {
                 needs.extend(streaming_view_needs(view, f));
