@@ -104,6 +104,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     // array gives NULL.
     ("array_prepend", 2, "CASE WHEN __a1 IS NULL THEN NULL ELSE array_prepend(__a2, __a1) END"),
     ("sort_array", 1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),
+    // With a comparator it is a higher-order function (`lambdas`), under its own name.
+    ("array_sort", 2, "array_sort_by(__a1, __a2)"),
     // Ascending puts NULL first, descending last.
     (
         "sort_array",

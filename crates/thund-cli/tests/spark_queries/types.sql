@@ -17,6 +17,10 @@ SELECT id, x FROM VALUES (1, array('a', 'b')), (2, array()) AS t(id, a) LATERAL 
 SELECT transform(array(1, 2, 3), x -> x * 2) AS doubled;
 SELECT filter(array(1, 2, 3, 4), x -> x % 2 = 0) AS evens;
 SELECT aggregate(array(1, 2, 3), 0, (acc, x) -> acc + x) AS total;
+SELECT id, array_sort(a, (l, r) -> l % 10 - r % 10) AS by_last_digit FROM VALUES (1, array(31, 12, 21, 2, 11, 5, 15, 40, 3, 22, 1, 0, 13)), (2, NULL), (3, array()), (4, array(7)) AS t(id, a);
+SELECT id, array_sort(a, (l, r) -> CASE WHEN l IS NULL THEN 1 WHEN r IS NULL THEN -1 WHEN length(l) <> length(r) THEN length(r) - length(l) ELSE 0 END) AS longest_first FROM VALUES (1, array('a', NULL, 'ccc', 'bb', 'dd', NULL, 'e')), (2, array(CAST(NULL AS STRING))) AS t(id, a);
+SELECT id, map_zip_with(m1, m2, (k, v1, v2) -> coalesce(v1, 0) * 10 + coalesce(v2, 0) + id) AS zipped FROM VALUES (1, map('b', 1, 'a', 2), map('c', 3, 'a', 4)), (2, map('x', 5), NULL), (3, map(), map('y', 6)) AS t(id, m1, m2);
+SELECT map_zip_with(map(1, 'a', 2, 'b'), map(2L, 'y', 3L, 'z'), (k, v1, v2) -> concat_ws('/', CAST(k AS STRING), v1, v2)) AS zipped;
 SELECT 1 AS i, 2147483648 AS l, 1.5 AS d, 1.5e0 AS f, 'x' AS s, true AS b, NULL AS n;
 SELECT 10L AS l, 10S AS s, 10Y AS t, 10BD AS bd, 1.5D AS d, 1.5F AS f;
 SELECT DATE'2024-02-29' AS d, TIMESTAMP'2024-02-29 12:34:56.789' AS ts;
