@@ -7,6 +7,12 @@
 //! name is written as the column's name, quoted, and the query planned again. A name several
 //! columns share ignoring case stays an error, as on Spark ("ambiguous"), and so does a name
 //! no column has.
+//!
+//! A name no column has may be a lateral column alias, as Spark resolves it: `SELECT a + 1 AS b,
+//! b * 2 FROM t` (where `t` has no `b`) reads the earlier item's value. Such a name is replaced
+//! in the later items of each SELECT list that defines it by the aliased expression, and the
+//! query planned again; a column of the same name in the FROM clause takes precedence, since
+//! only a name the planner could not find is replaced.
 
 use std::ops::ControlFlow;
 
@@ -30,12 +36,99 @@ pub(crate) async fn plan_case_insensitively(
             Ok(plan) => return Ok(plan),
             Err(e) => e,
         };
-        let Some((written, column)) = differently_cased(&error) else { return Err(error) };
-        if fixed == CASE_FIXES || !rename_column(&mut ast, &written, &column) {
+        if fixed == CASE_FIXES {
+            return Err(error);
+        }
+        let resolved = match differently_cased(&error) {
+            Some((written, column)) => rename_column(&mut ast, &written, &column),
+            None => unresolved(&error).is_some_and(|name| lateral_alias(&mut ast, &name)),
+        };
+        if !resolved {
             return Err(error);
         }
         fixed += 1;
     }
+}
+
+/// The unqualified name a planning error could not find.
+fn unresolved(e: &datafusion::error::DataFusionError) -> Option<String> {
+    use datafusion::common::SchemaError;
+    use datafusion::error::DataFusionError;
+    let mut at = e;
+    loop {
+        match at {
+            DataFusionError::SchemaError(schema_error, _) => {
+                let SchemaError::FieldNotFound { field, .. } = schema_error.as_ref() else { return None };
+                return field.relation.is_none().then(|| field.name.clone());
+            }
+            DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => at = inner,
+            other if !std::ptr::eq(other.find_root(), other) => at = other.find_root(),
+            _ => return None,
+        }
+    }
+}
+
+/// Replaces `name`, where a SELECT list names an earlier item so and a later item reads it, by
+/// that item's expression (in the later items only, not in their subqueries). Whether any was.
+fn lateral_alias(ast: &mut sqlparser::ast::Query, name: &str) -> bool {
+    use sqlparser::ast::{SelectItem, VisitMut, VisitorMut};
+    /// Replaces `name` at this level of a query (depth 0), not inside nested queries.
+    struct Replace<'a> {
+        name: &'a str,
+        with: &'a Expr,
+        depth: usize,
+        replaced: bool,
+    }
+    impl VisitorMut for Replace<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut sqlparser::ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::Identifier(i) = e {
+                if self.depth == 0 && i.value.eq_ignore_ascii_case(self.name) {
+                    *e = Expr::Nested(Box::new(self.with.clone()));
+                    self.replaced = true;
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    /// Visits every SELECT of the query, nested ones included.
+    struct Selects<'a> {
+        name: &'a str,
+        replaced: bool,
+    }
+    impl VisitorMut for Selects<'_> {
+        type Break = ();
+        fn pre_visit_select(&mut self, select: &mut sqlparser::ast::Select) -> ControlFlow<()> {
+            let items = &mut select.projection;
+            let Some(defined) = items.iter().position(
+                |item| matches!(item, SelectItem::ExprWithAlias { alias, .. } if alias.value.eq_ignore_ascii_case(self.name)),
+            ) else {
+                return ControlFlow::Continue(());
+            };
+            let SelectItem::ExprWithAlias { expr, .. } = &items[defined] else { return ControlFlow::Continue(()) };
+            let with = expr.clone();
+            for item in &mut items[defined + 1..] {
+                let mut replace = Replace { name: self.name, with: &with, depth: 0, replaced: false };
+                let _ = match item {
+                    SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.visit(&mut replace),
+                    _ => ControlFlow::Continue(()),
+                };
+                self.replaced |= replace.replaced;
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut selects = Selects { name, replaced: false };
+    let _ = ast.visit(&mut selects);
+    selects.replaced
 }
 
 /// The name a planning error could not find and the one column whose name it is, ignoring case.

@@ -112,3 +112,8 @@ SELECT id, a, b FROM VALUES (1, '{"a":true, "b":2.50}'), (2, '{"b":null}') AS t(
 SELECT k, percentile(x, 0.5) AS m, percentile(x, array(0.0, 0.25, 1.0)) AS q, percentile_disc(0.6) WITHIN GROUP (ORDER BY x) AS d, percentile_disc(0.6) WITHIN GROUP (ORDER BY x DESC) AS e FROM VALUES (1, 1.5D), (1, NULL), (1, 3D), (1, -2D), (2, 7D), (3, NULL) AS t(k, x) GROUP BY k ORDER BY k;
 SELECT percentile(x, array(0.25, 0.75)) AS a, percentile_disc(0.25) WITHIN GROUP (ORDER BY x) AS b, percentile(CAST(x AS DECIMAL(5,1)), 0.3) AS c FROM VALUES (0), (10) AS t(x);
 SELECT percentile(x, 1.5) AS a FROM VALUES (1) AS t(x);
+-- Lateral column aliases: a later item reads an earlier one's value, unless the FROM clause has the name.
+SELECT a + 1 AS b, b * 2 AS c, c + b AS d FROM VALUES (1), (2) t(a);
+SELECT a + 1 AS a, a * 2 AS c FROM VALUES (1), (2) t(a);
+SELECT g, sum(a) AS s, s * 2 AS d FROM VALUES (1, 1), (2, 1), (5, 2) t(a, g) GROUP BY g;
+SELECT upper(n) AS N2, concat(n2, '!') AS shout FROM VALUES ('x') t(n);
