@@ -255,7 +255,7 @@ fn first_ident(e: &Expr) -> Option<&Ident> {
 }
 
 /// `window(…)` / `session_window(…)`, parsed; `None` for any other function.
-fn window_call(f: &Function, at: &dyn Fn(&Ident) -> SourceLocation) -> Option<Result<Window, Diagnostic>> {
+pub fn window_call(f: &Function, at: &dyn Fn(&Ident) -> SourceLocation) -> Option<Result<Window, Diagnostic>> {
     let ident = f.name.0.last()?.as_ident()?;
     let name = ident.value.to_ascii_lowercase();
     if name != "window" && name != "session_window" {

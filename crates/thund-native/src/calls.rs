@@ -124,6 +124,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("rint", 1, "rint(CAST(__a1 AS DOUBLE))"),
     // datafusion-spark's `make_interval` gives NULL where the fields overflow, which is Spark's
     ("second", 1, "second(CAST(__a1 AS TIMESTAMP))"),
+    // The last instant of a window (`time_windows`).
+    ("window_time", 1, "get_field(__a1, 'end') - INTERVAL '0.000001' SECOND"),
 ];
 
 /// `locate(substr, str, pos)`: 0 before position 1 or for a NULL position; an empty string is

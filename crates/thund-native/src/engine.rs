@@ -226,6 +226,7 @@ pub(crate) async fn plan_query_with_streams(
         }
     }
     keep_backslashes(ctx, &mut ast);
+    crate::time_windows::rewrite(&mut ast).map_err(plan_err)?;
     let mut rewriter = Rewriter { query: q, reads: ReadFinder::new(q), tables, error: None };
     let _ = ast.visit(&mut rewriter);
     if let Some(e) = rewriter.error {

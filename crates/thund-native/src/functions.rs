@@ -61,6 +61,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::strings::register(ctx);
     crate::arithmetic::register(ctx);
     crate::json::register(ctx);
+    crate::time_windows::register(ctx);
     crate::variant::register(ctx);
     crate::xpath::register(ctx);
     crate::generators::register(ctx);

@@ -17,7 +17,8 @@
 //!     └─ streaming:  streaming table / sink — only new input (sources) → one Append commit
 //!                    carrying the batch number, exactly once across crashes (checkpoint)
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
-//!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items,
+//!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items (and a
+//!           GROUP BY window(…) by one: time_windows), lateral column aliases resolved,
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
 //!           functions, regexp, datetime, timestamps, json, arithmetic, sums, modes, rounding and strings,
 //!           higher-order functions in lambdas, ANSI intervals in interval_literals,
@@ -101,6 +102,7 @@ mod streaming;
 mod strings;
 mod sums;
 mod table;
+mod time_windows;
 mod timestamp_text;
 mod timestamps;
 mod types;

@@ -251,8 +251,8 @@ pub fn spark_simple_string(dt: &DataType) -> String {
             other => other.to_string(),
         },
         DataType::Dictionary(_, value) => spark_simple_string(value),
-        // The native engine has no TIMESTAMP_NTZ: a timestamp without a zone is one in the
-        // session's (UTC), written as Spark's TIMESTAMP.
+        // A timestamp without a zone is Spark's TIMESTAMP_NTZ (as `spark_type_name` has it).
+        DataType::Timestamp(_, None) => "timestamp_ntz".into(),
         DataType::Timestamp(..) => "timestamp".into(),
         other => spark_type_name(other).to_ascii_lowercase(),
     }

@@ -58,3 +58,10 @@ SELECT months_between(a, b) AS m FROM VALUES (TIMESTAMP'2024-05-31 23:59:59', TI
 SELECT to_utc_timestamp(TIMESTAMP'2024-03-10 02:30:00', 'America/New_York') AS gap, to_utc_timestamp(TIMESTAMP'2024-11-03 01:30:00', 'America/New_York') AS overlap;
 SELECT to_utc_timestamp(t, 'Europe/London') AS u FROM VALUES (TIMESTAMP'2024-03-31 01:30:00'), (TIMESTAMP'2024-10-27 01:30:00'), (TIMESTAMP'2024-07-01 12:00:00'), (NULL) AS x(t);
 SELECT to_utc_timestamp('2017-07-14 02:40:00.0', 'GMT+1') AS a, to_utc_timestamp(DATE'2024-06-01', 'Europe/Berlin') AS b;
+-- Time windows in a batch GROUP BY: tumbling, hopping with a start offset, the whole struct, dates, NULL times.
+SELECT window.start, window.end, count(*) AS n, sum(v) AS total FROM VALUES (TIMESTAMP'2024-03-10 01:59:59', 1), (TIMESTAMP'2024-03-10 02:00:00', 2), (TIMESTAMP'2024-03-10 02:14:59.999999', 3), (NULL, 4) AS t(ts, v) GROUP BY window(ts, '15 minutes') ORDER BY start;
+SELECT k, window.start, window.end, count(*) AS n FROM VALUES ('a', TIMESTAMP'2024-01-01 00:00:07'), ('a', TIMESTAMP'2024-01-01 00:00:13'), ('b', TIMESTAMP'2024-01-01 00:00:29') AS t(k, ts) GROUP BY k, window(ts, '20 seconds', '10 seconds', '5 seconds') ORDER BY k, start;
+SELECT window(ts, '1 hour') AS w, max(v) AS m FROM VALUES (TIMESTAMP'2024-01-01 10:30:00', 1), (TIMESTAMP'2024-01-01 10:59:00', 5), (TIMESTAMP'2024-01-01 11:00:00', 2) AS t(ts, v) GROUP BY window(ts, '1 hour') ORDER BY w.start;
+SELECT w.start, window_time(w) AS last, typeof(w) AS t FROM (SELECT window AS w, count(*) AS n FROM VALUES (TIMESTAMP_NTZ'2024-01-01 10:30:00'), (TIMESTAMP_NTZ'2024-01-01 10:31:00') AS t(ts) GROUP BY window(ts, '10 minutes'));
+SELECT window.start, count(*) AS n FROM VALUES (DATE'2024-01-01'), (DATE'2024-01-02') AS t(d) GROUP BY window(d, '1 day') ORDER BY 1;
+SELECT e, window_time(window) AS last, n FROM (SELECT window.end AS e, window, count(*) AS n FROM VALUES ('2021-01-01 00:04:30'), ('2021-01-01 00:06:00') AS t(b) GROUP BY window(b, '5 minutes'));
