@@ -669,6 +669,35 @@ pub(crate) fn rewrite_listagg(expr: &Expr) -> Option<Expr> {
 /// '$.a'), 'c1', …)))`: one row of the fields' values as text, in columns named `c0`, `c1`, … as
 /// Spark names them (a LATERAL VIEW's `AS` names them otherwise), NULLs for a NULL or malformed
 /// document. Only field names that are plain words are taken (another name stays refused).
+/// The functions whose last argument may be a map of options.
+const WITH_OPTIONS: [&str; 6] = ["from_json", "to_json", "schema_of_json", "from_csv", "to_csv", "schema_of_csv"];
+
+/// `from_json(text, schema, map('k', 'v', …))` → `from_json(text, schema, 'k', 'v', …)`: a map
+/// of literal options is passed as literals, so that the function reads (and refuses) its
+/// options when it is planned.
+pub(crate) fn rewrite_options(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.to_string().to_ascii_lowercase();
+    if !WITH_OPTIONS.contains(&name.as_str()) || f.over.is_some() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let args = unnamed_args(list)?;
+    let (Expr::Function(options), before) = args.split_last()? else { return None };
+    if !options.name.to_string().eq_ignore_ascii_case("map") {
+        return None;
+    }
+    let FunctionArguments::List(entries) = &options.args else { return None };
+    let entries = unnamed_args(entries)?;
+    let literal = |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)));
+    if !entries.iter().all(|e| literal(e)) {
+        return None;
+    }
+    let mut flat: Vec<Expr> = before.iter().map(|e| (*e).clone()).collect();
+    flat.extend(entries.into_iter().cloned());
+    Some(function(&name, flat))
+}
+
 pub(crate) fn rewrite_json_tuple(expr: &Expr) -> Option<Expr> {
     let Expr::Function(f) = expr else { return None };
     if !f.name.to_string().eq_ignore_ascii_case("json_tuple") || f.over.is_some() {

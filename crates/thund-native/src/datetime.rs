@@ -245,12 +245,12 @@ fn push_literal(out: &mut String, c: char) {
 }
 
 /// A translated pattern, kept while rows repeat it.
-struct Compiled {
+pub(crate) struct Compiled {
     pattern: String,
     items: Vec<Item<'static>>,
 }
 
-fn compile(pattern: &str) -> Result<Compiled> {
+pub(crate) fn compile(pattern: &str) -> Result<Compiled> {
     let chrono = chrono_pattern(pattern).or_else(|e| plan_err!("datetime pattern '{pattern}': {e}"))?;
     let items: Vec<Item<'static>> = StrftimeItems::new(&chrono)
         .parse_to_owned()
@@ -506,9 +506,14 @@ impl ScalarUDFImpl for Parse {
     }
 }
 
+/// `at` written with the pattern (a time in the session's zone, UTC).
+pub(crate) fn format(at: NaiveDateTime, compiled: &Compiled) -> String {
+    at.format_with_items(compiled.items.iter()).to_string()
+}
+
 /// `text` read with the pattern, if it reads back as itself. A pattern without a time of day
 /// gives midnight.
-fn parse(text: &str, compiled: &Compiled) -> Option<NaiveDateTime> {
+pub(crate) fn parse(text: &str, compiled: &Compiled) -> Option<NaiveDateTime> {
     let mut parsed = chrono::format::Parsed::new();
     chrono::format::parse(&mut parsed, text, compiled.items.iter()).ok()?;
     let at = match parsed.to_naive_datetime_with_offset(0) {

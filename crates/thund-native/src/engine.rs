@@ -428,6 +428,7 @@ impl VisitorMut for SparkFunctions {
             .or_else(|| crate::calls::rewrite_mode(expr))
             .or_else(|| crate::calls::rewrite_assert_true(expr))
             .or_else(|| crate::calls::rewrite_json_tuple(expr))
+            .or_else(|| crate::calls::rewrite_options(expr))
             .or_else(|| crate::calls::rewrite_ceil_floor(expr))
             .or_else(|| crate::calls::rewrite_int_fields(expr))
             .or_else(|| crate::calls::rewrite_operator(expr))

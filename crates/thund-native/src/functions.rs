@@ -32,6 +32,7 @@ use serde_json::Value;
 pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(GetJsonObject::new()));
     ctx.register_udf(ScalarUDF::from(TypeOf { signature: Signature::any(1, Volatility::Immutable) }));
+    ctx.register_udf(ScalarUDF::from(VoidAsDouble { signature: Signature::any(1, Volatility::Immutable) }));
     for name in ["element_at", "try_element_at"] {
         ctx.register_udf(ScalarUDF::from(ElementAt { name, signature: Signature::any(2, Volatility::Immutable) }));
     }
@@ -61,6 +62,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::strings::register(ctx);
     crate::arithmetic::register(ctx);
     crate::json::register(ctx);
+    crate::csv::register(ctx);
     crate::time_windows::register(ctx);
     crate::variant::register(ctx);
     crate::xpath::register(ctx);
@@ -93,6 +95,46 @@ impl TableFunctionImpl for SparkRange {
             .project(vec![col("value").alias("id")])?
             .build()?;
         Ok(Arc::new(ViewTable::new(plan, None)))
+    }
+}
+
+/// The name of [`VoidAsDouble`].
+pub(crate) const VOID_AS_DOUBLE: &str = "__thund_void_as_double";
+
+/// `__thund_void_as_double(x)`: `x`, or a DOUBLE NULL where `x` is of type VOID (`resolution`
+/// puts it around the arguments of `sum` when one is VOID: Spark's sum of VOID is a DOUBLE).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct VoidAsDouble {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for VoidAsDouble {
+    fn name(&self) -> &str {
+        VOID_AS_DOUBLE
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        Ok(match &args[0] {
+            DataType::Null => DataType::Float64,
+            other => other.clone(),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let value = args.args.into_iter().next().expect("one argument");
+        Ok(match value {
+            ColumnarValue::Scalar(s) if s.data_type() == DataType::Null => {
+                ColumnarValue::Scalar(datafusion::common::ScalarValue::Float64(None))
+            }
+            ColumnarValue::Array(a) if a.data_type() == &DataType::Null => {
+                ColumnarValue::Array(arrow::array::new_null_array(&DataType::Float64, a.len()))
+            }
+            other => other,
+        })
     }
 }
 

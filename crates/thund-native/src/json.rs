@@ -5,24 +5,25 @@
 //! DDL (`'a INT, b DOUBLE'` or `'STRUCT<…>'`, a literal); text that is not a JSON object gives a
 //! row of NULL fields, as Spark's default (PERMISSIVE) mode does. A value whose type does not fit the
 //! schema fails the query naming it: Spark would set that one field NULL, which is not what a
-//! whole-batch decoder can tell apart. `to_json` encodes with Arrow's JSON writer, fields that
-//! are NULL left out as Spark leaves them out; values whose text Spark writes otherwise (dates,
-//! timestamps, floating point, binary, maps keyed by other than strings) are refused before the
-//! run. Options
-//! (`map('timestampFormat', …)`) run on the Spark backend.
+//! whole-batch decoder can tell apart. With a `timestampFormat` or `dateFormat` option, the
+//! top-level fields of those types are decoded as text and read with the pattern (NULL where it
+//! does not read, as on Spark). `to_json` writes as Spark's JSON writer writes (`value_text`),
+//! with its `timestampFormat`, `dateFormat`, `timestampNTZFormat` and `ignoreNullFields`
+//! options; other options run on the Spark backend.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, Int32Array, ListBuilder, StringArray, StringBuilder, StructArray};
+use arrow::array::{Array, ArrayRef, Int32Array, ListBuilder, StringBuilder, StructArray};
 use arrow::datatypes::{DataType, Field, Fields, Schema};
-use arrow::record_batch::RecordBatch;
 use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
 use datafusion::logical_expr::{
     ColumnarValue, ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::SessionContext;
 
+use crate::datetime::Compiled;
 use crate::functions::{columnar, utf8};
+use crate::value_text::{json_refusal, json_texts, option_pairs, TextOptions};
 
 pub(crate) fn register(ctx: &SessionContext) {
     let any = || Signature::variadic_any(Volatility::Immutable);
@@ -33,7 +34,7 @@ pub(crate) fn register(ctx: &SessionContext) {
 }
 
 /// The schema of `from_json`: a struct's fields from DDL.
-fn schema_fields(ddl: &str) -> std::result::Result<Fields, String> {
+pub(crate) fn schema_fields(ddl: &str) -> std::result::Result<Fields, String> {
     let trimmed = ddl.trim();
     if trimmed.to_ascii_uppercase().starts_with("STRUCT") {
         return match crate::types::parse_type(trimmed)? {
@@ -63,16 +64,23 @@ impl ScalarUDFImpl for FromJson {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<Arc<Field>> {
-        match args.arg_fields.len() {
-            2 => {}
-            3 => return plan_err!("from_json's options run on the Spark backend"),
-            _ => return plan_err!("from_json is called as from_json(text, schema)"),
+        if args.arg_fields.len() < 2 {
+            return plan_err!("from_json is called as from_json(text, schema[, options])");
         }
         let ddl = match args.scalar_arguments.get(1).copied().flatten() {
             Some(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s))) => s,
             _ => return plan_err!("from_json's schema must be a literal, as `'a INT, b STRING'`"),
         };
         let fields = schema_fields(ddl).or_else(|e| plan_err!("from_json's schema `{ddl}`: {e}"))?;
+        let formats = read_formats(&args.scalar_arguments[2..]).or_else(|e| plan_err!("{e}"))?;
+        for f in &fields {
+            if !formats.is_empty() && nested_datetime(f.data_type()) {
+                return plan_err!(
+                    "from_json's datetime formats apply here to top-level fields only; `{}` runs on the Spark backend",
+                    f.name()
+                );
+            }
+        }
         Ok(Arc::new(Field::new("from_json", DataType::Struct(fields), true)))
     }
 
@@ -81,6 +89,24 @@ impl ScalarUDFImpl for FromJson {
         let n = args.number_rows;
         let text = utf8(&args.args[0].to_array(n)?)?;
         let DataType::Struct(fields) = args.return_field.data_type() else { return exec_err!("from_json: no schema") };
+        let scalars: Vec<Option<&ScalarValue>> = args
+            .args
+            .iter()
+            .map(|a| match a {
+                ColumnarValue::Scalar(s) => Some(s),
+                ColumnarValue::Array(_) => None,
+            })
+            .collect();
+        let formats = read_formats(&scalars[2..]).or_else(|e| exec_err!("{e}"))?;
+        // Fields read with a pattern are decoded as text first.
+        let formatted = |t: &DataType| formats.iter().find(|(of, _)| of == t).map(|(_, c)| c);
+        let decoded_fields: Fields = fields
+            .iter()
+            .map(|f| match formatted(f.data_type()) {
+                Some(_) => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8)),
+                None => Arc::clone(f),
+            })
+            .collect();
         // Rows that are JSON objects are decoded together; the others are NULL.
         let objects: Vec<bool> = (0..n)
             .map(|i| {
@@ -90,7 +116,7 @@ impl ScalarUDFImpl for FromJson {
                     && serde_json::from_str::<serde::de::IgnoredAny>(text.value(i)).is_ok()
             })
             .collect();
-        let schema = Arc::new(Schema::new(fields.clone()));
+        let schema = Arc::new(Schema::new(decoded_fields.clone()));
         let mut decoder = arrow::json::ReaderBuilder::new(schema).with_batch_size(n.max(1)).build_decoder()?;
         for i in (0..n).filter(|&i| objects[i]) {
             let line = format!("{}\n", text.value(i));
@@ -128,32 +154,79 @@ impl ScalarUDFImpl for FromJson {
             .as_any()
             .downcast_ref::<StructArray>()
             .cloned()
-            .unwrap_or_else(|| StructArray::new_null(fields.clone(), n));
-        let out = StructArray::try_new(fields.clone(), taken.columns().to_vec(), text.nulls().cloned())?;
+            .unwrap_or_else(|| StructArray::new_null(decoded_fields.clone(), n));
+        let mut columns = taken.columns().to_vec();
+        for (column, f) in columns.iter_mut().zip(fields.iter()) {
+            if let Some(pattern) = formatted(f.data_type()) {
+                *column = read_datetimes(column, f.data_type(), pattern)?;
+            }
+        }
+        let out = StructArray::try_new(fields.clone(), columns, text.nulls().cloned())?;
         columnar(Arc::new(out), scalar)
     }
 }
 
-/// Whether Arrow's JSON writer writes `t` as Spark does.
-fn writes_as_spark(t: &DataType) -> bool {
-    match t {
-        DataType::Null | DataType::Boolean | DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => true,
-        DataType::Decimal128(..) => true,
-        // (Floating point is written as Java writes it there: `1.0E20`.)
-        t if t.is_integer() => true,
-        DataType::List(f) | DataType::LargeList(f) => writes_as_spark(f.data_type()),
-        DataType::Struct(fields) => fields.iter().all(|f| writes_as_spark(f.data_type())),
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(kv) => kv[0].data_type().is_string() && writes_as_spark(kv[1].data_type()),
-            _ => false,
-        },
-        _ => false,
+/// `from_json`'s datetime patterns by the type they read, from its option pairs.
+fn read_formats(scalars: &[Option<&ScalarValue>]) -> std::result::Result<Vec<(DataType, Compiled)>, String> {
+    let mut out = Vec::new();
+    for (key, value) in option_pairs("from_json", scalars)? {
+        let t = match key.to_ascii_lowercase().as_str() {
+            "timestampformat" => crate::types::spark_timestamp(),
+            "timestampntzformat" => DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None),
+            "dateformat" => DataType::Date32,
+            _ => return Err(format!("from_json's option `{key}` runs on the Spark backend")),
+        };
+        let compiled = crate::datetime::compile(&value).map_err(|e| format!("from_json: {e}"))?;
+        out.retain(|(of, _)| *of != t);
+        out.push((t, compiled));
     }
+    Ok(out)
+}
+
+/// Whether `t` holds a date or timestamp below its top level.
+fn nested_datetime(t: &DataType) -> bool {
+    fn holds(t: &DataType) -> bool {
+        match t {
+            DataType::Date32 | DataType::Timestamp(..) => true,
+            DataType::List(f) | DataType::LargeList(f) => holds(f.data_type()),
+            DataType::Struct(fields) => fields.iter().any(|f| holds(f.data_type())),
+            DataType::Map(entries, _) => holds(entries.data_type()),
+            _ => false,
+        }
+    }
+    !matches!(t, DataType::Date32 | DataType::Timestamp(..)) && holds(t)
+}
+
+/// Texts read with `pattern` as values of type `t` (a date or a timestamp); NULL where a text
+/// does not read, as Spark's PERMISSIVE mode has it.
+fn read_datetimes(texts: &ArrayRef, t: &DataType, pattern: &Compiled) -> Result<ArrayRef> {
+    let texts = utf8(texts)?;
+    let at = |i: usize| (!texts.is_null(i)).then(|| crate::datetime::parse(texts.value(i), pattern)).flatten();
+    Ok(match t {
+        DataType::Date32 => Arc::new(
+            (0..texts.len())
+                .map(|i| at(i).map(|d| (d.date() - chrono::NaiveDate::default()).num_days() as i32))
+                .collect::<arrow::array::Date32Array>(),
+        ),
+        DataType::Timestamp(_, zone) => Arc::new(
+            (0..texts.len())
+                .map(|i| at(i).map(|d| d.and_utc().timestamp_micros()))
+                .collect::<arrow::array::TimestampMicrosecondArray>()
+                .with_timezone_opt(zone.clone()),
+        ),
+        other => return exec_err!("from_json: no pattern reads a {other}"),
+    })
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct ToJson {
     signature: Signature,
+}
+
+/// `to_json`'s options, from its arguments after the value (`calls::rewrite_options`).
+fn to_json_options(scalars: &[Option<&ScalarValue>]) -> std::result::Result<TextOptions, String> {
+    let pairs = option_pairs("to_json", scalars.get(1..).unwrap_or_default())?;
+    TextOptions::new("to_json", &pairs, false)
 }
 
 impl ScalarUDFImpl for ToJson {
@@ -165,19 +238,29 @@ impl ScalarUDFImpl for ToJson {
         &self.signature
     }
 
-    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        match args {
-            [t] if crate::variant::is_variant(t) => Ok(DataType::Utf8),
-            [t] if matches!(t, DataType::Struct(_) | DataType::List(_) | DataType::Map(..)) && writes_as_spark(t) => {
-                Ok(DataType::Utf8)
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<Arc<Field>> {
+        let Some(value) = args.arg_fields.first() else { return plan_err!("to_json is called as to_json(value)") };
+        let t = value.data_type();
+        if !crate::variant::is_variant(t) {
+            if !matches!(t, DataType::Struct(_) | DataType::List(_) | DataType::Map(..)) {
+                return plan_err!(
+                    "to_json takes a struct, an array or a map, not {}",
+                    crate::types::spark_type_name(t)
+                );
             }
-            [t] if matches!(t, DataType::Struct(_) | DataType::List(_) | DataType::Map(..)) => plan_err!(
-                "to_json of a {} runs on the Spark backend (its dates, timestamps, floating point, binary or map keys are written otherwise here)",
-                crate::types::spark_type_name(t)
-            ),
-            [t] => plan_err!("to_json takes a struct, an array or a map, not {}", crate::types::spark_type_name(t)),
-            _ => plan_err!("to_json's options run on the Spark backend"),
+            if let Some(why) = json_refusal(t) {
+                return plan_err!(
+                    "to_json of a {}: {why}; it runs on the Spark backend",
+                    crate::types::spark_type_name(t)
+                );
+            }
         }
+        to_json_options(args.scalar_arguments).or_else(|e| plan_err!("{e}"))?;
+        Ok(Arc::new(Field::new("to_json", DataType::Utf8, true)))
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -187,30 +270,16 @@ impl ScalarUDFImpl for ToJson {
         if crate::variant::is_variant(values.data_type()) {
             return columnar(crate::variant::json_texts(&values)?, scalar);
         }
-        // One line per row, `{"v":…}`: the value is what stands after the key.
-        let schema = Arc::new(Schema::new(vec![Field::new("v", values.data_type().clone(), true)]));
-        let batch = RecordBatch::try_new(schema, vec![Arc::clone(&values)])?;
-        let mut buffer = Vec::new();
-        {
-            let mut writer = arrow::json::LineDelimitedWriter::new(&mut buffer);
-            writer.write(&batch)?;
-            writer.finish()?;
-        }
-        let text = String::from_utf8(buffer).or_else(|e| exec_err!("to_json: {e}"))?;
-        let mut lines = text.lines();
-        let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let line = lines.next().unwrap_or("{}");
-            if values.is_null(i) {
-                out.push(None);
-                continue;
-            }
-            match line.strip_prefix("{\"v\":").and_then(|l| l.strip_suffix('}')) {
-                Some(v) => out.push(Some(v.to_string())),
-                None => return exec_err!("to_json: unexpected encoding {line}"),
-            }
-        }
-        columnar(Arc::new(StringArray::from(out)), scalar)
+        let options: Vec<Option<&ScalarValue>> = args
+            .args
+            .iter()
+            .map(|a| match a {
+                ColumnarValue::Scalar(s) => Some(s),
+                ColumnarValue::Array(_) => None,
+            })
+            .collect();
+        let opts = to_json_options(&options).or_else(|e| exec_err!("{e}"))?;
+        columnar(Arc::new(json_texts(&values, &opts)), scalar)
     }
 }
 

@@ -41,6 +41,7 @@ pub(crate) async fn plan_case_insensitively(
         }
         let resolved = match differently_cased(&error) {
             Some((written, column)) => rename_column(&mut ast, &written, &column),
+            None if error.to_string().contains("SUM not supported for Null") => sum_of_void(&mut ast),
             None => unresolved(&error).is_some_and(|name| lateral_alias(&mut ast, &name)),
         };
         if !resolved {
@@ -115,12 +116,36 @@ fn lateral_alias(ast: &mut sqlparser::ast::Query, name: &str) -> bool {
             };
             let SelectItem::ExprWithAlias { expr, .. } = &items[defined] else { return ControlFlow::Continue(()) };
             let with = expr.clone();
+            let mut names: Vec<String> = items[..=defined]
+                .iter()
+                .filter_map(|i| match i {
+                    SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.clone()),
+                    _ => None,
+                })
+                .collect();
             for item in &mut items[defined + 1..] {
                 let mut replace = Replace { name: self.name, with: &with, depth: 0, replaced: false };
+                // An unnamed item is named as Spark names it (`(lateralAliasReference(b) * 2)`),
+                // made unique if an earlier item has the name (Spark allows two columns of one
+                // name, a DataFusion plan does not).
+                let written = match item {
+                    SelectItem::UnnamedExpr(e) => Some(spark_name(e, self.name)),
+                    _ => None,
+                };
                 let _ = match item {
                     SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e.visit(&mut replace),
                     _ => ControlFlow::Continue(()),
                 };
+                if let (true, Some(mut written), SelectItem::UnnamedExpr(e)) = (replace.replaced, written, &*item) {
+                    while names.contains(&written) {
+                        written.push('_');
+                    }
+                    *item =
+                        SelectItem::ExprWithAlias { expr: e.clone(), alias: Ident::with_quote('`', written.clone()) };
+                }
+                if let SelectItem::ExprWithAlias { alias, .. } = &*item {
+                    names.push(alias.value.clone());
+                }
                 self.replaced |= replace.replaced;
             }
             ControlFlow::Continue(())
@@ -129,6 +154,47 @@ fn lateral_alias(ast: &mut sqlparser::ast::Query, name: &str) -> bool {
     let mut selects = Selects { name, replaced: false };
     let _ = ast.visit(&mut selects);
     selects.replaced
+}
+
+/// Spark's sum of a VOID column is a DOUBLE NULL (DataFusion's `sum` takes no VOID): every
+/// `sum`'s argument is read through `VOID_AS_DOUBLE`, which passes any other type as it is.
+/// Whether there was a `sum` to change.
+fn sum_of_void(ast: &mut sqlparser::ast::Query) -> bool {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let mut changed = false;
+    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
+        if let Expr::Function(f) = e {
+            if f.name.to_string().eq_ignore_ascii_case("sum") {
+                if let FunctionArguments::List(list) = &mut f.args {
+                    if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = list.args.as_mut_slice() {
+                        let already =
+                            matches!(x, Expr::Function(g) if g.name.to_string() == crate::functions::VOID_AS_DOUBLE);
+                        if !already {
+                            *x = crate::calls::function(crate::functions::VOID_AS_DOUBLE, vec![x.clone()]);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    changed
+}
+
+/// Spark's name of an item reading the lateral alias `name`: the alias shown as
+/// `lateralAliasReference(name)`.
+fn spark_name(e: &Expr, name: &str) -> String {
+    let mut shown = e.clone();
+    let _ = sqlparser::ast::visit_expressions_mut(&mut shown, |x| {
+        if let Expr::Identifier(i) = x {
+            if i.value.eq_ignore_ascii_case(name) {
+                *i = Ident::new(format!("lateralAliasReference({})", i.value));
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    crate::names::sql(&shown).unwrap_or_else(|| shown.to_string())
 }
 
 /// The name a planning error could not find and the one column whose name it is, ignoring case.

@@ -1979,10 +1979,47 @@ impl Accumulator for Merged {
 /// of types, with JSON inference's own rules on top: a number with a point or an exponent is a
 /// DOUBLE, an integer beyond BIGINT a DECIMAL of its digits, and where two types have no common
 /// one the answer is STRING (not VARIANT); a `null` alone is STRING. The text must be a literal,
-/// as on Spark; options (`map('allowNumericLeadingZeros', …)`) run on the Spark backend.
+/// as on Spark. Of the options, `allowNumericLeadingZeros` is kept (`01` reads as 1); the
+/// others run on the Spark backend.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct SchemaOfJson {
     signature: Signature,
+}
+
+/// `text` with the leading zeros of its numbers (outside strings) left out: `01` is `1`, `00.5`
+/// is `0.5`, as Jackson reads them with `allowNumericLeadingZeros`.
+fn without_leading_zeros(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let (mut out, mut in_string, mut i) = (String::with_capacity(text.len()), false, 0);
+    while i < chars.len() {
+        let c = chars[i];
+        if in_string {
+            out.push(c);
+            match c {
+                '\\' if i + 1 < chars.len() => {
+                    out.push(chars[i + 1]);
+                    i += 1;
+                }
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if c == '0' && !out.ends_with(|p: char| p.is_ascii_digit() || p == '.' || p == 'e' || p == 'E') {
+            // The start of a number: drop zeros that another digit follows.
+            let mut j = i;
+            while j + 1 < chars.len() && chars[j] == '0' && chars[j + 1].is_ascii_digit() {
+                j += 1;
+            }
+            out.push(chars[j]);
+            i = j;
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
 }
 
 /// JSON inference's type of `v`.
@@ -2034,9 +2071,11 @@ impl ScalarUDFImpl for SchemaOfJson {
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
         match args {
-            [DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8] => Ok(DataType::Utf8),
+            [t, options @ ..] if t.is_string() && options.len() % 2 == 0 && options.iter().all(DataType::is_string) => {
+                Ok(DataType::Utf8)
+            }
             [_] => plan_err!("schema_of_json takes a STRING"),
-            _ => plan_err!("schema_of_json's options run on the Spark backend"),
+            _ => plan_err!("schema_of_json's options must be a map of literal strings"),
         }
     }
 
@@ -2045,7 +2084,22 @@ impl ScalarUDFImpl for SchemaOfJson {
             ColumnarValue::Scalar(s) => s.try_as_str().flatten().map(str::to_string),
             ColumnarValue::Array(_) => return exec_err!("schema_of_json's text must be a literal, as on Spark"),
         };
-        let Some(text) = text else { return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None))) };
+        let Some(mut text) = text else { return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None))) };
+        let scalars: Vec<Option<&ScalarValue>> = args.args[1..]
+            .iter()
+            .map(|a| match a {
+                ColumnarValue::Scalar(s) => Some(s),
+                ColumnarValue::Array(_) => None,
+            })
+            .collect();
+        let options = crate::value_text::option_pairs("schema_of_json", &scalars).or_else(|e| exec_err!("{e}"))?;
+        for (key, value) in options {
+            match (key.to_ascii_lowercase().as_str(), value.to_ascii_lowercase().as_str()) {
+                ("allownumericleadingzeros", "true") => text = without_leading_zeros(&text),
+                ("allownumericleadingzeros", "false") => {}
+                _ => return exec_err!("schema_of_json's option `{key}` runs on the Spark backend"),
+            }
+        }
         let (value, metadata) = match parse_json(&text) {
             Ok(v) => v,
             Err(BuildError::DuplicateKey(k)) => {

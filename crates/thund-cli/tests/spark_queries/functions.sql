@@ -117,3 +117,7 @@ SELECT a + 1 AS b, b * 2 AS c, c + b AS d FROM VALUES (1), (2) t(a);
 SELECT a + 1 AS a, a * 2 AS c FROM VALUES (1), (2) t(a);
 SELECT g, sum(a) AS s, s * 2 AS d FROM VALUES (1, 1), (2, 1), (5, 2) t(a, g) GROUP BY g;
 SELECT upper(n) AS N2, concat(n2, '!') AS shout FROM VALUES ('x') t(n);
+SELECT '\\abc' AS s, s ILIKE r'\\abc' AS a, s LIKE '\\\\abc' AS b, upper(s) AS c FROM VALUES (1) t(x);
+-- The sum of a VOID column is a DOUBLE NULL.
+SELECT sum(col) AS s, typeof(sum(col)) AS t, sum(x) AS sx FROM VALUES (NULL, 1), (NULL, 2) AS tab(col, x);
+SELECT schema_of_json('{"a": 007, "b": [00.5, 1], "c": "01"}', map('allowNumericLeadingZeros', 'true')) AS s;
