@@ -63,6 +63,8 @@ const TEMPLATES: &[(&str, usize, &str)] = &[
     ("std", 1, "stddev_samp(__a1)"),
     ("variance", 1, "var_samp(__a1)"),
     ("first", 1, "first_value(__a1)"),
+    // In the order Spark's hash set gives its elements (`set_order`).
+    ("collect_set", 1, "__thund_spark_set_order(collect_set(__a1))"),
     ("last", 1, "last_value(__a1)"),
     // The value at the greatest (least) ordering value; rows whose ordering value is NULL never
     // count, so a group of only those gives NULL, as Spark's.

@@ -63,6 +63,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::arithmetic::register(ctx);
     crate::json::register(ctx);
     crate::csv::register(ctx);
+    crate::set_order::register(ctx);
     crate::time_windows::register(ctx);
     crate::variant::register(ctx);
     crate::xpath::register(ctx);

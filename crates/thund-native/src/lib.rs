@@ -96,6 +96,7 @@ mod resolution;
 mod rounding;
 mod run;
 mod session;
+mod set_order;
 mod shapes;
 mod sketches;
 mod storage;

@@ -55,7 +55,7 @@ fn hash_long(v: i64, seed: i32) -> i32 {
 }
 
 /// Spark's `hashUnsafeBytes`: whole little-endian ints, then each remaining byte on its own.
-fn hash_bytes(bytes: &[u8], seed: i32) -> i32 {
+pub(crate) fn hash_bytes(bytes: &[u8], seed: i32) -> i32 {
     let aligned = bytes.len() - bytes.len() % 4;
     let mut h1 = seed;
     for word in bytes[..aligned].chunks_exact(4) {

@@ -62,3 +62,15 @@ SELECT k, percentile(v, 0.25) AS p, percentile(v, 0.5) AS q FROM VALUES (1, 1), 
 SELECT name, height, grouping_id() AS g, grouping_id(name, height) AS hn, grouping(name) AS gn, sum(age) AS s FROM VALUES (2, 'Alice', 165), (5, 'Bob', 180), (7, 'Bob', 165) AS people(age, name, height) GROUP BY cube(name, height) ORDER BY g, name, height;
 SELECT a, b, grouping_id() AS g, grouping(b) AS gb, count(*) AS n FROM VALUES (1, 'x'), (1, 'y'), (2, 'x') AS t(a, b) GROUP BY ROLLUP(a, b) HAVING grouping_id() < 3 ORDER BY g, a, b;
 SELECT a, b, grouping_id() AS g, sum(a) AS s FROM VALUES (1, 'x'), (1, 'y'), (2, 'x') AS t(a, b) GROUP BY GROUPING SETS ((b), (a, b), ()) ORDER BY g, a, b;
+-- collect_set answers its elements in the order Spark's hash set gives them.
+SELECT collect_set(col) FROM VALUES (17), (1), (33), (-1), (16), (100000), (-5) AS tab(col);
+SELECT collect_set(col) FROM VALUES ('a'), ('b'), ('c'), ('spark'), ('') AS tab(col);
+SELECT collect_set(col) FROM (SELECT id AS col FROM range(30));
+SELECT collect_set(col) FROM VALUES (5000000000L), (1L), (-3L) AS tab(col);
+SELECT collect_set(col) FROM VALUES (true), (false) AS tab(col);
+SELECT collect_set(col) FROM VALUES (DATE'2024-01-01'), (DATE'1970-01-02') AS tab(col);
+SELECT collect_set(col) FROM VALUES (TIMESTAMP'2024-01-01 00:00:00'), (TIMESTAMP'1970-01-01 00:00:01') AS tab(col);
+SELECT k, collect_set(v) FROM VALUES (1, 'x'), (1, 'y'), (2, 'z'), (1, 'x') AS t(k, v) GROUP BY k;
+SELECT collect_set(col) AS s FROM VALUES (1.5D), (2.0D), (1e20D), (-3.25D), (NULL) AS tab(col);
+SELECT k, collect_set(v) AS s FROM (SELECT id % 3 AS k, concat('v', CAST(id % 17 AS STRING)) AS v FROM range(200)) GROUP BY k;
+SELECT collect_set(x) AS a, collect_set(y) AS b FROM VALUES (7S, 7.5F), (-7S, -7F), (7000S, 1e30F), (3S, 0.1F) AS tab(x, y);
