@@ -323,7 +323,7 @@ impl ScalarUDFImpl for ToCsv {
                 f.name()
             );
         }
-        write_options(&args.scalar_arguments).or_else(|e| plan_err!("{e}"))?;
+        write_options(args.scalar_arguments).or_else(|e| plan_err!("{e}"))?;
         Ok(Arc::new(Field::new("to_csv", DataType::Utf8, true)))
     }
 

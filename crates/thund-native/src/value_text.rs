@@ -101,7 +101,7 @@ pub(crate) fn option_pairs(
             Err(format!("{function}'s options must be a map of literal strings, as `map('dateFormat', 'dd/MM/yyyy')`"))
         }
     };
-    if scalars.len() % 2 != 0 {
+    if !scalars.len().is_multiple_of(2) {
         return Err(format!("{function}'s options must be a map of literal strings"));
     }
     scalars.chunks(2).map(|kv| Ok((text(kv[0])?, text(kv[1])?))).collect()

@@ -2071,7 +2071,9 @@ impl ScalarUDFImpl for SchemaOfJson {
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
         match args {
-            [t, options @ ..] if t.is_string() && options.len() % 2 == 0 && options.iter().all(DataType::is_string) => {
+            [t, options @ ..]
+                if t.is_string() && options.len().is_multiple_of(2) && options.iter().all(DataType::is_string) =>
+            {
                 Ok(DataType::Utf8)
             }
             [_] => plan_err!("schema_of_json takes a STRING"),
