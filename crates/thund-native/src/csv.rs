@@ -24,23 +24,13 @@ use datafusion::prelude::SessionContext;
 
 use crate::datetime::Compiled;
 use crate::functions::{columnar, utf8};
-use crate::value_text::{option_pairs, scalar_text, TextOptions};
+use crate::value_text::{option_pairs, scalar_arguments, scalar_text, TextOptions};
 
 pub(crate) fn register(ctx: &SessionContext) {
     let any = || Signature::variadic_any(Volatility::Immutable);
     ctx.register_udf(ScalarUDF::from(FromCsv { signature: any() }));
     ctx.register_udf(ScalarUDF::from(ToCsv { signature: any() }));
     ctx.register_udf(ScalarUDF::from(SchemaOfCsv { signature: any() }));
-}
-
-/// The scalars of a call's arguments (`None` for a column).
-fn scalars(args: &[ColumnarValue]) -> Vec<Option<&ScalarValue>> {
-    args.iter()
-        .map(|a| match a {
-            ColumnarValue::Scalar(s) => Some(s),
-            ColumnarValue::Array(_) => None,
-        })
-        .collect()
 }
 
 /// What a reader's options ask: the separator and the patterns given (by the type they read).
@@ -269,7 +259,7 @@ impl ScalarUDFImpl for FromCsv {
         let n = args.number_rows;
         let text = utf8(&args.args[0].to_array(n)?)?;
         let DataType::Struct(fields) = args.return_field.data_type() else { return exec_err!("from_csv: no schema") };
-        let options = read_options("from_csv", &scalars(&args.args)[2..]).or_else(|e| exec_err!("{e}"))?;
+        let options = read_options("from_csv", &scalar_arguments(&args.args)[2..]).or_else(|e| exec_err!("{e}"))?;
         let mut records = Vec::with_capacity(n);
         for i in 0..n {
             records.push(match text.is_null(i) {
@@ -331,7 +321,7 @@ impl ScalarUDFImpl for ToCsv {
         let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
         let n = args.number_rows;
         let values = args.args[0].to_array(n)?;
-        let options = write_options(&scalars(&args.args)).or_else(|e| exec_err!("{e}"))?;
+        let options = write_options(&scalar_arguments(&args.args)).or_else(|e| exec_err!("{e}"))?;
         let s = values.as_struct();
         let sep = options.separator;
         let out: StringArray = (0..n)

@@ -23,7 +23,7 @@ use datafusion::prelude::SessionContext;
 
 use crate::datetime::Compiled;
 use crate::functions::{columnar, utf8};
-use crate::value_text::{json_refusal, json_texts, option_pairs, TextOptions};
+use crate::value_text::{json_refusal, json_texts, option_pairs, scalar_arguments, TextOptions};
 
 pub(crate) fn register(ctx: &SessionContext) {
     let any = || Signature::variadic_any(Volatility::Immutable);
@@ -89,14 +89,7 @@ impl ScalarUDFImpl for FromJson {
         let n = args.number_rows;
         let text = utf8(&args.args[0].to_array(n)?)?;
         let DataType::Struct(fields) = args.return_field.data_type() else { return exec_err!("from_json: no schema") };
-        let scalars: Vec<Option<&ScalarValue>> = args
-            .args
-            .iter()
-            .map(|a| match a {
-                ColumnarValue::Scalar(s) => Some(s),
-                ColumnarValue::Array(_) => None,
-            })
-            .collect();
+        let scalars = scalar_arguments(&args.args);
         let formats = read_formats(&scalars[2..]).or_else(|e| exec_err!("{e}"))?;
         // Fields read with a pattern are decoded as text first.
         let formatted = |t: &DataType| formats.iter().find(|(of, _)| of == t).map(|(_, c)| c);
@@ -270,14 +263,7 @@ impl ScalarUDFImpl for ToJson {
         if crate::variant::is_variant(values.data_type()) {
             return columnar(crate::variant::json_texts(&values)?, scalar);
         }
-        let options: Vec<Option<&ScalarValue>> = args
-            .args
-            .iter()
-            .map(|a| match a {
-                ColumnarValue::Scalar(s) => Some(s),
-                ColumnarValue::Array(_) => None,
-            })
-            .collect();
+        let options = scalar_arguments(&args.args);
         let opts = to_json_options(&options).or_else(|e| exec_err!("{e}"))?;
         columnar(Arc::new(json_texts(&values, &opts)), scalar)
     }

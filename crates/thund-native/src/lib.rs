@@ -101,6 +101,7 @@ mod shapes;
 mod sketches;
 mod storage;
 mod streaming;
+mod string_literals;
 mod strings;
 mod sums;
 mod table;

@@ -444,7 +444,7 @@ fn literal(v: &Value) -> Option<String> {
             }
         }
         Value::HexStringLiteral(h) => format!("X'{}'", h.to_uppercase()),
-        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => crate::engine::spark_unescape(s),
+        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => crate::string_literals::spark_unescape(s),
         Value::Boolean(b) => b.to_string(),
         Value::Null => "NULL".into(),
         _ => return None,

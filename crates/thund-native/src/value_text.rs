@@ -87,6 +87,19 @@ impl TextOptions {
     }
 }
 
+/// The scalars of a call's arguments (`None` for a column).
+pub(crate) fn scalar_arguments(
+    args: &[datafusion::logical_expr::ColumnarValue],
+) -> Vec<Option<&datafusion::common::ScalarValue>> {
+    use datafusion::logical_expr::ColumnarValue;
+    args.iter()
+        .map(|a| match a {
+            ColumnarValue::Scalar(s) => Some(s),
+            ColumnarValue::Array(_) => None,
+        })
+        .collect()
+}
+
 /// Option pairs from a call's trailing string arguments (`'k1', 'v1', 'k2', 'v2'`).
 pub(crate) fn option_pairs(
     function: &str,

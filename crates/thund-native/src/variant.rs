@@ -2087,13 +2087,7 @@ impl ScalarUDFImpl for SchemaOfJson {
             ColumnarValue::Array(_) => return exec_err!("schema_of_json's text must be a literal, as on Spark"),
         };
         let Some(mut text) = text else { return Ok(ColumnarValue::Scalar(ScalarValue::Utf8(None))) };
-        let scalars: Vec<Option<&ScalarValue>> = args.args[1..]
-            .iter()
-            .map(|a| match a {
-                ColumnarValue::Scalar(s) => Some(s),
-                ColumnarValue::Array(_) => None,
-            })
-            .collect();
+        let scalars = crate::value_text::scalar_arguments(&args.args[1..]);
         let options = crate::value_text::option_pairs("schema_of_json", &scalars).or_else(|e| exec_err!("{e}"))?;
         for (key, value) in options {
             match (key.to_ascii_lowercase().as_str(), value.to_ascii_lowercase().as_str()) {

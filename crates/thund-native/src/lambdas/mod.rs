@@ -41,6 +41,12 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
+mod map_zip;
+mod sort;
+
+use map_zip::{common_key, map_zip_with};
+use sort::sort_with;
+
 /// Registers the functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
     for kind in [
@@ -609,177 +615,6 @@ fn transform_map(map: &ArrayRef, lambda: &LambdaArgument, keys: bool, ret: &Data
         entries,
         flat.nulls.clone(),
         *sorted,
-    )?))
-}
-
-/// The key type two maps are zipped by: theirs if they agree, the wider of two integer types
-/// (as Spark widens them).
-fn common_key(left: &DataType, right: &DataType) -> Result<DataType> {
-    let (k1, _) = entries("map_zip_with", left)?;
-    let (k2, _) = entries("map_zip_with", right)?;
-    let (a, b) = (k1.data_type(), k2.data_type());
-    if a == b {
-        return Ok(a.clone());
-    }
-    let width = |t: &DataType| match t {
-        DataType::Int8 => Some(1),
-        DataType::Int16 => Some(2),
-        DataType::Int32 => Some(3),
-        DataType::Int64 => Some(4),
-        _ => None,
-    };
-    match (width(a), width(b)) {
-        (Some(x), Some(y)) => Ok(if x >= y { a.clone() } else { b.clone() }),
-        _ => plan_err!("map_zip_with's maps have keys of different types: {a} and {b}"),
-    }
-}
-
-/// `map_zip_with`: every key of either map once (the first map's in order, then the second's
-/// that the first lacks) with the lambda's answer over its two values, NULL where a map lacks
-/// the key. A NULL map gives NULL.
-fn map_zip_with(left: &ArrayRef, right: &ArrayRef, lambda: &LambdaArgument, ret: &DataType) -> Result<ArrayRef> {
-    let DataType::Map(field, sorted) = ret else { return exec_err!("expected a map type, not {ret}") };
-    let DataType::Struct(fields) = field.data_type() else { return exec_err!("expected map entries") };
-    let key_type = fields[0].data_type();
-    let (l, le) = Flat::of_map(left)?;
-    let (r, re) = Flat::of_map(right)?;
-    let lk = cast(le.column(0), key_type)?;
-    let rk = cast(re.column(0), key_type)?;
-    let converter = RowConverter::new(vec![SortField::new(key_type.clone())])?;
-    let (lrows, rrows) =
-        (converter.convert_columns(&[Arc::clone(&lk)])?, converter.convert_columns(&[Arc::clone(&rk)])?);
-    let nulls = NullBuffer::union(l.nulls.as_ref(), r.nulls.as_ref());
-    // Each entry of the answer: where its key is (0: the first map's, 1: the second's) and the
-    // positions of its values in either map.
-    let (mut keys, mut li, mut ri, mut row_of, mut offsets) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), vec![0]);
-    for row in 0..l.rows() {
-        if !nulls.as_ref().is_some_and(|n| n.is_null(row)) {
-            let in_right: std::collections::HashMap<_, usize> =
-                (r.offsets[row]..r.offsets[row + 1]).map(|j| (rrows.row(j), j)).collect();
-            let mut in_left = HashSet::new();
-            for i in l.offsets[row]..l.offsets[row + 1] {
-                in_left.insert(lrows.row(i));
-                keys.push((0, i));
-                li.push(Some(i as u32));
-                ri.push(in_right.get(&lrows.row(i)).map(|&j| j as u32));
-                row_of.push(row as u32);
-            }
-            for j in r.offsets[row]..r.offsets[row + 1] {
-                if !in_left.contains(&rrows.row(j)) {
-                    keys.push((1, j));
-                    li.push(None);
-                    ri.push(Some(j as u32));
-                    row_of.push(row as u32);
-                }
-            }
-        }
-        offsets.push(keys.len());
-    }
-    let key = interleave(&[lk.as_ref(), rk.as_ref()], &keys)?;
-    let v1 = take(le.column(1), &UInt32Array::from(li), None)?;
-    let v2 = take(re.column(1), &UInt32Array::from(ri), None)?;
-    let row_of = UInt32Array::from(row_of);
-    let (k, a, b) = (|| Ok(Arc::clone(&key)), || Ok(Arc::clone(&v1)), || Ok(Arc::clone(&v2)));
-    let out = lambda
-        .evaluate(&[&k, &a, &b], |captured| Ok(take_arrays(captured, &row_of, None)?))?
-        .into_array(row_of.len())?;
-    let out = if out.data_type() == fields[1].data_type() { out } else { cast(&out, fields[1].data_type())? };
-    let entries = StructArray::try_new(fields.clone(), vec![key, out], None)?;
-    Ok(Arc::new(MapArray::try_new(Arc::clone(field), Flat::offset_buffer(&offsets), entries, nulls, *sorted)?))
-}
-
-/// `array_sort(array, comparator)`: each row sorted by a stable bottom-up merge sort, all rows
-/// and all merges of a pass stepping together (see the module's notes).
-fn sort_with(list: &ArrayRef, comparator: &LambdaArgument) -> Result<ArrayRef> {
-    let flat = Flat::of_list("array_sort", list)?;
-    if flat.values.data_type() == &DataType::Null {
-        return Ok(Arc::clone(list)); // nothing to compare, as on Spark
-    }
-    // `order[p]`: the element at position p once sorted so far (positions are the elements').
-    let mut order: Vec<u32> = (0..flat.values.len() as u32).collect();
-    let longest = (0..flat.rows()).map(|r| flat.offsets[r + 1] - flat.offsets[r]).max().unwrap_or(0);
-    let mut width = 1;
-    while width < longest {
-        // One merge per pair of neighbouring runs: its two cursors, its run ends, its row.
-        struct Merge {
-            left: usize,
-            left_end: usize,
-            right: usize,
-            right_end: usize,
-            out: usize,
-            row: u32,
-        }
-        let mut merges = Vec::new();
-        for row in 0..flat.rows() {
-            let (start, end) = (flat.offsets[row], flat.offsets[row + 1]);
-            let mut s = start;
-            while s + width < end {
-                let right_end = (s + 2 * width).min(end);
-                merges.push(Merge {
-                    left: s,
-                    left_end: s + width,
-                    right: s + width,
-                    right_end,
-                    out: s,
-                    row: row as u32,
-                });
-                s = right_end;
-            }
-        }
-        let mut next = order.clone();
-        let mut active: Vec<usize> = (0..merges.len()).collect();
-        while !active.is_empty() {
-            let lefts = UInt32Array::from_iter_values(active.iter().map(|&m| order[merges[m].left]));
-            let rights = UInt32Array::from_iter_values(active.iter().map(|&m| order[merges[m].right]));
-            let rows = UInt32Array::from_iter_values(active.iter().map(|&m| merges[m].row));
-            let (l, r) = (take(&flat.values, &lefts, None)?, take(&flat.values, &rights, None)?);
-            // Java's merge asks compare(right, left) and takes the right element only when it
-            // is less, which keeps equal elements in order.
-            let (a, b) = (|| Ok(Arc::clone(&r)), || Ok(Arc::clone(&l)));
-            let answers = comparator
-                .evaluate(&[&a, &b], |captured| Ok(take_arrays(captured, &rows, None)?))?
-                .into_array(active.len())?;
-            let answers = cast(&answers, &DataType::Int64)?;
-            let answers = answers.as_primitive::<arrow::datatypes::Int64Type>();
-            if answers.null_count() > 0 {
-                return exec_err!(
-                    "array_sort's comparator answered NULL, which Spark does not allow: make it answer an INT for every pair (e.g. with coalesce)"
-                );
-            }
-            let mut still = Vec::with_capacity(active.len());
-            for (k, &m) in active.iter().enumerate() {
-                let g = &mut merges[m];
-                if answers.value(k) < 0 {
-                    next[g.out] = order[g.right];
-                    g.right += 1;
-                } else {
-                    next[g.out] = order[g.left];
-                    g.left += 1;
-                }
-                g.out += 1;
-                if g.left < g.left_end && g.right < g.right_end {
-                    still.push(m);
-                }
-            }
-            active = still;
-        }
-        // The rest of whichever run is left.
-        for g in &merges {
-            let rest = (g.left..g.left_end).chain(g.right..g.right_end);
-            for (p, from) in (g.out..).zip(rest) {
-                next[p] = order[from];
-            }
-        }
-        order = next;
-        width *= 2;
-    }
-    let sorted = take(&flat.values, &UInt32Array::from(order), None)?;
-    let DataType::List(field) = list.data_type() else { return exec_err!("array_sort expects an array") };
-    Ok(Arc::new(arrow::array::ListArray::try_new(
-        Arc::clone(field),
-        Flat::offset_buffer(&flat.offsets),
-        sorted,
-        flat.nulls.clone(),
     )?))
 }
 
