@@ -343,8 +343,8 @@ pub(crate) fn java_decimal(unscaled: i128, scale: i8) -> String {
 }
 
 /// `s` as a JSON string, escaped as Jackson escapes it: quotes, backslashes and control
-/// characters (`\n`, `\t`, …, others as `\u00XX`).
-fn json_string(s: &str, out: &mut String) {
+/// characters (`\n`, `\t`, …, others as `\u00XX`). VARIANT's JSON text uses it too.
+pub(crate) fn json_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
         match c {

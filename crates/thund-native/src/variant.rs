@@ -922,7 +922,7 @@ pub(crate) fn to_json(v: &Value, out: &mut String) -> Result<()> {
                     out.push(',');
                 }
                 let (k, f) = v.field_at(i)?;
-                json_string(k, out);
+                crate::value_text::json_string(k, out);
                 out.push(':');
                 to_json(&f, out)?;
             }
@@ -944,7 +944,7 @@ pub(crate) fn to_json(v: &Value, out: &mut String) -> Result<()> {
         Scalar::Double(d) => out.push_str(&java_double(d)),
         Scalar::Float(f) => out.push_str(&java_float(f)),
         Scalar::Decimal(u, s) => out.push_str(&plain_string(u, s)),
-        Scalar::String(s) => json_string(s, out),
+        Scalar::String(s) => crate::value_text::json_string(s, out),
         Scalar::Date(d) => {
             out.push('"');
             out.push_str(&date_text(d));
@@ -968,25 +968,6 @@ pub(crate) fn to_json(v: &Value, out: &mut String) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// A JSON string as Jackson writes it.
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 fn date_text(days: i32) -> String {
