@@ -44,8 +44,10 @@ pub fn status_rows() -> Vec<StatusRow> {
 
 /// Renders rows as an aligned table.
 pub fn render_table(rows: &[StatusRow]) -> String {
-    let w0 = rows.iter().map(|r| r.component.len()).max().unwrap_or(0).max(9);
-    let w1 = rows.iter().map(|r| r.check.len()).max().unwrap_or(0).max(5);
+    // Capped: Rust's formatter refuses widths past u16::MAX; a longer cell
+    // overflows its column instead.
+    let w0 = rows.iter().map(|r| r.component.len()).max().unwrap_or(0).clamp(9, 64);
+    let w1 = rows.iter().map(|r| r.check.len()).max().unwrap_or(0).clamp(5, 64);
     let mut s = format!("{:w0$}  {:w1$}  {:4}  detail\n", "component", "check", "ok");
     for r in rows {
         let ok = if r.ok { "ok" } else { "FAIL" };
@@ -65,5 +67,12 @@ mod tests {
         let row = rows.iter().find(|r| r.component == "knut-thund/test").unwrap();
         assert!(!row.ok);
         assert!(render_table(&rows).contains("knut-thund/test  probe"));
+    }
+
+    #[test]
+    fn a_name_longer_than_any_column_overflows_it() {
+        let long = "x".repeat(100_000);
+        let row = StatusRow { component: long.clone(), check: long.clone(), ok: true, detail: String::new() };
+        assert!(render_table(&[row]).contains(&format!("{long}  {long}  ok")));
     }
 }

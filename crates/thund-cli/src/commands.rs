@@ -381,11 +381,16 @@ fn follow(mut run: Box<dyn RunHandle>, json: bool) -> anyhow::Result<RunSummary>
     Ok(run.finish()?)
 }
 
+/// The widest a name column of the run summary grows.
+const MAX_NAME_COLUMN: usize = 64;
+
 fn print_summary(s: &RunSummary) {
     if s.flows.is_empty() {
         return;
     }
-    let w = s.flows.iter().map(|f| f.target.len()).max().unwrap_or(7).max(7);
+    // Capped: Rust's formatter refuses widths past u16::MAX, and a longer name
+    // only has to overflow its column, not stop the summary.
+    let w = s.flows.iter().map(|f| f.target.len()).max().unwrap_or(7).clamp(7, MAX_NAME_COLUMN);
     println!("\n{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
     for f in &s.flows {
         println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), f.rows_written, f.duration.as_secs_f64());
