@@ -37,6 +37,11 @@ pub(crate) fn operator(op: Op, on_failure: OnFailure) -> ScalarUDF {
     ScalarUDF::from(Arithmetic { op, on_failure, signature: Signature::any(2, Volatility::Immutable) })
 }
 
+/// Whether `f` is this module's subtraction (`a - b` as planned for intervals and dates).
+pub(crate) fn is_subtraction(f: &ScalarUDF) -> bool {
+    f.inner().downcast_ref::<Arithmetic>().is_some_and(|a| a.op == Op::Subtract)
+}
+
 /// What a row the operator cannot compute gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum OnFailure {

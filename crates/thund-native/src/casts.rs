@@ -20,11 +20,18 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, PrimitiveArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, PrimitiveArray, StringArray};
 use arrow::datatypes::{
     ArrowPrimitiveType, DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
 };
-use datafusion::common::{exec_err, Result};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{exec_err, DFSchema, Result};
+use datafusion::logical_expr::expr_rewriter::NamePreserver;
+use datafusion::logical_expr::{ExprSchemable, LogicalPlan};
+use datafusion::optimizer::AnalyzerRule;
+
+use crate::variant::{java_double, java_float};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -65,7 +72,9 @@ pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool
         }
         _ => false,
     };
-    let shown = matches!(from, DataType::Timestamp(..)) && to.is_string();
+    // Floating point and timestamps as text: Java's `Double.toString` (`1.0E20`, Arrow `1e20`)
+    // and Spark's `2024-01-02 03:04:05.5` (Arrow `2024-01-02T03:04:05.500Z`).
+    let shown = (matches!(from, DataType::Timestamp(..)) || from.is_floating()) && to.is_string();
     if !read && !narrow && !decimal && !shown {
         return None;
     }
@@ -109,12 +118,12 @@ impl ScalarUDFImpl for SparkCast {
         let values = args.args[0].to_array(args.number_rows)?;
         let out: ArrayRef = if let DataType::Decimal128(p, s) = self.to {
             self.decimals(&values, p, s)?
+        } else if self.to.is_string() {
+            arrow::compute::cast(&as_text(&values)?, &self.to)?
         } else if values.data_type().is_numeric() && self.truncate {
             narrowed(&values, &self.to)?
         } else if values.data_type().is_numeric() {
             self.checked(&values, "CAST_OVERFLOW")?
-        } else if let DataType::Timestamp(..) = values.data_type() {
-            arrow::compute::cast(&timestamps_as_text(&values)?, &self.to)?
         } else {
             let text = arrow::compute::cast(&values, &DataType::Utf8)?;
             let text = text.as_string::<i32>();
@@ -352,6 +361,78 @@ pub(crate) fn date(s: &str) -> Option<i32> {
     }
     let d = chrono::NaiveDate::from_ymd_opt(year, month, day)?;
     Some((d - chrono::NaiveDate::from_ymd_opt(1970, 1, 1)?).num_days() as i32)
+}
+
+/// Values as Spark's cast to STRING writes them: floating point as Java writes it, timestamps
+/// as `timestamps_as_text`, anything else (integers, decimals, booleans, dates) as Arrow's cast,
+/// which writes them as Spark does.
+pub(crate) fn as_text(values: &ArrayRef) -> Result<ArrayRef> {
+    Ok(match values.data_type() {
+        DataType::Timestamp(..) => timestamps_as_text(values)?,
+        DataType::Float32 => {
+            let text: StringArray = values.as_primitive::<Float32Type>().iter().map(|v| v.map(java_float)).collect();
+            Arc::new(text)
+        }
+        DataType::Float16 | DataType::Float64 => {
+            let doubles = arrow::compute::cast(values, &DataType::Float64)?;
+            let text: StringArray = doubles.as_primitive::<Float64Type>().iter().map(|v| v.map(java_double)).collect();
+            Arc::new(text)
+        }
+        _ => arrow::compute::cast(values, &DataType::Utf8)?,
+    })
+}
+
+/// Spark's text for the casts to a string that DataFusion's type coercion adds (an argument of
+/// `concat`, `lpad` or `||`, a side of a UNION of text and numbers): without it
+/// `concat('a', 1e20)` would be `a1e20` (Spark: `a1.0E20`) and a timestamp's text
+/// `2024-01-01T10:00:00Z`. It runs after the built-in analyzer rules, so it sees their casts;
+/// the query's own casts were given Spark's form before (`fidelity`).
+#[derive(Debug)]
+pub(crate) struct SparkText;
+
+impl AnalyzerRule for SparkText {
+    fn name(&self) -> &str {
+        "spark_text"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
+        let ansi = config.execution.enable_ansi_mode;
+        let plan = plan.transform_up_with_subqueries(|node| {
+            let mut schema = DFSchema::empty();
+            for input in node.inputs() {
+                schema.merge(input.schema());
+            }
+            let names = NamePreserver::new(&node);
+            let node = node.map_expressions(|e| {
+                let saved = names.save(&e);
+                let rewritten = e.transform_up(|e| shown_as_spark(e, &schema, ansi))?;
+                Ok(rewritten.update_data(|e| saved.restore(e)))
+            })?;
+            if node.transformed {
+                node.map_data(|p| p.recompute_schema())
+            } else {
+                Ok(node)
+            }
+        })?;
+        Ok(plan.data)
+    }
+}
+
+/// `e` with Spark's text when it is a cast of floating point or a timestamp to a string.
+fn shown_as_spark(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
+    let (inner, to, try_) = match &e {
+        Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type(), false),
+        Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type(), true),
+        _ => return Ok(Transformed::no(e)),
+    };
+    let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
+    if !to.is_string() || !(from.is_floating() || matches!(from, DataType::Timestamp(..))) {
+        return Ok(Transformed::no(e));
+    }
+    Ok(match spark_cast(inner.clone(), &from, to, try_, ansi) {
+        Some(cast) => Transformed::yes(cast),
+        None => Transformed::no(e),
+    })
 }
 
 /// Timestamps as Spark writes them as text: `2024-01-02 03:04:05`, with the fraction of a second

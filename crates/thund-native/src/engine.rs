@@ -152,6 +152,8 @@ fn context(catalog: &str, database: &str, opts: &EngineOptions, modes: SqlModes)
         .with_default_features()
         .with_spark_features()
         .with_physical_optimizer_rules(crate::lambdas::physical_optimizer_rules())
+        // Spark's text for the casts to STRING that type coercion adds.
+        .with_analyzer_rule(Arc::new(crate::casts::SparkText))
         // delta-rs writes through extension nodes that only its planner turns into execution plans.
         .with_query_planner(deltalake::delta_datafusion::planner::DeltaPlanner::new());
     // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them).
@@ -234,6 +236,7 @@ pub(crate) async fn plan_query_with_streams(
     }
     crate::lateral::rewrite_lateral_views(&mut ast).map_err(plan_err)?;
     crate::types::spark_datetime_types(&mut ast);
+    crate::text_arguments::wrap_string_arguments(&mut ast);
     let plan =
         crate::resolution::plan_case_insensitively(ctx, ast).await.map_err(|e| plan_err(describe_plan_error(&e)))?;
     let ansi = ctx.copied_config().options().execution.enable_ansi_mode;

@@ -177,6 +177,12 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
     // which an interval column's Arrow type does not keep (a literal's cast is made in the
     // parse, `interval_literals`).
     if crate::interval_arithmetic::is_interval(&from) && from != *to {
+        let unit = crate::interval_arithmetic::end_field_micros(inner, schema);
+        if let (Some(unit), true) =
+            (unit, matches!(to, DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64))
+        {
+            return Ok(Transformed::yes(crate::interval_arithmetic::cast_to_integer(inner.clone(), unit, to, try_)));
+        }
         return Err(refused("CAST", "an interval's text and number depend on fields its type here does not keep"));
     }
     match crate::casts::spark_cast(inner.clone(), &from, to, try_, ansi) {
@@ -186,6 +192,9 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
 }
 
 fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
+    if let Some(text) = crate::text_arguments::unwrap(&e, schema, ansi) {
+        return Ok(Transformed::yes(text));
+    }
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
         return cast_rewrite(e, schema, ansi);
     }
@@ -309,6 +318,19 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     }
     if ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
         text_and_number(&name, args.iter().filter_map(|a| a.get_type(schema).ok()))?;
+    }
+    // Without ANSI mode, Spark finds no common type of text and a BOOLEAN (DataFusion's is text).
+    if !ansi && matches!(name.as_str(), "coalesce" | "nvl" | "ifnull") {
+        let types: Vec<DataType> = args.iter().filter_map(|a| a.get_type(schema).ok()).collect();
+        if types.iter().any(|t| t.is_string()) && types.contains(&DataType::Boolean) {
+            return Err(DataFusionError::Plan(format!(
+                "`{name}` of a BOOLEAN and a STRING: Spark finds no common type of the two; cast one side"
+            )));
+        }
+    }
+    if matches!(name.as_str(), "format_string" | "printf") {
+        return crate::text_arguments::format_arguments(&name, args, schema, ansi)
+            .map(|args| Transformed::yes(call(func, args)));
     }
     // A local time the clocks pass twice (or skip) is read as Java reads it (the earlier
     // offset; moved forward by the gap) in a zone that changes its clocks: datafusion-spark's
@@ -475,11 +497,12 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     Ok(Transformed::yes(new))
 }
 
-/// In ANSI mode, Spark's common type of text and a number is the number (the text is cast to
-/// it, and fails if it is not one); DataFusion's is text. Refused where `types` mix the two.
+/// In ANSI mode, Spark's common type of text and a number (or a BOOLEAN) is the number (the
+/// text is cast to it, and fails if it is not one); DataFusion's is text. Refused where `types`
+/// mix the two.
 fn text_and_number(what: &str, types: impl Iterator<Item = DataType>) -> Result<()> {
     let types: Vec<DataType> = types.collect();
-    if types.iter().any(|t| t.is_string()) && types.iter().any(|t| t.is_numeric()) {
+    if types.iter().any(|t| t.is_string()) && types.iter().any(|t| t.is_numeric() || t == &DataType::Boolean) {
         return Err(refused(what, "in ANSI mode Spark casts the text to the number's type; cast one side explicitly"));
     }
     Ok(())

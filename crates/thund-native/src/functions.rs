@@ -60,6 +60,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     crate::maps::register(ctx);
     crate::rounding::register(ctx);
     crate::strings::register(ctx);
+    crate::text_arguments::register(ctx);
     crate::arithmetic::register(ctx);
     crate::json::register(ctx);
     crate::csv::register(ctx);

@@ -85,6 +85,37 @@ pub(crate) fn result_type(plan: IntervalPlan) -> DataType {
     }
 }
 
+/// How many microseconds make one of the last field of the interval `e` computes, where its
+/// form shows the fields: a date minus a date is an INTERVAL DAY, a timestamp minus a timestamp
+/// an INTERVAL DAY TO SECOND (the Arrow type keeps neither).
+pub(crate) fn end_field_micros(e: &Expr, schema: &DFSchema) -> Option<i64> {
+    let types = |a: &Expr, b: &Expr| Some((a.get_type(schema).ok()?, b.get_type(schema).ok()?));
+    match e {
+        Expr::ScalarFunction(f) if crate::arithmetic::is_subtraction(&f.func) => match f.args.as_slice() {
+            [a, b] => matches!(types(a, b)?, (DataType::Date32, DataType::Date32)).then_some(MICROS_PER_DAY),
+            _ => None,
+        },
+        Expr::BinaryExpr(b) if b.op == datafusion::logical_expr::Operator::Minus => {
+            matches!(types(&b.left, &b.right)?, (DataType::Timestamp(..), DataType::Timestamp(..))).then_some(1_000_000)
+        }
+        _ => None,
+    }
+}
+
+/// `CAST(interval AS integer type)` as Spark casts a day-time interval whose last field is
+/// `unit` microseconds long: the number of whole units, cut toward zero, and an overflow of the
+/// type `[CAST_OVERFLOW]` in both of Spark's modes (NULL for `try_cast`).
+pub(crate) fn cast_to_integer(interval: Expr, unit: i64, to: &DataType, try_: bool) -> Expr {
+    let micros = datafusion::logical_expr::cast(interval, DataType::Int64);
+    let div = Arc::new(crate::arithmetic::operator(Op::IntDivide, OnFailure::Error));
+    let units = Expr::ScalarFunction(ScalarFunction { func: div, args: vec![micros, lit(unit)] });
+    match crate::casts::spark_cast(units.clone(), &DataType::Int64, to, try_, true) {
+        Some(narrowed) => narrowed,
+        None if try_ => datafusion::logical_expr::try_cast(units, to.clone()),
+        None => datafusion::logical_expr::cast(units, to.clone()),
+    }
+}
+
 /// Why a row has no answer.
 enum Failure {
     Overflow,

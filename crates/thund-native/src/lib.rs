@@ -105,6 +105,7 @@ mod string_literals;
 mod strings;
 mod sums;
 mod table;
+mod text_arguments;
 mod time_windows;
 mod timestamp_text;
 mod timestamps;

@@ -111,6 +111,10 @@ impl ScalarUDFImpl for Mask {
         if !(1..=5).contains(&args.len()) {
             return plan_err!("mask is called as mask(text[, upper[, lower[, digit[, other]]]])");
         }
+        // Spark casts nothing to text for `mask`: a number is its error too.
+        if !(args[0].is_string() || args[0] == DataType::Null) {
+            return plan_err!("mask takes a STRING, not a {}", crate::types::spark_type_name(&args[0]));
+        }
         Ok(DataType::Utf8)
     }
 

@@ -11,8 +11,6 @@
 //! arguments itself (`concat`, `lpad`, `translate`, …) are not wrapped: the casts that type
 //! coercion adds are given Spark's text by `casts::SparkText`.
 
-use std::sync::Arc;
-
 use arrow::array::ArrayRef;
 use arrow::datatypes::DataType;
 use datafusion::common::{DFSchema, Result, ScalarValue};
@@ -63,6 +61,7 @@ const STRING_ARGUMENTS: &[(&str, &[usize])] = &[
     ("rlike", &[0, 1]),
     ("regexp", &[0, 1]),
     ("regexp_substr", &[0, 1]),
+    ("quote", &[0]),
 ];
 
 /// Wraps each argument of `query` that Spark reads as text, where it is not text already on the
@@ -110,11 +109,7 @@ fn wrap(x: &mut SqlExpr) {
     let text = |v: &Value| {
         matches!(
             v,
-            Value::SingleQuotedString(_)
-                | Value::DoubleQuotedString(_)
-                | Value::EscapedStringLiteral(_)
-                | Value::RawStringLiteral(_)
-                | Value::Null
+            Value::SingleQuotedString(_) | Value::DoubleQuotedString(_) | Value::EscapedStringLiteral(_) | Value::Null
         )
     };
     if matches!(x, SqlExpr::Value(v) if text(&v.value)) {
@@ -149,6 +144,74 @@ pub(crate) fn unwrap(e: &Expr, schema: &DFSchema, ansi: bool) -> Option<Expr> {
     )
 }
 
+/// The arguments of `format_string(format, …)` (or `printf`) as Spark formats them: Java's
+/// `Formatter` writes a floating-point argument of `%s` as `Double.toString` does, so such an
+/// argument is given as Spark's text. A DECIMAL is refused (DataFusion's formats its unscaled
+/// digits, Java's `%f` refuses it), as is floating point where the format is not a literal.
+pub(crate) fn format_arguments(name: &str, mut args: Vec<Expr>, schema: &DFSchema, ansi: bool) -> Result<Vec<Expr>> {
+    let refused = |why: &str| {
+        datafusion::error::DataFusionError::Plan(format!(
+            "`{name}` answers differently here than on Spark ({why}): it runs on the Spark backend"
+        ))
+    };
+    let types: Vec<Option<DataType>> = args.iter().map(|a| a.get_type(schema).ok()).collect();
+    if types.iter().skip(1).flatten().any(|t| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))) {
+        return Err(refused("of a DECIMAL"));
+    }
+    if !types.iter().skip(1).flatten().any(DataType::is_floating) {
+        return Ok(args);
+    }
+    let Some(conversions) = args.first().and_then(literal_text).and_then(|f| conversions(&f)) else {
+        return Err(refused("of floating point, with a format that is not a plain literal"));
+    };
+    for (i, conversion) in conversions.into_iter().enumerate() {
+        let (Some(arg), Some(Some(t))) = (args.get(i + 1), types.get(i + 1)) else { continue };
+        if t.is_floating() && matches!(conversion, 's' | 'S') {
+            let text = crate::casts::spark_cast(arg.clone(), t, &DataType::Utf8, false, ansi);
+            args[i + 1] = text.unwrap_or_else(|| cast(arg.clone(), DataType::Utf8));
+        }
+    }
+    Ok(args)
+}
+
+fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Literal(ScalarValue::Utf8(s) | ScalarValue::Utf8View(s) | ScalarValue::LargeUtf8(s), _) => s.clone(),
+        _ => None,
+    }
+}
+
+/// The conversion letter of each argument a Java format string takes, in order; `None` for one
+/// that names its arguments by index (`%1$s`) or by `<`.
+fn conversions(format: &str) -> Option<Vec<char>> {
+    let mut out = Vec::new();
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        let mut spec = String::new();
+        while let Some(&n) = chars.peek() {
+            chars.next();
+            if n.is_ascii_alphabetic() || n == '%' {
+                // `%tY`: a date-time conversion has its suffix letter after `t`.
+                if matches!(n, 't' | 'T') {
+                    chars.next();
+                }
+                if spec.contains('$') || spec.contains('<') {
+                    return None;
+                }
+                if !matches!(n, '%' | 'n') {
+                    out.push(n);
+                }
+                break;
+            }
+            spec.push(n);
+        }
+    }
+    Some(out)
+}
+
 /// The wrapper, where `fidelity` could not replace it: the same casts, as it runs.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub(crate) struct TextArgument {
@@ -181,7 +244,11 @@ impl ScalarUDFImpl for TextArgument {
         }
         let scalar = matches!(value, ColumnarValue::Scalar(_));
         let text: ArrayRef = crate::casts::as_text(&value.to_array(args.number_rows)?)?;
-        Ok(if scalar { ColumnarValue::Scalar(ScalarValue::try_from_array(&text, 0)?) } else { ColumnarValue::Array(text) })
+        Ok(if scalar {
+            ColumnarValue::Scalar(ScalarValue::try_from_array(&text, 0)?)
+        } else {
+            ColumnarValue::Array(text)
+        })
     }
 }
 
@@ -210,5 +277,12 @@ mod tests {
              __thund_text(x) LIKE '1%' FROM t"
         );
         assert_eq!(wrapped("SELECT trim(5), substr(1, 2)"), "SELECT TRIM(__thund_text(5)), SUBSTR(__thund_text(1), 2)");
+    }
+
+    #[test]
+    fn a_formats_conversions_are_read_in_order() {
+        assert_eq!(conversions("%5s|%-8.2f %% %n %tY %,d"), Some(vec!['s', 'f', 't', 'd']));
+        assert_eq!(conversions("%1$s %s"), None);
+        assert_eq!(conversions("no conversions"), Some(vec![]));
     }
 }

@@ -76,7 +76,7 @@ SELECT split(i, '12-3'), split(d, '12-3'), split(ts, '12-3'), split(dt, '12-3'),
 SELECT split('12-3', i), split('12-3', d), split('12-3', ts), split('12-3', dt), split('12-3', b), split('12-3', dec), split('12-3', f) FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
 SELECT encode(i, 'UTF-8'), encode(d, 'UTF-8'), encode(ts, 'UTF-8'), encode(dt, 'UTF-8'), encode(b, 'UTF-8'), encode(dec, 'UTF-8'), encode(f, 'UTF-8') FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
 SELECT string(i), string(d), string(ts), string(dt), string(b), string(dec), string(f) FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
-SELECT nvl(i, 'x'), nvl(d, 'x'), nvl(ts, 'x'), nvl(dt, 'x'), nvl(b, 'x'), nvl(dec, 'x'), nvl(f, 'x') FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
+SELECT nvl(i, 'x'), nvl(d, 'x'), nvl(ts, 'x'), nvl(dt, 'x'), nvl(dec, 'x'), nvl(f, 'x') FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
 SELECT coalesce(i, 'x'), coalesce(d, 'x'), coalesce(ts, 'x'), coalesce(dt, 'x'), coalesce(b, 'x'), coalesce(dec, 'x'), coalesce(f, 'x') FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
 SELECT if(true, i, 'x'), if(true, d, 'x'), if(true, ts, 'x'), if(true, dt, 'x'), if(true, b, 'x'), if(true, dec, 'x'), if(true, f, 'x') FROM VALUES (123, CAST(1e20 AS DOUBLE), TIMESTAMP'2024-01-02 03:04:05.5', DATE'2024-01-02', true, 12.50, CAST(0.1 AS FLOAT)) AS t(i, d, ts, dt, b, dec, f);
 
@@ -95,3 +95,10 @@ SELECT upper(x) AS u, length(x) AS n, substr(x, 1, 2) AS s FROM VALUES (0.1D), (
 SELECT upper(1) AS a, lower(12.5) AS b, substr(12345, 2, 2) AS c, trim(5) AS d, repeat(1, 3) AS e, instr(12345, 3) AS f;
 SELECT replace(123, 2, 9) AS a, initcap(true) AS b, split(123, 2) AS c, upper(DATE'2024-01-02') AS d;
 SELECT x FROM VALUES (1e20), (0.1) AS t(x);
+-- format_string's `%s` of floating point (Java's text) and of a DECIMAL (refused)
+SELECT format_string('%5s|%-8s|', 1e7, 0.1D) AS a, printf('%s', CAST(0.1 AS FLOAT)) AS b, format_string('%s %s', 1e-5, 12) AS c;
+SELECT format_string('%.3f|%e', 1e20, 12.5D) AS a;
+SELECT format_string('%s', 12.50) AS e;
+SELECT format_string('%.2f', x) AS a FROM VALUES (CAST(1.005 AS DECIMAL(10,3))) AS t(x);
+-- Without ANSI mode Spark finds no common type of a BOOLEAN and text
+SELECT nvl(b, 'x') AS n FROM VALUES (true) AS t(b);
