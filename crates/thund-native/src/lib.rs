@@ -18,7 +18,8 @@
 //!                    carrying the batch number, exactly once across crashes (checkpoint)
 //!  queries: the front-end's AST ─engine::plan_query→ DataFusion LogicalPlan (file sources and
 //!           STREAM reads replaced by registered tables, LATERAL VIEWs by generator items (and a
-//!           GROUP BY window(…) by one: time_windows), lateral column aliases resolved,
+//!           GROUP BY window(…) by one: time_windows), lateral column aliases resolved, a
+//!           string function's arguments marked for Spark's cast to text (text_arguments),
 //!           datafusion-spark functions, Spark's spellings rewritten by calls, the rest in
 //!           functions, regexp, datetime, timestamps, json, arithmetic, sums, modes, rounding and strings,
 //!           higher-order functions in lambdas, ANSI intervals in interval_literals,
