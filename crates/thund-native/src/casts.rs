@@ -398,10 +398,7 @@ impl AnalyzerRule for SparkText {
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         let ansi = config.execution.enable_ansi_mode;
         let plan = plan.transform_up_with_subqueries(|node| {
-            let mut schema = DFSchema::empty();
-            for input in node.inputs() {
-                schema.merge(input.schema());
-            }
+            let schema = crate::fidelity::merged_input_schema(&node);
             let names = NamePreserver::new(&node);
             let node = node.map_expressions(|e| {
                 let saved = names.save(&e);
@@ -418,13 +415,18 @@ impl AnalyzerRule for SparkText {
     }
 }
 
+/// A cast's operand, target type and whether it is a `try_cast`; `None` for any other `e`.
+pub(crate) fn cast_parts(e: &Expr) -> Option<(&Expr, &DataType, bool)> {
+    match e {
+        Expr::Cast(c) => Some((c.expr.as_ref(), c.field.data_type(), false)),
+        Expr::TryCast(c) => Some((c.expr.as_ref(), c.field.data_type(), true)),
+        _ => None,
+    }
+}
+
 /// `e` with Spark's text when it is a cast of floating point or a timestamp to a string.
 fn shown_as_spark(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
-    let (inner, to, try_) = match &e {
-        Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type(), false),
-        Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type(), true),
-        _ => return Ok(Transformed::no(e)),
-    };
+    let Some((inner, to, try_)) = cast_parts(&e) else { return Ok(Transformed::no(e)) };
     let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
     if !to.is_string() || !(from.is_floating() || matches!(from, DataType::Timestamp(..))) {
         return Ok(Transformed::no(e));

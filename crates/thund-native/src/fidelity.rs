@@ -101,7 +101,7 @@ fn refresh_schema(node: LogicalPlan) -> Result<LogicalPlan> {
 }
 
 /// The schema a node's expressions are evaluated against: its inputs' fields together.
-fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
+pub(crate) fn merged_input_schema(node: &LogicalPlan) -> DFSchema {
     let mut schema = DFSchema::empty();
     for input in node.inputs() {
         schema.merge(input.schema());
@@ -167,11 +167,7 @@ fn keeping_names(node: LogicalPlan, f: impl Fn(Expr) -> Result<Expr>) -> Result<
 
 /// Spark's cast, when it differs from Arrow's (see `casts`).
 fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
-    let (inner, to, try_) = match &e {
-        Expr::Cast(c) => (c.expr.as_ref(), c.field.data_type(), false),
-        Expr::TryCast(c) => (c.expr.as_ref(), c.field.data_type(), true),
-        _ => return Ok(Transformed::no(e)),
-    };
+    let Some((inner, to, try_)) = crate::casts::cast_parts(&e) else { return Ok(Transformed::no(e)) };
     let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
     // An interval's text and number depend on its fields (`INTERVAL '3' DAY` is 3 as a BIGINT),
     // which an interval column's Arrow type does not keep (a literal's cast is made in the
@@ -192,7 +188,7 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
 }
 
 fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
-    if let Some(text) = crate::text_arguments::unwrap(&e, schema, ansi) {
+    if let Some(text) = crate::text_arguments::unwrap(&e, schema) {
         return Ok(Transformed::yes(text));
     }
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
@@ -329,7 +325,7 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
     }
     if matches!(name.as_str(), "format_string" | "printf") {
-        return crate::text_arguments::format_arguments(&name, args, schema, ansi)
+        return crate::text_arguments::format_arguments(&name, args, schema)
             .map(|args| Transformed::yes(call(func, args)));
     }
     // A local time the clocks pass twice (or skip) is read as Java reads it (the earlier

@@ -24,7 +24,7 @@ pub(crate) fn register(ctx: &SessionContext) {
 
 /// The type both `a` and `b` convert to without loss: VOID to the other, an integer to a wider
 /// one, text of any encoding to STRING; `None` for others.
-fn common(a: &DataType, b: &DataType) -> Option<DataType> {
+pub(crate) fn common(a: &DataType, b: &DataType) -> Option<DataType> {
     let width = |t: &DataType| match t {
         DataType::Int8 => Some(1),
         DataType::Int16 => Some(2),

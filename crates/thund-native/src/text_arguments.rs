@@ -7,7 +7,7 @@
 //! positions, per function, were read off Spark 4.1.4) is wrapped in `__thund_text(x)`. Once the
 //! query is planned, `fidelity` replaces each wrapper by its argument when that is text or bytes
 //! already (so a filter on a string column still reaches the scan as it was written), and by
-//! Spark's cast to STRING (`casts`) otherwise. Functions whose DataFusion form coerces its
+//! a cast to STRING otherwise, which `casts::SparkText` gives Spark's text. Functions whose DataFusion form coerces its
 //! arguments itself (`concat`, `lpad`, `translate`, …) are not wrapped: the casts that type
 //! coercion adds are given Spark's text by `casts::SparkText`.
 
@@ -126,9 +126,10 @@ fn cast_to_text(t: &DataType) -> bool {
 }
 
 /// The planned form of a wrapper (`e`, in a node whose inputs have `schema`): its argument, or
-/// Spark's cast of it to STRING. `None` for any other expression, or where the argument's type
-/// is not known here (in a lambda's body), which leaves the wrapper to do the cast as it runs.
-pub(crate) fn unwrap(e: &Expr, schema: &DFSchema, ansi: bool) -> Option<Expr> {
+/// its cast to STRING (given Spark's text by `casts::SparkText`). `None` for any other
+/// expression, or where the argument's type is not known here (in a lambda's body), which
+/// leaves the wrapper to do the cast as it runs.
+pub(crate) fn unwrap(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     let Expr::ScalarFunction(f) = e else { return None };
     let [arg] = f.args.as_slice() else { return None };
     if f.func.name() != NAME {
@@ -138,17 +139,14 @@ pub(crate) fn unwrap(e: &Expr, schema: &DFSchema, ansi: bool) -> Option<Expr> {
     if !cast_to_text(&t) {
         return Some(arg.clone());
     }
-    Some(
-        crate::casts::spark_cast(arg.clone(), &t, &DataType::Utf8, false, ansi)
-            .unwrap_or_else(|| cast(arg.clone(), DataType::Utf8)),
-    )
+    Some(cast(arg.clone(), DataType::Utf8))
 }
 
 /// The arguments of `format_string(format, …)` (or `printf`) as Spark formats them: Java's
 /// `Formatter` writes a floating-point argument of `%s` as `Double.toString` does, so such an
-/// argument is given as Spark's text. A DECIMAL is refused (DataFusion's formats its unscaled
+/// argument is cast to STRING (given Spark's text by `casts::SparkText`). A DECIMAL is refused (DataFusion's formats its unscaled
 /// digits, Java's `%f` refuses it), as is floating point where the format is not a literal.
-pub(crate) fn format_arguments(name: &str, mut args: Vec<Expr>, schema: &DFSchema, ansi: bool) -> Result<Vec<Expr>> {
+pub(crate) fn format_arguments(name: &str, mut args: Vec<Expr>, schema: &DFSchema) -> Result<Vec<Expr>> {
     let refused = |why: &str| {
         datafusion::error::DataFusionError::Plan(format!(
             "`{name}` answers differently here than on Spark ({why}): it runs on the Spark backend"
@@ -167,8 +165,7 @@ pub(crate) fn format_arguments(name: &str, mut args: Vec<Expr>, schema: &DFSchem
     for (i, conversion) in conversions.into_iter().enumerate() {
         let (Some(arg), Some(Some(t))) = (args.get(i + 1), types.get(i + 1)) else { continue };
         if t.is_floating() && matches!(conversion, 's' | 'S') {
-            let text = crate::casts::spark_cast(arg.clone(), t, &DataType::Utf8, false, ansi);
-            args[i + 1] = text.unwrap_or_else(|| cast(arg.clone(), DataType::Utf8));
+            args[i + 1] = cast(arg.clone(), DataType::Utf8);
         }
     }
     Ok(args)

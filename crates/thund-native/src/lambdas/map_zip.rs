@@ -15,25 +15,15 @@ use datafusion::logical_expr::LambdaArgument;
 
 use super::{entries, Flat};
 
-/// The key type two maps are zipped by: theirs if they agree, the wider of two integer types
-/// (as Spark widens them).
+/// The key type two maps are zipped by: theirs if they agree, else their common type as
+/// `map_concat` widens them (`maps::common`: the wider integer, one text encoding).
 pub(super) fn common_key(left: &DataType, right: &DataType) -> Result<DataType> {
     let (k1, _) = entries("map_zip_with", left)?;
     let (k2, _) = entries("map_zip_with", right)?;
     let (a, b) = (k1.data_type(), k2.data_type());
-    if a == b {
-        return Ok(a.clone());
-    }
-    let width = |t: &DataType| match t {
-        DataType::Int8 => Some(1),
-        DataType::Int16 => Some(2),
-        DataType::Int32 => Some(3),
-        DataType::Int64 => Some(4),
-        _ => None,
-    };
-    match (width(a), width(b)) {
-        (Some(x), Some(y)) => Ok(if x >= y { a.clone() } else { b.clone() }),
-        _ => plan_err!("map_zip_with's maps have keys of different types: {a} and {b}"),
+    match crate::maps::common(a, b) {
+        Some(key) => Ok(key),
+        None => plan_err!("map_zip_with's maps have keys of different types: {a} and {b}"),
     }
 }
 
