@@ -23,7 +23,7 @@ use pb::spark_connect_service_client::SparkConnectServiceClient;
 pub const DEFAULT_PORT: u16 = 15002;
 
 /// `Result` with [`ClientError`] as the default error.
-pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = ClientError> = std::result::Result<T, E>;
 
 /// What went wrong talking to a Spark Connect server. Never contains the token.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,6 +1,8 @@
 //! The client against a real Spark Connect server (`scripts/spark-server.sh start`; the test
 //! command exports its URL as `THUND_SPARK_REMOTE`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::time::{Duration, Instant};
 
 use arrow::array::{Array, Int32Array, Int64Array, StringArray};

@@ -3,6 +3,8 @@
 //! version — except the fields listed in `SINCE`, which must be absent from older wheels (so the
 //! list stays true), and those in `AS_BYTES`, messages we keep serialized.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;

@@ -9,6 +9,8 @@
 //!
 //! With `--json`, the last line is the result as one JSON object (bench/scale.py reads it).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 

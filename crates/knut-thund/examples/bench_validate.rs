@@ -6,6 +6,8 @@
 //! Each project is a bronze/silver/gold chain per ten datasets, spread over 10 files, with
 //! joins, aggregates and CTEs so the parser and the reference walk do real work.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 

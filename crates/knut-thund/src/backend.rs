@@ -7,6 +7,7 @@
 //! rejecting is done here, once, from the backend's [`Capabilities`]: backends describe what they
 //! can do and receive runs that are already validated, planned and checked.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,50 +22,18 @@ use crate::ir::{Feature, OutputMode, Pipeline};
 use crate::plan::Selection;
 use crate::prepare::{prepare_for, PreparedRun};
 
-/// What a backend can run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What a backend can run: a set of features, as delta-rs's protocol checker holds a table's.
+/// What a pipeline needs minus what the backend has are its gaps, all refused at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
     /// Backend name (`native`, `spark-connect-sdp`).
     pub name: String,
-    /// Materialized views and batch reads.
-    pub batch: bool,
-    /// Streaming tables and `STREAM` reads.
-    pub streaming: bool,
-    /// `WATERMARK … DELAY OF INTERVAL …`.
-    pub event_time: bool,
-    /// AUTO CDC flows.
-    pub cdc: bool,
-    /// AUTO CDC's `IGNORE NULL UPDATES`.
-    pub cdc_ignore_null_updates: bool,
-    /// AUTO CDC's `APPLY AS TRUNCATE WHEN`.
-    pub cdc_truncates: bool,
-    /// `CONSTRAINT … EXPECT`.
-    pub expectations: bool,
-    /// Output modes of streaming datasets.
-    pub output_modes: Vec<OutputMode>,
-    /// `CREATE SINK`.
-    pub sinks: bool,
-    /// Persistent `CREATE VIEW`.
-    pub persistent_views: bool,
-    /// File sources (`read_files`, `` fmt.`path` ``).
-    pub file_sources: bool,
-    /// `INSERT INTO ONCE` flows (a backfill run on the first update and on full refresh only).
-    pub once_flows: bool,
+    /// What the backend runs: batch and streaming datasets, event time, AUTO CDC and its
+    /// clauses, expectations, each output mode, sinks, … (every [`Feature`] but
+    /// [`Feature::TransactionalTable`], which `transactional_tables` answers).
+    pub features: BTreeSet<Feature>,
     /// Which streaming tables can take appends from several flows and AUTO CDC's merges.
     pub transactional_tables: TableFormats,
-    /// `rescuedDataColumn` on JSON file sources (records that do not fit are kept there).
-    pub rescued_data: bool,
-    /// `cloudFiles.schemaHints` on `cloud_files` sources.
-    pub schema_hints: bool,
-    /// Every Spark SQL setting (`SET`, `spark.sql.*` in `configuration`) applies as on Spark;
-    /// without it, settings that could change results are refused (`crate::sql_conf`).
-    pub sql_conf: bool,
-    /// Joins of two streams (`STREAM(a) JOIN STREAM(b)`), which keep each side's rows in state.
-    pub stream_joins: bool,
-    /// Streaming views that aggregate, have a watermark, join two streams or check expectations.
-    pub stateful_streaming_views: bool,
-    /// Python DataFrames run as pyspark built them, including operations with no SQL translation.
-    pub dataframes: bool,
 }
 
 /// Which tables a backend stores transactionally (several writers' commits kept, MERGE).
@@ -90,26 +59,34 @@ impl Capabilities {
     pub fn none(name: impl Into<String>) -> Self {
         Capabilities {
             name: name.into(),
-            batch: false,
-            streaming: false,
-            event_time: false,
-            cdc: false,
-            cdc_ignore_null_updates: false,
-            cdc_truncates: false,
-            expectations: false,
-            output_modes: Vec::new(),
-            sinks: false,
-            persistent_views: false,
-            file_sources: false,
-            once_flows: false,
+            features: BTreeSet::new(),
             transactional_tables: TableFormats::Only(Vec::new()),
-            rescued_data: false,
-            schema_hints: false,
-            sql_conf: false,
-            stream_joins: false,
-            stateful_streaming_views: false,
-            dataframes: false,
         }
+    }
+
+    /// These capabilities and `features` too.
+    pub fn with(mut self, features: impl IntoIterator<Item = Feature>) -> Self {
+        self.features.extend(features);
+        self
+    }
+
+    /// These capabilities without `feature`.
+    pub fn without(mut self, feature: &Feature) -> Self {
+        self.features.remove(feature);
+        self
+    }
+
+    /// Whether the backend lists `feature`.
+    pub fn has(&self, feature: &Feature) -> bool {
+        self.features.contains(feature)
+    }
+
+    /// The output modes the backend runs streaming datasets in.
+    pub fn output_modes(&self) -> impl Iterator<Item = OutputMode> + '_ {
+        self.features.iter().filter_map(|f| match f {
+            Feature::OutputMode(m) => Some(*m),
+            _ => None,
+        })
     }
 
     /// Refuses, all at once, every feature of `p` these capabilities lack.
@@ -122,7 +99,8 @@ impl Capabilities {
         }
     }
 
-    /// Every feature `p` needs that these capabilities lack.
+    /// Every feature `p` needs that these capabilities lack: what it needs minus what the
+    /// backend has.
     pub fn gaps(&self, p: &Pipeline) -> Vec<CapabilityGap> {
         let formats = match &self.transactional_tables {
             TableFormats::Only(f) if !f.is_empty() => f.join(" or "),
@@ -143,26 +121,10 @@ impl Capabilities {
     /// Whether a backend with these capabilities runs what needs `feature`.
     pub fn supports(&self, feature: &Feature) -> bool {
         match feature {
-            Feature::Batch => self.batch,
-            Feature::Streaming => self.streaming,
-            Feature::PersistentViews => self.persistent_views,
-            Feature::Sinks => self.sinks,
-            Feature::Expectations => self.expectations,
-            Feature::OutputMode(mode) => self.output_modes.contains(mode),
-            Feature::OnceFlows => self.once_flows,
-            Feature::Cdc => self.cdc,
-            // Without AUTO CDC the flow itself is the gap; its clauses are not named again.
-            Feature::CdcIgnoreNullUpdates => !self.cdc || self.cdc_ignore_null_updates,
-            Feature::CdcTruncates => !self.cdc || self.cdc_truncates,
-            Feature::EventTime => self.event_time,
-            Feature::StreamJoins => self.stream_joins,
-            Feature::StatefulStreamingViews => self.stateful_streaming_views,
-            Feature::DataFrames => self.dataframes,
-            Feature::FileSources => self.file_sources,
-            Feature::SchemaHints => self.schema_hints,
-            Feature::RescuedData => self.rescued_data,
-            Feature::SqlConf => self.sql_conf,
             Feature::TransactionalTable { format, .. } => self.transactional_tables.covers(format.as_deref()),
+            // Without AUTO CDC the flow itself is the gap; its clauses are not named again.
+            Feature::CdcIgnoreNullUpdates | Feature::CdcTruncates if !self.has(&Feature::Cdc) => true,
+            other => self.has(other),
         }
     }
 }

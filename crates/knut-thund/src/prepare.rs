@@ -110,6 +110,7 @@ fn new_run_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Feature;
     use crate::plan::Selection;
 
     #[test]
@@ -122,7 +123,7 @@ mod tests {
             selection: Selection { refresh: vec!["zzz".into()], ..Default::default() },
             ..Default::default()
         };
-        let err = prepare(&p, &options, &Capabilities { batch: true, ..Capabilities::none("test") }).unwrap_err();
+        let err = prepare(&p, &options, &Capabilities::none("test").with([Feature::Batch])).unwrap_err();
         let ThundError::Several(parts) = &err else { panic!("{err}") };
         assert!(matches!(parts[0], ThundError::Unsupported { .. }), "{err}");
         assert!(matches!(parts[1], ThundError::Validation(_)), "{err}");
@@ -141,8 +142,11 @@ mod tests {
 
     impl ExecBackend for Narrowing {
         fn capabilities(&self) -> Capabilities {
-            let expectations = !self.connected.get();
-            Capabilities { batch: true, expectations, ..Capabilities::none("narrowing") }
+            let caps = Capabilities::none("narrowing").with([Feature::Batch, Feature::Expectations]);
+            match self.connected.get() {
+                true => caps.without(&Feature::Expectations),
+                false => caps,
+            }
         }
 
         fn connect(&self) -> Result<()> {
@@ -169,8 +173,7 @@ mod tests {
     #[test]
     fn a_good_pipeline_is_planned_with_a_run_id() {
         let p = crate::frontend::load_sql("CREATE MATERIALIZED VIEW a AS SELECT 1 AS x;\n");
-        let run =
-            prepare(&p, &RunOptions::default(), &Capabilities { batch: true, ..Capabilities::none("t") }).unwrap();
+        let run = prepare(&p, &RunOptions::default(), &Capabilities::none("t").with([Feature::Batch])).unwrap();
         assert_eq!(run.plan.stages.len(), 1);
         assert!(run.run_id.contains('T') && run.run_id.ends_with(&format!("-{}", std::process::id())));
     }

@@ -8,6 +8,8 @@
 //!
 //! and review the diff.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::{Path, PathBuf};
 
 use knut_thund::frontend::roundtrip::{normalize, parse};

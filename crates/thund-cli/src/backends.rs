@@ -12,13 +12,13 @@ use crate::cli::{self, BackendArgs};
 use crate::failure::Failure;
 
 /// A query's result: its schema (known even when there are no rows) and its rows.
-pub struct QueryResult {
+pub(crate) struct QueryResult {
     pub schema: SchemaRef,
     pub batches: Vec<RecordBatch>,
 }
 
 /// A backend as the CLI uses it.
-pub trait Backend: ExecBackend {
+pub(crate) trait Backend: ExecBackend {
     /// Whether [`Backend::query`] needs the project (its tables live in the project's storage).
     fn needs_project(&self) -> bool;
 
@@ -79,7 +79,7 @@ impl Backend for knut_thund::spark::SparkBackend {
 }
 
 /// The backend `args` asks for; `engine` configures the native one.
-pub fn pick(args: &BackendArgs, engine: EngineOptions) -> anyhow::Result<Box<dyn Backend>> {
+pub(crate) fn pick(args: &BackendArgs, engine: EngineOptions) -> anyhow::Result<Box<dyn Backend>> {
     match args.backend {
         cli::Backend::Native => Ok(Box::new(NativeBackend::with_options(NativeOptions { engine }))),
         cli::Backend::Spark => spark(args.remote.clone().map(|r| r.0), args.stall_timeout),

@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 /// Declarative data pipelines in Spark SQL, run embedded or on Spark.
 #[derive(Debug, Parser)]
 #[command(name = "thund", version, about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Format of the diagnostics log on stderr (`THUND_LOG` sets its level).
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -16,13 +16,13 @@ pub struct Cli {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     Text,
     Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
+pub(crate) enum Backend {
     /// Embedded: DataFusion + Delta Lake, in this process.
     Native,
     /// A Spark Connect server running Spark Declarative Pipelines.
@@ -30,14 +30,14 @@ pub enum Backend {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ProjectArg {
+pub(crate) struct ProjectArg {
     /// Project folder (or spec file); the spec is searched from here upwards.
     #[arg(short = 'p', long = "project", default_value = ".")]
     pub project: PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct BackendArgs {
+pub(crate) struct BackendArgs {
     /// Where to run (or check) the pipeline.
     #[arg(long, value_enum, default_value_t = Backend::Native)]
     pub backend: Backend,
@@ -66,7 +66,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 
 /// A Spark Connect URL as given; its `Debug` hides the token.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RemoteUrl(pub String);
+pub(crate) struct RemoteUrl(pub String);
 
 impl std::str::FromStr for RemoteUrl {
     type Err = std::convert::Infallible;
@@ -83,7 +83,7 @@ impl std::fmt::Debug for RemoteUrl {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct SelectionArgs {
+pub(crate) struct SelectionArgs {
     /// Refresh only these datasets (comma-separated; `+name` adds upstream, `name+` downstream).
     #[arg(long, value_delimiter = ',')]
     pub refresh: Vec<String>,
@@ -97,7 +97,7 @@ pub struct SelectionArgs {
 
 /// What `run` and `dry-run` share.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     pub project: ProjectArg,
     #[command(flatten)]
@@ -111,7 +111,7 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Create a sample project that runs out of the box, or a spec for a Databricks pipeline.
     Init {
         /// Where to create it (with --from-dlt: ignored; the spec goes beside the project's
@@ -230,13 +230,13 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunFormat {
+pub(crate) enum RunFormat {
     Text,
     Jsonl,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GraphFormat {
+pub(crate) enum GraphFormat {
     Text,
     Dot,
     Mermaid,
@@ -245,14 +245,14 @@ pub enum GraphFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum QueryFormat {
+pub(crate) enum QueryFormat {
     Table,
     Csv,
     Json,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EventsFormat {
+pub(crate) enum EventsFormat {
     /// Aligned columns.
     #[value(alias = "text")]
     Table,
@@ -263,7 +263,7 @@ pub enum EventsFormat {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DoctorFormat {
+pub(crate) enum DoctorFormat {
     Table,
     Json,
 }

@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use knut_thund::backend::{rfc3339, EventLog, ExecBackend, RunEvent, RunHandle, RunOptions, RunPhase, RunSummary};
 use knut_thund::error::ThundError;
 use knut_thund::frontend::Parses;
-use knut_thund::ir::Pipeline;
+use knut_thund::ir::{Feature, Pipeline};
 use knut_thund::plan::Selection;
 use knut_thund::prepare::prepare_for;
 use knut_thund::render::GraphFormat as Rendering;
@@ -25,7 +25,7 @@ use crate::cli::{
 };
 use crate::failure::{Failure, ProjectError};
 
-pub fn dispatch(command: Command) -> anyhow::Result<()> {
+pub(crate) fn dispatch(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Init { dir, from_dlt: None } => init(&dir),
         Command::Init { from_dlt: Some(settings), .. } => init_from_dlt(&settings),
@@ -674,11 +674,14 @@ fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow:
     functional_status(
         "knut-thund/backend_spark",
         "capabilities",
-        caps.batch,
-        format!(
-            "batch={} streaming={} cdc={} expectations={} event_time={} sinks={} persistent_views={}",
-            caps.batch, caps.streaming, caps.cdc, caps.expectations, caps.event_time, caps.sinks, caps.persistent_views
-        ),
+        caps.has(&Feature::Batch),
+        caps.features
+            .iter()
+            .map(Feature::name)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     if let Some(p) = sample {
         let checked = spark.check(p).and_then(|_| p.to_sdp());

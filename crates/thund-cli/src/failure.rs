@@ -8,7 +8,7 @@ use knut_thund::error::ThundError;
 
 /// The ways a command can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The user's input or configuration is wrong (exit code 2).
     Usage,
     /// A run, a query or a check failed (exit code 1).
@@ -20,7 +20,7 @@ pub enum Kind {
 
 impl Kind {
     /// The process exit code.
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Kind::Usage => 2,
             Kind::Failed => 1,
@@ -31,7 +31,7 @@ impl Kind {
 
 /// A core error together with the project root, so diagnostics can quote the source.
 #[derive(Debug)]
-pub struct ProjectError {
+pub(crate) struct ProjectError {
     pub root: PathBuf,
     pub error: ThundError,
 }
@@ -47,24 +47,24 @@ impl std::error::Error for ProjectError {}
 /// A failure the CLI itself finds: a bad flag, or a run that ended and failed (what failed was
 /// shown as it happened).
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub kind: Kind,
     pub message: String,
 }
 
 impl Failure {
     /// The user's input or configuration is wrong.
-    pub fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Failure { kind: Kind::Usage, message: message.into() }
     }
 
     /// A run or check ended and failed.
-    pub fn failed(message: impl Into<String>) -> Self {
+    pub(crate) fn failed(message: impl Into<String>) -> Self {
         Failure { kind: Kind::Failed, message: message.into() }
     }
 
     /// The user interrupted the run, which stopped.
-    pub fn interrupted(message: impl Into<String>) -> Self {
+    pub(crate) fn interrupted(message: impl Into<String>) -> Self {
         Failure { kind: Kind::Interrupted, message: message.into() }
     }
 }
@@ -79,7 +79,7 @@ impl std::error::Error for Failure {}
 
 /// The kind of a command's error. Core errors say themselves whether they are the user's
 /// (`ThundError::is_usage`); anything else (I/O, storage, engine) is a failure.
-pub fn kind(e: &anyhow::Error) -> Kind {
+pub(crate) fn kind(e: &anyhow::Error) -> Kind {
     let core = |error: &ThundError| if error.is_usage() { Kind::Usage } else { Kind::Failed };
     if let Some(pe) = e.downcast_ref::<ProjectError>() {
         core(&pe.error)

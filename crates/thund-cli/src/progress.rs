@@ -12,7 +12,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use knut_thund::backend::{RunEvent, RunPhase};
 
 /// Live per-flow lines for one run.
-pub struct Live {
+pub(crate) struct Live {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
     working: ProgressStyle,
@@ -22,7 +22,7 @@ pub struct Live {
 
 impl Live {
     /// A view drawing to stdout, at most 15 redraws a second.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout_with_hz(15));
         let working = ProgressStyle::with_template("{spinner:.cyan} {prefix:40} {msg:9} {elapsed:>4}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner())
@@ -33,7 +33,7 @@ impl Live {
     }
 
     /// Shows one event: a flow's line changes phase; anything else prints above the lines.
-    pub fn event(&mut self, e: &RunEvent) {
+    pub(crate) fn event(&mut self, e: &RunEvent) {
         let Some(phase) = e.phase.filter(|_| e.element != "run") else {
             let _ = match e.details.warning {
                 Some(_) => self.multi.println(format!("warning: {}", e.message)),
@@ -81,7 +81,7 @@ impl Live {
     }
 
     /// Ends the view: lines of flows that never reported an end stay as they are.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         for bar in self.bars.values() {
             if !bar.is_finished() {
                 bar.abandon();

@@ -11,7 +11,7 @@ use crate::failure::ProjectError;
 
 /// A core error with its located problems quoted from the project's files: each part of it (all
 /// of them, when preparing a run found several kinds of problem) in turn.
-pub fn project_error(f: &mut fmt::Formatter<'_>, root: &Path, error: &ThundError) -> fmt::Result {
+pub(crate) fn project_error(f: &mut fmt::Formatter<'_>, root: &Path, error: &ThundError) -> fmt::Result {
     for (i, part) in error.parts().into_iter().enumerate() {
         if i > 0 {
             writeln!(f)?;
@@ -31,7 +31,7 @@ pub fn project_error(f: &mut fmt::Formatter<'_>, root: &Path, error: &ThundError
 }
 
 /// A diagnostic with the line it points at and a caret under the column.
-pub fn snippet(root: &Path, d: &Diagnostic) -> String {
+pub(crate) fn snippet(root: &Path, d: &Diagnostic) -> String {
     let mut s = format!("error: {}\n", d.message);
     if let Some(loc) = &d.location {
         s.push_str(&format!("  --> {loc}\n"));
@@ -54,7 +54,7 @@ pub fn snippet(root: &Path, d: &Diagnostic) -> String {
 }
 
 /// Prints a command's error on stderr.
-pub fn report_error(e: &anyhow::Error) {
+pub(crate) fn report_error(e: &anyhow::Error) {
     if let Some(pe) = e.downcast_ref::<ProjectError>() {
         let text = pe.to_string();
         eprint!("{text}");
@@ -86,7 +86,7 @@ fn chain(e: &anyhow::Error) -> String {
 }
 
 /// Query results as an aligned table, CSV (with a header row) or JSON (an array of objects).
-pub fn batches(
+pub(crate) fn batches(
     schema: &arrow::datatypes::Schema,
     batches: &[RecordBatch],
     format: QueryFormat,
@@ -132,7 +132,7 @@ pub fn batches(
 
 /// An expectation's pass rate to one decimal, which never rounds a failed row away: 3,045 of
 /// 3,046 is `>99.9%`, not `100.0%` (and 1 of 3,046 `<0.1%`, not `0.0%`).
-pub fn pass_rate(passed: u64, failed: u64) -> String {
+pub(crate) fn pass_rate(passed: u64, failed: u64) -> String {
     if failed == 0 {
         return "100.0%".into();
     }

@@ -152,7 +152,7 @@ const CUSTOMERS: &str = r#"{"customer_id": 1, "name": "Astrid", "region": "North
 "#;
 
 /// Writes the sample project into `dir`, which must not hold a pipeline already.
-pub fn create(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn create(dir: &Path) -> anyhow::Result<()> {
     if let Some(spec) = knut_thund::spec::SPEC_FILE_NAMES.iter().map(|n| dir.join(n)).find(|p| p.exists()) {
         bail!(crate::failure::Failure::usage(format!(
             "{} already holds a pipeline ({})",

@@ -18,7 +18,7 @@ const PREFIX: &str = "thund-test-";
 const LOCK: &str = ".lock";
 
 /// A run's scratch folder, removed when dropped.
-pub struct Scratch {
+pub(crate) struct Scratch {
     dir: tempfile::TempDir,
     /// Held while the run lives: what tells later runs this folder is not stale.
     _lock: File,
@@ -26,7 +26,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// Removes stale scratch folders, then makes this run's, locked.
-    pub fn create() -> anyhow::Result<Self> {
+    pub(crate) fn create() -> anyhow::Result<Self> {
         let parent = parent();
         sweep(&parent);
         let dir = tempfile::Builder::new()
@@ -43,19 +43,19 @@ impl Scratch {
     }
 
     /// The folder.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// The folder's unique suffix, lower-cased: a name no other run (here or on another machine
     /// sharing a Spark server) is likely to take.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         let name = self.dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         name.trim_start_matches(PREFIX).chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase()
     }
 
     /// Removes the folder and exits with status 130 on Ctrl-C or SIGTERM.
-    pub fn remove_on_signals(&self) {
+    pub(crate) fn remove_on_signals(&self) {
         let path = self.dir.path().to_path_buf();
         std::thread::spawn(move || {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };

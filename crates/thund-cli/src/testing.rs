@@ -52,7 +52,12 @@ fn test_files(root: &Path) -> Vec<PathBuf> {
 
 /// Runs the tests of the project `p` whose name contains `filter` on `backend`; writes JUnit
 /// XML to `junit`.
-pub fn run(p: &Pipeline, backend: &dyn Backend, filter: Option<&str>, junit: Option<&Path>) -> anyhow::Result<()> {
+pub(crate) fn run(
+    p: &Pipeline,
+    backend: &dyn Backend,
+    filter: Option<&str>,
+    junit: Option<&Path>,
+) -> anyhow::Result<()> {
     let files = test_files(&p.root);
     if files.is_empty() {
         bail!(Failure::usage(format!(
@@ -180,7 +185,7 @@ fn run_case(
                 .collect();
             return Err(format!("{at}the run failed:\n  {}", errors.join("\n  ")));
         }
-        let dataset = p.dataset(&case.dataset).expect("parsed against this pipeline");
+        let dataset = p.dataset(&case.dataset).ok_or_else(|| format!("{at}no dataset `{}`", case.dataset))?;
         if !batch.expect.expectations.is_empty() && database.is_some() {
             println!(
                 "     note: {at}{} reports no expectation counts; they are checked on the embedded engine",

@@ -6,6 +6,8 @@
 //! 2 naming a file (or 1 for a run whose data is wrong). The seed is fresh each time and printed;
 //! `THUND_FUZZ_SEED` replays one.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
 //! The `thund` binary end to end: commands, output formats and exit codes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -2,6 +2,8 @@
 //! Python `deltalake` package) reads, queried with SQL through `thund query`, filtered by `thund
 //! events`, bounded by its retention, and a failure to write it said, never silent.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

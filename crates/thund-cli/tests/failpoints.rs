@@ -7,6 +7,8 @@
 //! or dataset, and runs on a local storage root and on an `s3://` one (the S3-compatible test
 //! server at `THUND_S3_ENDPOINT`; `THUND_SKIP_S3=1` opts out of those, and says SKIPPED).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -2,6 +2,8 @@
 //! `spark-pipelines init` writes, Python's errors at their file and line, what the embedded
 //! engine cannot translate, and a Python without pyspark.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -2,6 +2,8 @@
 //! (moto's, started by `scripts/s3-server.sh`) at `THUND_S3_ENDPOINT`. A missing endpoint fails
 //! the test; `THUND_SKIP_S3=1` opts out explicitly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

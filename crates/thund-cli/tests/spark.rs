@@ -2,6 +2,8 @@
 //! `THUND_SPARK_REMOTE` and 4.3.0 at `THUND_SPARK_REMOTE_4_3` (`scripts/test.sh` starts both).
 //! A missing URL fails the test; `THUND_SKIP_SPARK=1` opts out explicitly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -343,10 +345,10 @@ fn capabilities_follow_the_server_version() {
     let Some(url43) = remote("THUND_SPARK_REMOTE_4_3") else { return };
     let b41 = SparkBackend::new(&url41);
     assert!(b41.detect_version().unwrap().starts_with("4.1"));
-    assert!(!b41.capabilities().cdc);
+    assert!(!b41.capabilities().has(&knut_thund::ir::Feature::Cdc));
     let b43 = SparkBackend::new(&url43);
     assert_eq!(b43.detect_version().unwrap(), "4.3.0");
-    assert!(b43.capabilities().cdc);
+    assert!(b43.capabilities().has(&knut_thund::ir::Feature::Cdc));
     // Forcing a version wins over detection.
     assert!(SparkBackend::new(&url43).with_version("4.1.4").capabilities().name.contains("4.1.4"));
 }

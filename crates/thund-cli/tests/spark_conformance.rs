@@ -2,6 +2,8 @@
 //! backend and on a real Spark server through the spark-connect-sdp backend, and both must
 //! produce the rows Spark's own `spark-pipelines` produced (the expected CSVs), run by run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 #[path = "../../thund-native/tests/common/mod.rs"]
 mod common;
 

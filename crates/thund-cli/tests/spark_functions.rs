@@ -20,6 +20,8 @@
 //! The count of equal examples may not fall below `spark_functions/floor`. The counts per category
 //! are printed (shown in the CI log: `.config/nextest.toml`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 #[path = "../../thund-native/tests/common/mod.rs"]
 mod common;
 mod differential;

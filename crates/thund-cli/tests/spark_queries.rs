@@ -21,6 +21,8 @@
 //!
 //! Equal, names-differ and both-fail outcomes together may not fall below `spark_queries/floor`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 #[path = "../../thund-native/tests/common/mod.rs"]
 mod common;
 mod differential;

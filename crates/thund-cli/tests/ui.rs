@@ -1,6 +1,8 @@
 //! `thund ui`: its HTTP surface, and the page in a real headless Chromium (`ui_browser.py`, with
 //! Debian's `chromium` and `chromium-driver`, which `scripts/test.sh` installs).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};

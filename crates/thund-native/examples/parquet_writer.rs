@@ -8,6 +8,8 @@
 //! thread, and prints the fastest time and the encoded size. No I/O and no other work runs, so
 //! the numbers are the encoder's alone and comparable from one setting to the next.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use std::time::Instant;
 
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;

@@ -10,6 +10,8 @@
 //! `--explain` prints each physical plan before running it; `--set datafusion.x.y=v` changes a
 //! session setting (by default the session is DataFusion's default, untuned).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use knut_thund::backend::{Capabilities, EventLog, ExecBackend, RunHandle, RunThread, TableFormats};
-use knut_thund::ir::OutputMode;
+use knut_thund::ir::{Feature, OutputMode};
 use knut_thund::prepare::PreparedRun;
 
+use crate::delta::storage::{LockedRun, RunLock, Storage};
 use crate::engine::EngineOptions;
 use crate::run::Job;
-use crate::storage::{LockedRun, RunLock, Storage};
 
 /// The native backend's name in capabilities and events.
 pub const BACKEND_NAME: &str = "native";
@@ -45,27 +45,29 @@ impl NativeBackend {
 
 impl ExecBackend for NativeBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            batch: true,
-            streaming: true,
-            expectations: true,
-            sinks: true,
-            persistent_views: true,
-            file_sources: true,
-            once_flows: true,
+        let mut caps = Capabilities::none(BACKEND_NAME).with([
+            Feature::Batch,
+            Feature::Streaming,
+            Feature::Expectations,
+            Feature::Sinks,
+            Feature::PersistentViews,
+            Feature::FileSources,
+            Feature::OnceFlows,
             // Aggregation over event time windows and the three output modes (`event_time`).
-            event_time: true,
-            output_modes: vec![OutputMode::Append, OutputMode::Update, OutputMode::Complete],
+            Feature::EventTime,
+            Feature::OutputMode(OutputMode::Append),
+            Feature::OutputMode(OutputMode::Update),
+            Feature::OutputMode(OutputMode::Complete),
             // AUTO CDC, SCD types 1 and 2 (`cdc`).
-            cdc: true,
-            cdc_ignore_null_updates: true,
-            cdc_truncates: true,
-            // Every table is a Delta table, whatever `USING` says.
-            transactional_tables: TableFormats::Every,
-            rescued_data: true,
-            schema_hints: true,
-            ..Capabilities::none(BACKEND_NAME)
-        }
+            Feature::Cdc,
+            Feature::CdcIgnoreNullUpdates,
+            Feature::CdcTruncates,
+            Feature::RescuedData,
+            Feature::SchemaHints,
+        ]);
+        // Every table is a Delta table, whatever `USING` says.
+        caps.transactional_tables = TableFormats::Every;
+        caps
     }
 
     /// Starts `run`. Unless the caller attached an event log, a real run logs to its storage's
@@ -116,6 +118,6 @@ impl HeldRunLock {
     /// Releases the lock: the run ended (whether it succeeded or not).
     pub fn release(self) -> crate::error::Result<()> {
         let HeldRunLock { storage, lock } = self;
-        crate::storage::block_on_own_thread("release the run lock", storage.release(lock))
+        crate::delta::storage::block_on_own_thread("release the run lock", storage.release(lock))
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use knut_thund::error::ThundError;
 
 /// `Result` with [`NativeError`].
-pub type Result<T, E = NativeError> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = NativeError> = std::result::Result<T, E>;
 
 /// What can go wrong in the native backend.
 #[derive(Debug, thiserror::Error)]

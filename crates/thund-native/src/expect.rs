@@ -33,14 +33,14 @@ use crate::error::{NativeError, Result};
 
 /// Running counts of one flow's expectations.
 #[derive(Debug, Default, Clone)]
-pub struct Counters {
+pub(crate) struct Counters {
     passed: Vec<u64>,
     failed: Vec<u64>,
     dropped: u64,
 }
 
 /// Checks a dataset's expectations on the rows of a plan.
-pub struct Checker {
+pub(crate) struct Checker {
     dataset: Dataset,
     exprs: Vec<Arc<dyn PhysicalExpr>>,
     counters: Arc<Mutex<Counters>>,
@@ -52,7 +52,7 @@ pub struct Checker {
 impl Checker {
     /// Compiles the dataset's predicates against the plan's schema. A predicate that does not
     /// fit the rows (unknown column, wrong type) is an error at its own file:line.
-    pub fn new(ctx: &SessionContext, dataset: &Dataset, plan: &LogicalPlan) -> Result<Self> {
+    pub(crate) fn new(ctx: &SessionContext, dataset: &Dataset, plan: &LogicalPlan) -> Result<Self> {
         let schema: &DFSchema = plan.schema();
         let state = ctx.state();
         let mut exprs = Vec::new();
@@ -75,7 +75,7 @@ impl Checker {
     }
 
     /// The metrics so far, in the shape of DLT's event log.
-    pub fn metrics(&self) -> DataQuality {
+    pub(crate) fn metrics(&self) -> DataQuality {
         let mut c = self.counters.lock().map(|c| c.clone()).unwrap_or_default();
         let rows = |c: &Counters| c.passed.first().copied().unwrap_or(0) + c.failed.first().copied().unwrap_or(0);
         let scans = self.scans.lock().map(|s| s.clone()).unwrap_or_default();
@@ -110,12 +110,12 @@ impl Checker {
 
     /// Wraps the plan: its rows, checked, as a table to write from. Counts add up across calls
     /// (the batches of one flow).
-    pub async fn wrap(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
+    pub(crate) async fn wrap(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
         self.wrap_counting(ctx, plan, Arc::clone(&self.counters)).await
     }
 
     /// Wraps one scan of a view: its counts are kept apart from other scans' (`scans`).
-    pub async fn wrap_scan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
+    pub(crate) async fn wrap_scan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<Arc<StreamingTable>> {
         let n = self.exprs.len();
         let counters = Arc::new(Mutex::new(Counters { passed: vec![0; n], failed: vec![0; n], dropped: 0 }));
         if let Ok(mut scans) = self.scans.lock() {
@@ -143,7 +143,7 @@ impl Checker {
     }
 
     /// The plan's rows, checked, as a plan to write from.
-    pub async fn checked_plan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<LogicalPlan> {
+    pub(crate) async fn checked_plan(&self, ctx: &SessionContext, plan: LogicalPlan) -> Result<LogicalPlan> {
         let table = self.wrap(ctx, plan).await?;
         Ok(LogicalPlanBuilder::scan("checked", provider_as_source(table), None)?.build()?)
     }

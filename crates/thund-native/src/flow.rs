@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 use knut_thund::backend::{EventDetails, EventSender, RunEvent, RunPhase};
 use knut_thund::ir::{Dataset, Flow, Pipeline};
 
-use crate::storage::Storage;
+use crate::delta::storage::Storage;
 
 /// What a flow's work needs from its run.
 pub(crate) struct FlowJob<'a> {
@@ -31,7 +31,7 @@ pub(crate) struct FlowJob<'a> {
 impl FlowJob<'_> {
     /// Reports a warning about the flow (e.g. its table's schema changed), in the run's output
     /// and its event log.
-    pub fn warn(&self, warning: &str) {
+    pub(crate) fn warn(&self, warning: &str) {
         let mut ev = RunEvent::now(self.flow.name.to_string(), None, format!("Flow {}: {warning}.", self.flow.name));
         ev.details.warning = Some(warning.to_string());
         ev.details.location = Some(self.flow.location.to_string());
@@ -39,17 +39,17 @@ impl FlowJob<'_> {
     }
 
     /// Reports that the flow is being planned.
-    pub fn planning(&self) {
+    pub(crate) fn planning(&self) {
         self.events.flow(self.flow, RunPhase::Planning, EventDetails::default());
     }
 
     /// Reports that the flow starts (its query is planned).
-    pub fn starting(&self) {
+    pub(crate) fn starting(&self) {
         self.events.flow(self.flow, RunPhase::Starting, EventDetails::default());
     }
 
     /// Reports that the flow writes rows.
-    pub fn running(&self) {
+    pub(crate) fn running(&self) {
         self.events.flow(self.flow, RunPhase::Running, EventDetails::default());
     }
 }
@@ -96,12 +96,12 @@ impl FlowEffect {
 pub(crate) struct RunEvents(EventSender);
 
 impl RunEvents {
-    pub fn new(events: EventSender) -> Self {
+    pub(crate) fn new(events: EventSender) -> Self {
         RunEvents(events)
     }
 
     /// A flow's phase (`details.location` defaults to the flow's).
-    pub fn flow(&self, f: &Flow, phase: RunPhase, details: EventDetails) {
+    pub(crate) fn flow(&self, f: &Flow, phase: RunPhase, details: EventDetails) {
         let verb = if phase.is_terminal() { "has" } else { "is" };
         let mut ev = RunEvent::now(f.name.to_string(), Some(phase), format!("Flow {} {verb} {phase}.", f.name));
         ev.details = details;
@@ -110,17 +110,17 @@ impl RunEvents {
     }
 
     /// The run's own phase.
-    pub fn run(&self, phase: RunPhase, message: String) {
+    pub(crate) fn run(&self, phase: RunPhase, message: String) {
         self.0.emit(RunEvent::now("run", Some(phase), message));
     }
 
     /// Any other event.
-    pub fn emit(&self, event: RunEvent) {
+    pub(crate) fn emit(&self, event: RunEvent) {
         self.0.emit(event);
     }
 
     /// Flushes the event log.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         self.0.flush().await;
     }
 }

@@ -14,10 +14,10 @@ use datafusion::datasource::ViewTable;
 use knut_thund::frontend::{analyze_query, NameContext};
 use knut_thund::ir::{DatasetKind, Pipeline, QualifiedName, Query, Read, SourceLocation};
 
+use crate::delta::storage::Storage;
+use crate::delta::table::open_stored_table;
 use crate::engine::{context_with, ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
-use crate::storage::Storage;
-use crate::table::open_stored_table;
 
 /// A query's result: its schema (known even when there are no rows) and its batches.
 #[derive(Debug, Clone)]
@@ -196,8 +196,8 @@ fn setting_row(key: &str, value: &str) -> QueryResult {
     ]));
     let columns: Vec<arrow::array::ArrayRef> =
         vec![Arc::new(StringArray::from(vec![key])), Arc::new(StringArray::from(vec![value]))];
-    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("two string columns of one row");
-    QueryResult { schema, batches: vec![batch] }
+    let batches = RecordBatch::try_new(Arc::clone(&schema), columns).into_iter().collect();
+    QueryResult { schema, batches }
 }
 
 /// The stored table of dataset `name`: its schema and row count, opening only that table;

@@ -20,11 +20,11 @@ use knut_thund::plan::Plan;
 use knut_thund::prepare::PreparedRun;
 use knut_thund::validate::dependencies;
 
+use crate::delta::storage::{RunLock, Storage};
+use crate::delta::table::open_stored_table;
 use crate::engine::{ensure_schema, pipeline_context, plan_query, table_ref, EngineOptions};
 use crate::error::{NativeError, Result};
 use crate::flow::{FlowEffect, FlowJob, RunEvents};
-use crate::storage::{RunLock, Storage};
-use crate::table::open_stored_table;
 use crate::views::Views;
 
 /// One run of the native backend.
@@ -324,40 +324,7 @@ fn flow_failure(e: &NativeError, f: &Flow) -> String {
     while let Some(rest) = LAYERS.iter().find_map(|l| text.strip_prefix(l)) {
         text = rest.to_string();
     }
-    format!("{} ({}): {}", f.target, f.location, in_sparks_words(&text))
-}
-
-/// What an Arrow kernel says when a value fails, in the words of Spark's error for it where
-/// there is one: the casts and operators Spark's rules cover fail with Spark's own errors
-/// before Arrow's are reached, so these are what remains (an overflow inside a built-in
-/// function, a cast DataFusion inserted).
-fn in_sparks_words(text: &str) -> String {
-    const ANSI: &str = "or set spark.sql.ansi.enabled to false";
-    if let Some(rest) = text.strip_prefix("Cast error: ") {
-        return format!("a value cannot be cast: {rest}");
-    }
-    if let Some(on) = crate::arithmetic::overflowing(&text) {
-        return format!("[ARITHMETIC_OVERFLOW] {on} overflows: use the operation's try_ function to get NULL, {ANSI}");
-    }
-    // `Compute error: Int32Array overflow on abs(-2147483648)`
-    if let Some((_, on)) = text.strip_prefix("Compute error: ").and_then(|t| t.split_once(" overflow on ")) {
-        return format!("[ARITHMETIC_OVERFLOW] {on} overflows, {ANSI}");
-    }
-    // `Invalid argument error: 1000.5 is too large to store in a Decimal128 of precision 3. Max is 99.9`
-    if let Some((value, rest)) = text
-        .strip_prefix("Invalid argument error: ")
-        .and_then(|t| t.split_once(" is too large to store in a Decimal128 of precision "))
-    {
-        let precision = rest.split('.').next().unwrap_or(rest);
-        return format!(
-            "[NUMERIC_VALUE_OUT_OF_RANGE] {value} cannot be represented with {precision} digits: use try_cast to get \
-             NULL, {ANSI}"
-        );
-    }
-    if text.starts_with("Divide by zero error") {
-        return format!("[DIVIDE_BY_ZERO] division by zero: use try_divide to get NULL, {ANSI}");
-    }
-    text.to_string()
+    format!("{} ({}): {}", f.target, f.location, thund_sql::in_sparks_words(&text))
 }
 
 /// How a flow ended: reported once, as its last event and as its line of the summary.

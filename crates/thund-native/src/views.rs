@@ -12,10 +12,10 @@ use knut_thund::frontend::reparse;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, QualifiedName, Query};
 use serde_json::json;
 
+use crate::delta::storage::Storage;
 use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
-use crate::storage::Storage;
 
 /// The views of one run, and the checkers of those with expectations.
 #[derive(Default)]

@@ -2,6 +2,8 @@
 //! before anything is written. The tables themselves are checked against an engine-independent
 //! replay in `conformance/auto-cdc`, and under kills in `thund-cli/tests/crash.rs`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

@@ -8,6 +8,8 @@
 //! parquet sink. The second batch here is written so that every kind's kept state decides its
 //! answer; the expected tables are worked out by hand from the two batches.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

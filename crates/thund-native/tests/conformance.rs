@@ -4,6 +4,8 @@
 //! the native backend does not support yet is skipped *because its capability check refuses it*
 //! (and says so); everything the backend accepts must reproduce Spark's rows exactly.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

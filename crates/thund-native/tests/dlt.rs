@@ -2,6 +2,8 @@
 //! hints, the rescued-data column) and `APPLY CHANGES INTO`. Expected values follow Auto Loader's
 //! documented behaviour and DLT's, written out by hand here.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use arrow::datatypes::DataType;

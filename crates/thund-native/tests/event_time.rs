@@ -2,6 +2,8 @@
 //! between runs, and what the engine cannot run is refused before anything is written. Spark's
 //! own tables for the same windows are checked in `conformance/event-time` (both backends).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

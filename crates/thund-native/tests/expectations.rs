@@ -1,5 +1,7 @@
 //! Expectations: warn / drop / fail, counted on every row, NULL as a violation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use common::*;

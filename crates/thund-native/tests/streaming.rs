@@ -1,5 +1,7 @@
 //! Streaming tables across runs: only new input is processed, nothing is lost or duplicated.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
 mod common;
 
 use std::path::Path;

@@ -181,7 +181,7 @@ pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
     let (settings, bundle_key, root) = match doc.get("resources") {
         Some(resources) => {
             let pipelines = resources.get("pipelines").and_then(Value::as_mapping);
-            let Some(pipelines) = pipelines.filter(|m| m.len() == 1) else {
+            let Some((key, value)) = pipelines.filter(|m| m.len() == 1).and_then(|m| m.iter().next()) else {
                 let n = pipelines.map_or(0, |m| m.len());
                 return Err(error(
                     at("resources"),
@@ -190,7 +190,6 @@ pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
                     ),
                 ));
             };
-            let (key, value) = pipelines.iter().next().expect("one entry");
             // A bundle's paths are relative to its file; its project is the bundle's folder.
             let root = folder
                 .ancestors()

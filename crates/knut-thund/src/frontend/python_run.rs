@@ -130,7 +130,9 @@ fn load_here(
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()?;
-            child.stdin.take().expect("piped stdin").write_all(DRIVER.as_bytes())?;
+            let mut stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("python's stdin is not piped"))?;
+            stdin.write_all(DRIVER.as_bytes())?;
+            drop(stdin);
             child.wait_with_output()
         })
         .await

@@ -78,6 +78,33 @@ impl FlowKind {
         }
     }
 
+    /// Whether the flow only adds rows to its target: a target only such flows write grows by
+    /// what they wrote (an AUTO CDC flow rewrites rows by key).
+    pub fn only_appends(&self) -> bool {
+        match self {
+            FlowKind::Append { .. } | FlowKind::Once { .. } => true,
+            FlowKind::AutoCdc(_) => false,
+        }
+    }
+
+    /// Whether the flow runs on a target's first update and on full refresh only
+    /// (`INSERT INTO ONCE`), where other flows run on every update.
+    pub fn runs_once(&self) -> bool {
+        match self {
+            FlowKind::Once { .. } => true,
+            FlowKind::Append { .. } | FlowKind::AutoCdc(_) => false,
+        }
+    }
+
+    /// The change feed's clauses, for a flow that applies one by key (`AUTO CDC INTO`); other
+    /// kinds write their query's rows.
+    pub fn auto_cdc(&self) -> Option<&AutoCdc> {
+        match self {
+            FlowKind::AutoCdc(c) => Some(c),
+            FlowKind::Append { .. } | FlowKind::Once { .. } => None,
+        }
+    }
+
     /// What this kind of flow requires of its target and clauses, beyond the graph rules every
     /// flow follows (`validate`): every problem, at the flow's location.
     pub fn problems(&self, f: &Flow, target: &Dataset) -> Vec<Diagnostic> {

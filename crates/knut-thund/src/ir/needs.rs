@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 
 use super::{Dataset, DatasetKind, Flow, OutputMode, Pipeline, QualifiedName, Query, Read, SourceLocation};
 
-/// A feature a backend may or may not have.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A feature a backend may or may not have: what an element of a pipeline needs, and (but for
+/// [`Feature::TransactionalTable`], which depends on the table's format) what a backend's
+/// `Capabilities::features` lists.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Feature {
     /// Materialized views, temporary views and batch reads.
     Batch,
@@ -57,7 +59,7 @@ pub enum Feature {
 }
 
 /// What a streaming table is stored transactionally for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum TableUse {
     /// Several flows append to it: each one's commits must be kept.
     SeveralFlows,

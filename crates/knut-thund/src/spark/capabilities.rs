@@ -4,7 +4,7 @@
 use knut_pipelines::versions::{facts_for, SERVER_FACTS};
 
 use crate::backend::{Capabilities, TableFormats};
-use crate::ir::OutputMode;
+use crate::ir::{Feature, OutputMode};
 
 /// Name of the Spark Connect backend.
 pub const BACKEND_NAME: &str = "spark-connect-sdp";
@@ -17,43 +17,48 @@ const TRANSACTIONAL_FORMATS: [&str; 2] = ["delta", "iceberg"];
 /// the pipelines service (before 4.1).
 pub fn capabilities(version: &str) -> Option<Capabilities> {
     let facts = facts_for(version)?;
-    Some(Capabilities {
-        batch: true,
-        streaming: true,
+    let mut caps = Capabilities::none(format!("{BACKEND_NAME} (Spark {version})")).with([
+        Feature::Batch,
+        Feature::Streaming,
         // `WATERMARK … DELAY OF` with `window(…)` in append mode: every line since 4.1 runs it, and
         // `conformance/event-time` checks its tables against the native backend's.
-        event_time: true,
-        cdc: facts.auto_cdc,
+        Feature::EventTime,
         // Open-source SDP has no expectations (`facts.expectations` is false on every line):
         // `to_sdp` enforces them in the flow's query instead (`DROP ROW` filters, `FAIL UPDATE`
         // raises), without pass and fail counts.
-        expectations: true,
+        Feature::Expectations,
         // Measured on 4.1.4 and 4.3.0: a streaming table's `pipelines.outputMode` is ignored and its flow
         // runs in append mode (an aggregation without watermark fails as append would).
-        output_modes: vec![OutputMode::Append],
-        sinks: facts.sink_output,
-        persistent_views: facts.sql_graph_elements,
-        file_sources: true,
-        once_flows: facts.once_flows,
-        transactional_tables: TableFormats::Only(TRANSACTIONAL_FORMATS.map(String::from).to_vec()),
-        // A Databricks reader option: open-source Spark's JSON reader ignores it silently, so the
-        // same project would drop or fail records instead.
-        rescued_data: false,
-        schema_hints: false,
+        Feature::OutputMode(OutputMode::Append),
+        Feature::FileSources,
         // Spark keeps both sides in state and matches rows across batches.
-        stream_joins: true,
+        Feature::StreamJoins,
         // The view's query is one more relation of the reading flow's streaming query.
-        stateful_streaming_views: true,
+        Feature::StatefulStreamingViews,
         // The relation a Python query function built is sent as it is.
-        dataframes: true,
+        Feature::DataFrames,
         // The server applies every setting itself.
-        sql_conf: true,
-        // AUTO CDC's `IGNORE NULL UPDATES` and `APPLY AS TRUNCATE WHEN` stay refused: the 4.3.0
-        // server builds its change arguments from keys, sequence, SCD type, column and history
-        // selections and deletes only (its `PipelinesHandler.buildAutoCdcFlow`), so both would be
-        // dropped without an error.
-        ..Capabilities::none(format!("{BACKEND_NAME} (Spark {version})"))
-    })
+        Feature::SqlConf,
+    ]);
+    // What depends on the server's line (`knut_pipelines::versions`).
+    for (has, feature) in [
+        (facts.auto_cdc, Feature::Cdc),
+        (facts.sink_output, Feature::Sinks),
+        (facts.sql_graph_elements, Feature::PersistentViews),
+        (facts.once_flows, Feature::OnceFlows),
+    ] {
+        if has {
+            caps = caps.with([feature]);
+        }
+    }
+    // Not listed: `rescuedDataColumn` and `cloudFiles.schemaHints`, Databricks reader options
+    // that open-source Spark's readers ignore silently, so the same project would drop or fail
+    // records instead; and AUTO CDC's `IGNORE NULL UPDATES` and `APPLY AS TRUNCATE WHEN`: the
+    // 4.3.0 server builds its change arguments from keys, sequence, SCD type, column and history
+    // selections and deletes only (its `PipelinesHandler.buildAutoCdcFlow`), so both would be
+    // dropped without an error.
+    caps.transactional_tables = TableFormats::Only(TRANSACTIONAL_FORMATS.map(String::from).to_vec());
+    Some(caps)
 }
 
 /// What a server of any targeted line could run (the newest line's facts): the check a pipeline
@@ -71,8 +76,8 @@ mod tests {
     #[test]
     fn lines_differ_where_the_facts_do() {
         let (c41, c43) = (capabilities("4.1.4").unwrap(), capabilities("4.3.0").unwrap());
-        assert!(!c41.cdc && c43.cdc);
-        assert!(c41.expectations && c43.expectations, "lowered into the flow's query");
+        assert!(!c41.has(&Feature::Cdc) && c43.has(&Feature::Cdc));
+        assert!(c41.has(&Feature::Expectations) && c43.has(&Feature::Expectations), "lowered into the flow's query");
         assert!(capabilities("3.5.1").is_none());
         assert_eq!(any_version(), Capabilities { name: BACKEND_NAME.into(), ..c43 });
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use knut_pipelines::{PipelineEvent, PipelineEventSink};
 
 use crate::backend::{EventSender, FlowOutcome, RunEvent, RunPhase, RunSummary};
-use crate::ir::{DatasetKind, FlowKind, Pipeline, QualifiedName, SourceLocation};
+use crate::ir::{DatasetKind, Pipeline, QualifiedName, SourceLocation};
 
 /// How a flow's output rows are known from its table's row count (Spark's run events carry no
 /// numbers): a materialized view's flow wrote the whole table; the one append flow of a
@@ -88,10 +88,7 @@ impl EventTranslator {
         let kinds: BTreeMap<_, _> = p.datasets.iter().map(|d| (&d.name, d.kind)).collect();
         // A table's rows are counted from its size: a materialized view's whole, a streaming
         // table's growth when one appending flow alone writes it (AUTO CDC rewrites rows).
-        let appends = |f: &crate::ir::Flow| match f.kind {
-            FlowKind::Append { .. } | FlowKind::Once { .. } => true,
-            FlowKind::AutoCdc(_) => false,
-        };
+        let appends = |f: &crate::ir::Flow| f.kind.only_appends();
         let counting = |f: &crate::ir::Flow| match kinds.get(&f.target) {
             Some(DatasetKind::MaterializedView) => Counting::Whole,
             Some(DatasetKind::StreamingTable) if appends(f) && p.flows_into(&f.target).count() == 1 => Counting::Growth,

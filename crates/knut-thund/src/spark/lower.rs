@@ -21,8 +21,8 @@ use knut_pipelines::{
 
 use crate::error::{Result, ThundError};
 use crate::ir::{
-    ColumnSelection, DatasetKind, FileSource, FileSyntax, FlowKind, Pipeline, Query, Read, ScdType, SourceLocation,
-    Span, ViolationAction,
+    ColumnSelection, DatasetKind, FileSource, FileSyntax, Pipeline, Query, Read, ScdType, SourceLocation, Span,
+    ViolationAction,
 };
 
 fn location(l: &SourceLocation) -> Option<SourceCodeLocation> {
@@ -181,9 +181,9 @@ impl Pipeline {
                 Some(df) => Relation::Connect { bytes: df.bytes.clone() },
                 None => Relation::Sql { query: sql },
             };
-            let details = match &f.kind {
-                FlowKind::Append { .. } | FlowKind::Once { .. } => FlowDetails::Relation(relation),
-                FlowKind::AutoCdc(c) => {
+            let details = match f.kind.auto_cdc() {
+                None => FlowDetails::Relation(relation),
+                Some(c) => {
                     // The protocol names the change feed's dataset rather than carrying a
                     // relation: the query becomes a temporary view the AutoCDC flow reads.
                     let source = format!("__thund_cdc_{fi}");
@@ -231,10 +231,7 @@ impl Pipeline {
                 (_, true) => (f.name.to_string(), f.target.to_string()),
             };
             let mut gf = GFlow::new(name, target, details);
-            gf.once = match f.kind {
-                FlowKind::Once { .. } => true,
-                FlowKind::Append { .. } | FlowKind::AutoCdc(_) => false,
-            };
+            gf.once = f.kind.runs_once();
             gf.location = location(&f.location);
             gf.sql_conf = f.sql_conf.clone();
             g.flows.push(gf);
@@ -307,6 +304,7 @@ fn splice(q: &Query, mut splices: Vec<(Span, String)>) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::FlowKind;
 
     fn flow_sql(g: &DataflowGraph, name: &str) -> String {
         let f = g.flows.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name}: {g:#?}"));

@@ -285,8 +285,9 @@ pub fn test_pipeline(
             let path = storage.join("sinks").join(folder);
             sink.options.insert("path".into(), path.to_string_lossy().into_owned());
         }
+        let name = d.name.clone();
         out.datasets.push(d);
-        for f in p.flows_into(&out.datasets.last().expect("pushed").name) {
+        for f in p.flows_into(&name) {
             let mut f = f.clone();
             let reads = &mut f.query_mut().reads;
             for r in reads.iter_mut() {

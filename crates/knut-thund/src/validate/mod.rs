@@ -90,8 +90,9 @@ fn find_cycle<'a>(deps: &BTreeMap<&'a QualifiedName, BTreeSet<&'a QualifiedName>
         path.push((start, inputs(start)));
         while let Some((_, todo)) = path.last_mut() {
             let Some(next) = todo.pop() else {
-                let (done, _) = path.pop().expect("the path is not empty");
-                marks.insert(done, Mark::Done);
+                if let Some((done, _)) = path.pop() {
+                    marks.insert(done, Mark::Done);
+                }
                 continue;
             };
             match marks.get(next) {

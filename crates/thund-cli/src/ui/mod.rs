@@ -57,7 +57,7 @@ struct Log {
 }
 
 /// Serves the web view of the project at `start` until the process is interrupted.
-pub fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyhow::Result<()> {
+pub(crate) fn serve(start: &Path, pipeline: &Pipeline, bind: IpAddr, port: u16) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(SocketAddr::new(bind, port))

@@ -13,7 +13,7 @@ use thund_native::event_log::{LoggedEvent, Overview};
 
 /// The graph: datasets in layers (a dataset's layer is one more than its deepest input's, as
 /// DLT draws them left to right), the edges by read, and what the panel shows of each.
-pub fn pipeline(p: &Pipeline) -> Value {
+pub(super) fn pipeline(p: &Pipeline) -> Value {
     let mut sources = Sources::new(&p.root, &p.configuration);
     let layers: BTreeMap<String, usize> = match plan(p, &Selection::default()) {
         Ok(planned) => planned
@@ -75,7 +75,7 @@ pub fn pipeline(p: &Pipeline) -> Value {
 }
 
 /// The statements of a project's files as written, each file read and tokenized once.
-pub struct Sources<'a> {
+pub(super) struct Sources<'a> {
     root: &'a Path,
     configuration: &'a BTreeMap<String, String>,
     /// Per file (`None`: unreadable).
@@ -90,7 +90,7 @@ struct SourceFile {
 
 impl<'a> Sources<'a> {
     /// The files of the project at `root`, whose SQL the front end reads with `configuration`.
-    pub fn new(root: &'a Path, configuration: &'a BTreeMap<String, String>) -> Self {
+    pub(super) fn new(root: &'a Path, configuration: &'a BTreeMap<String, String>) -> Self {
         Sources { root, configuration, files: HashMap::new() }
     }
 
@@ -98,7 +98,7 @@ impl<'a> Sources<'a> {
     /// the `;` that ends it — found with the front end's own tokenizer (after the same `${key}`
     /// substitution), so quotes and comments are read as the parser reads them. In a Python file,
     /// the definition at `at`: its decorators and function, or its call.
-    pub fn statement(&mut self, at: &SourceLocation) -> String {
+    pub(super) fn statement(&mut self, at: &SourceLocation) -> String {
         let (root, conf) = (self.root, self.configuration);
         let python = at.file.ends_with(".py");
         let file = self.files.entry(at.file.clone()).or_insert_with(|| {
@@ -163,14 +163,14 @@ fn python_definition_end(lines: &[String], first: usize) -> usize {
 }
 
 /// How many runs `/api/state` lists (the latest); `run_count` says how many there are.
-pub const RUNS_LISTED: usize = 100;
+pub(super) const RUNS_LISTED: usize = 100;
 
 /// The event log folded: every run's summary, and the flows of the runs whose events were all
 /// read — the last run each dataset took part in, and every run begun since the log was first
 /// read. Built from an [`Overview`] (a long log is never decoded whole) and then fed only the
 /// events committed since.
 #[derive(Default)]
-pub struct Folded {
+pub(super) struct Folded {
     events: u64,
     runs: Vec<Run>,
     index: HashMap<String, usize>,
@@ -179,7 +179,7 @@ pub struct Folded {
 
 impl Folded {
     /// The log as an overview summarizes it.
-    pub fn from_overview(root: &Path, o: Overview) -> Self {
+    pub(super) fn from_overview(root: &Path, o: Overview) -> Self {
         let mut f = Folded { events: o.events, detailed: o.detailed, ..Folded::default() };
         for (id, backend, started) in o.runs {
             f.index.insert(id.clone(), f.runs.len());
@@ -195,7 +195,7 @@ impl Folded {
 
     /// Folds events committed after those already folded (oldest first); a run first seen here
     /// has all its events folded.
-    pub fn add(&mut self, root: &Path, events: &[LoggedEvent]) {
+    pub(super) fn add(&mut self, root: &Path, events: &[LoggedEvent]) {
         self.events += events.len() as u64;
         for e in events {
             let i = match self.index.get(e.origin.update_id.as_str()) {
@@ -212,7 +212,7 @@ impl Folded {
     }
 
     /// The last runs and each dataset's last state.
-    pub fn state(&self) -> Value {
+    pub(super) fn state(&self) -> Value {
         // Each dataset's state is its state in the last run it took part in; its last refresh is
         // the last time one of its flows completed.
         let mut datasets: BTreeMap<String, Value> = BTreeMap::new();
@@ -248,7 +248,7 @@ impl Folded {
     }
 
     /// One run with its flows, if all its events were folded.
-    pub fn run(&self, id: &str) -> Option<Value> {
+    pub(super) fn run(&self, id: &str) -> Option<Value> {
         if !self.detailed.contains(id) {
             return None;
         }
@@ -257,7 +257,7 @@ impl Folded {
 }
 
 /// One run's flows, as `GET /api/runs/{id}` shows them, from its events (oldest first).
-pub fn run(root: &Path, events: &[LoggedEvent], id: &str) -> Option<Value> {
+pub(super) fn run(root: &Path, events: &[LoggedEvent], id: &str) -> Option<Value> {
     let mut run: Option<Run> = None;
     for e in events.iter().filter(|e| e.origin.update_id == id) {
         run.get_or_insert_with(|| Run::new(e)).add(root, e);

@@ -47,8 +47,8 @@ use knut_thund::prepare::PreparedRun;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::delta::storage::{LockedRun, Storage};
 use crate::error::{NativeError, Result};
-use crate::storage::{LockedRun, Storage};
 
 mod table;
 pub(crate) use table::provider;
@@ -444,7 +444,7 @@ async fn append(storage: &Storage, key: &str, table: Option<DeltaTable>, rows: &
             ("delta.checkpointInterval", Some("50")),
         ]);
     }
-    Ok(write.with_writer_properties(crate::write::writer_properties()).await?)
+    Ok(write.with_writer_properties(crate::delta::write::writer_properties()).await?)
 }
 
 /// Ends, in the log under `storage`, the run `gone` that held the run lock and never released it
@@ -470,7 +470,7 @@ pub(crate) fn end_interrupted(storage: &Storage, pipeline: &str, gone: &LockedRu
         details: json!({"update_progress": {"state": "FAILED", "interrupted": true}}),
         event_type: "update_progress".into(),
     };
-    crate::storage::block_on_own_thread("end the interrupted run in the event log", async {
+    crate::delta::storage::block_on_own_thread("end the interrupted run in the event log", async {
         // A log that was never written holds nothing of that run to end.
         let Some(table) = open_log(storage).await? else { return Ok(()) };
         append(storage, &storage.event_log_key(), Some(table), &[row]).await.map(|_| ())
@@ -502,7 +502,7 @@ async fn compact(table: DeltaTable, retention: Duration, run_id: &str) -> Result
     let table = table
         .write(batches)
         .with_save_mode(SaveMode::Overwrite)
-        .with_writer_properties(crate::write::writer_properties())
+        .with_writer_properties(crate::delta::write::writer_properties())
         .await?;
     table.vacuum().with_mode(deltalake::operations::vacuum::VacuumMode::Full).await?;
     Ok(())

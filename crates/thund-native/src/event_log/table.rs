@@ -11,8 +11,8 @@ use knut_thund::ir::Pipeline;
 use serde_json::Value;
 
 use super::{LoggedEvent, Origin};
+use crate::delta::storage::Storage;
 use crate::error::{NativeError, Result};
-use crate::storage::Storage;
 
 /// The Arrow schema of the table.
 pub fn schema() -> SchemaRef {
@@ -319,18 +319,18 @@ async fn read_files(table: &DeltaTable, paths: Vec<String>) -> Result<Vec<Logged
 
 /// Expressions over the log's columns (built, not parsed: SQL text is the front end's).
 mod x {
-    pub use datafusion::functions::core::expr_fn::get_field;
-    pub use datafusion::functions_aggregate::expr_fn::{count, last_value, min};
-    pub use datafusion::functions_aggregate::first_last::last_value_udaf;
-    pub use datafusion::logical_expr::{col, lit, when, Expr, ExprFunctionExt};
+    pub(super) use datafusion::functions::core::expr_fn::get_field;
+    pub(super) use datafusion::functions_aggregate::expr_fn::{count, last_value, min};
+    pub(super) use datafusion::functions_aggregate::first_last::last_value_udaf;
+    pub(super) use datafusion::logical_expr::{col, lit, when, Expr, ExprFunctionExt};
 
     /// `origin.<field>`.
-    pub fn origin(field: &str) -> Expr {
+    pub(super) fn origin(field: &str) -> Expr {
         get_field(col("origin"), field)
     }
 
     /// Whether the JSON text of `details` holds `"<key>":"<value>"` for one of `values`.
-    pub fn details_say(key: &str, values: &[&str]) -> Expr {
+    pub(super) fn details_say(key: &str, values: &[&str]) -> Expr {
         let each = values.iter().map(|v| col("details").like(lit(format!("%\"{key}\":\"{v}\"%"))));
         each.reduce(Expr::or).unwrap_or(lit(false))
     }

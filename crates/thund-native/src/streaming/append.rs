@@ -10,10 +10,10 @@ use knut_thund::ir::Query;
 use super::checkpoint::{Checkpoint, KindState};
 use super::kind::{Batch, BatchKind};
 use super::sources::increments;
+use crate::delta::table::{align_to_target, conform, evolve_to_target};
 use crate::engine::{plan_query, plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
 use crate::flow::FlowJob;
-use crate::table::{align_to_target, conform, evolve_to_target};
 
 static STREAM_SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -95,12 +95,12 @@ pub(super) struct Append<'q> {
 
 impl<'q> Append<'q> {
     /// Appends the query's rows over each batch's new input.
-    pub fn new(query: &'q Query, by_name: bool) -> Self {
+    pub(super) fn new(query: &'q Query, by_name: bool) -> Self {
         Append { query, by_name, once: false }
     }
 
     /// Appends the query's rows once.
-    pub fn once(query: &'q Query, by_name: bool) -> Self {
+    pub(super) fn once(query: &'q Query, by_name: bool) -> Self {
         Append { query, by_name, once: true }
     }
 }

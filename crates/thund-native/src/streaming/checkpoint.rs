@@ -32,17 +32,17 @@ use deltalake::DeltaTable;
 use knut_thund::ir::{QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
+use crate::delta::storage::Storage;
 use crate::error::{NativeError, Result};
-use crate::storage::Storage;
 
 /// Version of the checkpoint files' format.
 /// 2 added the watermark and the open windows' state of flows aggregating over event time;
 /// 3 keeps each kind's own fields in [`KindState`] (format 2 had every kind's side by side).
-pub const CHECKPOINT_FORMAT_VERSION: u32 = 3;
+pub(crate) const CHECKPOINT_FORMAT_VERSION: u32 = 3;
 
 /// How far one flow has read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
+pub(crate) struct Checkpoint {
     /// [`CHECKPOINT_FORMAT_VERSION`].
     pub format_version: u32,
     /// Number of the last committed batch (0: none yet).
@@ -56,7 +56,7 @@ pub struct Checkpoint {
 /// What one kind of streaming flow keeps between batches, besides its sources' offsets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum KindState {
+pub(crate) enum KindState {
     /// A flow appending what its query returns for the new input keeps nothing more.
     Append,
     /// `INSERT INTO ONCE`: whether it ran.
@@ -87,7 +87,7 @@ pub enum KindState {
 
 impl KindState {
     /// A short name for messages.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             KindState::Append => "append",
             KindState::Once { .. } => "once",
@@ -97,7 +97,7 @@ impl KindState {
     }
 
     /// Whether `other` is state of the same kind.
-    pub fn same_kind(&self, other: &KindState) -> bool {
+    pub(crate) fn same_kind(&self, other: &KindState) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 
@@ -149,12 +149,12 @@ struct V2Fields {
 
 impl Checkpoint {
     /// A flow's checkpoint before its first batch.
-    pub fn initial(state: KindState) -> Checkpoint {
+    pub(crate) fn initial(state: KindState) -> Checkpoint {
         Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: 0, sources: BTreeMap::new(), state }
     }
 
     /// What the next batch commits once it is done: the same reads and state, one batch on.
-    pub fn next(&self) -> Checkpoint {
+    pub(crate) fn next(&self) -> Checkpoint {
         Checkpoint { format_version: CHECKPOINT_FORMAT_VERSION, batch: self.batch + 1, ..self.clone() }
     }
 
@@ -197,7 +197,7 @@ fn article(label: &str) -> String {
 /// Progress through one streaming source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SourceOffset {
+pub(crate) enum SourceOffset {
     /// A Delta table (another streaming table): the last version read.
     Table {
         /// Delta version.
@@ -217,7 +217,7 @@ pub enum SourceOffset {
 }
 
 /// The key of a streaming source in a checkpoint.
-pub fn source_key(r: &Read) -> String {
+pub(crate) fn source_key(r: &Read) -> String {
     match r {
         Read::Dataset { name, .. } => format!("table:{name}"),
         Read::Files(f) => format!("files:{}:{}", f.format, f.path),
@@ -225,7 +225,7 @@ pub fn source_key(r: &Read) -> String {
 }
 
 /// What a batch starts from.
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// The committed state.
     pub state: Checkpoint,
     /// The input a batch that failed before its commit recorded (each source's offset at its
@@ -234,7 +234,7 @@ pub struct Recovered {
 }
 
 /// A flow's checkpoint files.
-pub struct CheckpointStore {
+pub(crate) struct CheckpointStore {
     storage: Storage,
     dir: String,
     /// The flow's kind, as its state before the first batch.
@@ -243,7 +243,7 @@ pub struct CheckpointStore {
 
 impl CheckpointStore {
     /// The store in folder `dir` of `storage`, of a flow of the kind `kind` (its initial state).
-    pub fn new(storage: &Storage, dir: String, kind: KindState) -> Self {
+    pub(crate) fn new(storage: &Storage, dir: String, kind: KindState) -> Self {
         CheckpointStore { storage: storage.clone(), dir, kind }
     }
 
@@ -264,13 +264,13 @@ impl CheckpointStore {
 
     /// Loads the state, first resolving an intent left by a crash or a failed batch:
     /// `committed_batch` is the target table's transaction version for this flow.
-    pub async fn recover(&self, committed_batch: Option<i64>) -> Result<Recovered> {
+    pub(crate) async fn recover(&self, committed_batch: Option<i64>) -> Result<Recovered> {
         self.resolve(committed_batch, true).await
     }
 
     /// The state [`Self::recover`] would load, writing nothing: what a dry run plans from. The
     /// intent stays for the run that owns it (a live run beside the dry run may be writing it).
-    pub async fn peek(&self, committed_batch: Option<i64>) -> Result<Recovered> {
+    pub(crate) async fn peek(&self, committed_batch: Option<i64>) -> Result<Recovered> {
         self.resolve(committed_batch, false).await
     }
 
@@ -299,23 +299,23 @@ impl CheckpointStore {
 
     /// Forgets an intent whose input is gone (nothing of it can be redone): the next batch plans
     /// from the committed state.
-    pub async fn abandon_pending(&self) -> Result<()> {
+    pub(crate) async fn abandon_pending(&self) -> Result<()> {
         self.clear_pending().await
     }
 
     /// The batch number of a leftover intent, if any.
-    pub async fn pending_batch(&self) -> Result<Option<i64>> {
+    pub(crate) async fn pending_batch(&self) -> Result<Option<i64>> {
         Ok(self.storage.read_json::<Stored>(&self.pending_key()).await?.map(|c| c.batch))
     }
 
     /// Records what the next batch covers: its input before anything of it is written, and again
     /// with the kind's state once it is staged.
-    pub async fn write_pending(&self, next: &Checkpoint) -> Result<()> {
+    pub(crate) async fn write_pending(&self, next: &Checkpoint) -> Result<()> {
         self.storage.write_json(&self.pending_key(), next).await
     }
 
     /// Step 3: the batch is committed.
-    pub async fn commit(&self, next: &Checkpoint) -> Result<()> {
+    pub(crate) async fn commit(&self, next: &Checkpoint) -> Result<()> {
         self.storage.write_json(&self.state_key(), next).await?;
         self.clear_pending().await
     }
@@ -326,12 +326,12 @@ impl CheckpointStore {
 }
 
 /// The application id a flow's commits carry.
-pub fn app_id(flow: &QualifiedName) -> String {
+pub(crate) fn app_id(flow: &QualifiedName) -> String {
     format!("thund:{flow}")
 }
 
 /// The target's transaction version for `app`, if the table exists.
-pub async fn committed_batch(table: Option<&DeltaTable>, app: &str) -> Result<Option<i64>> {
+pub(crate) async fn committed_batch(table: Option<&DeltaTable>, app: &str) -> Result<Option<i64>> {
     let Some(table) = table else { return Ok(None) };
     let Ok(state) = table.snapshot() else { return Ok(None) };
     Ok(state.transaction_version(table.log_store().as_ref(), app).await?)

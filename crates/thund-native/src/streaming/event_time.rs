@@ -37,8 +37,8 @@ use knut_thund::event_time::{shape, Window, WindowKind, MICROS_PER_MILLI};
 use knut_thund::ir::{OutputMode, Query, SourceLocation};
 use sqlparser::ast::{Expr, GroupByExpr, Ident, Query as AstQuery, SelectItem, SetExpr, VisitMut, VisitorMut};
 
+use crate::delta::storage::Storage;
 use crate::error::{NativeError, Result};
-use crate::storage::Storage;
 
 /// The column holding each row's window start in the rows the user's query sees.
 pub(crate) const WINDOW_START: &str = "__thund_window_start";
@@ -70,7 +70,7 @@ pub(crate) struct Windowed {
 impl Windowed {
     /// The stateful work of `q` written in `mode`: `None` for a query that does not aggregate (a
     /// watermark on a stateless query changes nothing, as in Spark).
-    pub fn of(q: &Query, mode: OutputMode) -> Result<Option<Windowed>> {
+    pub(super) fn of(q: &Query, mode: OutputMode) -> Result<Option<Windowed>> {
         let plan_err =
             |location: &SourceLocation, message: String| NativeError::Plan { location: location.to_string(), message };
         let shape = shape(q).map_err(|d| {
@@ -190,7 +190,7 @@ impl Windowed {
     }
 
     /// The schema of expanded rows: the source's columns and the window's start and end.
-    pub fn expanded_schema(&self, source: &Schema) -> Result<SchemaRef> {
+    pub(super) fn expanded_schema(&self, source: &Schema) -> Result<SchemaRef> {
         let (_, tz) = self.event_time_column(source)?;
         let ts = DataType::Timestamp(TimeUnit::Microsecond, tz);
         let mut fields: Vec<Field> = source.fields().iter().map(|f| f.as_ref().clone()).collect();
@@ -223,7 +223,13 @@ impl Windowed {
 
     /// One batch: `new` rows of the source, the `state` left by the last batch and the
     /// `watermark` it left (milliseconds; 0 before the first batch, as in Spark).
-    pub fn step(&self, source: &Schema, new: &[RecordBatch], state: Vec<RecordBatch>, watermark: i64) -> Result<Step> {
+    pub(super) fn step(
+        &self,
+        source: &Schema,
+        new: &[RecordBatch],
+        state: Vec<RecordBatch>,
+        watermark: i64,
+    ) -> Result<Step> {
         match self.window.as_ref().map(|w| w.kind) {
             Some(WindowKind::Time { length, slide, start }) => {
                 self.time_step((length, slide, start), source, new, state, watermark)
@@ -405,7 +411,7 @@ impl Windowed {
 
     /// The user's query reading the window from the expanded rows: `GROUP BY window(ts, …)`
     /// groups by the two window columns, and `window.start`, `window.end`, `window` read them.
-    pub fn rewrite(&self, q: &Query) -> Result<Query> {
+    pub(super) fn rewrite(&self, q: &Query) -> Result<Query> {
         let mut ast: AstQuery = q
             .ast
             .get()

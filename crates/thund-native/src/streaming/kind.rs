@@ -37,7 +37,7 @@ pub(crate) struct Batch<'a, 'j> {
 
 impl Batch<'_, '_> {
     /// The application transaction that the batch's commit carries.
-    pub fn transaction(&self, next: &Checkpoint) -> Transaction {
+    pub(crate) fn transaction(&self, next: &Checkpoint) -> Transaction {
         Transaction::new(&self.target.app, next.batch)
     }
 }

@@ -39,11 +39,11 @@ use datafusion::datasource::MemTable;
 use knut_thund::backend::DataQuality;
 use knut_thund::ir::{Dataset, FlowKind, OutputMode};
 
+use crate::delta::storage::Storage;
 use crate::engine::table_ref;
 use crate::error::{NativeError, Result};
 use crate::expect::Checker;
 use crate::flow::{FlowEffect, FlowJob};
-use crate::storage::Storage;
 use checkpoint::CheckpointStore;
 use kind::{Batch, BatchKind};
 use target::Target;

@@ -117,7 +117,7 @@ fn compact(json: &str) -> String {
 }
 
 /// `schema` plus the rescued-data column `column` (a nullable string), as the stream reads it.
-pub fn with_rescue_column(schema: &Schema, column: &str) -> SchemaRef {
+pub(crate) fn with_rescue_column(schema: &Schema, column: &str) -> SchemaRef {
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new(column, DataType::Utf8, true));
     Arc::new(Schema::new(fields))
@@ -125,7 +125,7 @@ pub fn with_rescue_column(schema: &Schema, column: &str) -> SchemaRef {
 
 /// The new JSON files' rows with the rescued-data column `column`. `schema` is the stream's
 /// schema if fixed by an earlier batch; returns the provider and the (possibly new) schema.
-pub fn json_with_rescue(
+pub(crate) fn json_with_rescue(
     dir: &Path,
     files: &[String],
     schema: Option<SchemaRef>,

@@ -16,11 +16,11 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, QualifiedName};
 
+use crate::delta::storage::{encode_component, resolve_project_path};
 use crate::error::{NativeError, Result};
-use crate::storage::{encode_component, resolve_project_path};
 
 /// Where a sink writes and in what format.
-pub struct FileSink {
+pub(crate) struct FileSink {
     /// The folder.
     pub path: PathBuf,
     /// `parquet`, `csv`, `json` or `delta`.
@@ -30,7 +30,7 @@ pub struct FileSink {
 impl FileSink {
     /// The sink of dataset `d` (`USING format OPTIONS (path '…')`; relative paths are relative to
     /// the project root).
-    pub fn of(d: &Dataset, root: &Path) -> Result<Self> {
+    pub(crate) fn of(d: &Dataset, root: &Path) -> Result<Self> {
         let spec = d.sink.as_ref().ok_or_else(|| NativeError::Execution(format!("`{}` is not a sink", d.name)))?;
         let format = spec.format.to_ascii_lowercase();
         if !["parquet", "csv", "json", "delta"].contains(&format.as_str()) {
@@ -66,13 +66,13 @@ impl FileSink {
     }
 
     /// The last batch of `flow` whose files are all in place.
-    pub fn committed_batch(&self, flow: &QualifiedName, pending: Option<i64>) -> Option<i64> {
+    pub(crate) fn committed_batch(&self, flow: &QualifiedName, pending: Option<i64>) -> Option<i64> {
         let b = pending?;
         self.marker(flow, b).exists().then_some(b)
     }
 
     /// Removes the files of a batch that was not marked done (a crash between rename and marker).
-    pub fn discard(&self, flow: &QualifiedName, batch: i64) -> Result<()> {
+    pub(crate) fn discard(&self, flow: &QualifiedName, batch: i64) -> Result<()> {
         let prefix = Self::prefix(flow, batch);
         if let Ok(entries) = std::fs::read_dir(&self.path) {
             for e in entries.flatten() {
@@ -93,7 +93,7 @@ impl FileSink {
     }
 
     /// Writes one batch of rows as files and marks it done; returns the rows written.
-    pub async fn write(
+    pub(crate) async fn write(
         &self,
         ctx: &SessionContext,
         plan: LogicalPlan,

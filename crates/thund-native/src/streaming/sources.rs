@@ -27,14 +27,14 @@ use deltalake::DeltaTable;
 use futures::future::BoxFuture;
 use knut_thund::ir::{FileSource, Pipeline, QualifiedName, Query, Read};
 
+use crate::delta::storage::{resolve_project_path, Storage};
 use crate::engine::{plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
-use crate::storage::{resolve_project_path, Storage};
 use crate::streaming::append::stream_table_name;
 use crate::streaming::checkpoint::{source_key, Checkpoint, SourceOffset};
 
 /// New input of one streaming source for the next batch.
-pub struct NewInput {
+pub(crate) struct NewInput {
     /// A provider over only the new rows (empty when there are none).
     pub provider: Arc<dyn TableProvider>,
     /// Whether there are new rows (files) at all.
@@ -44,7 +44,7 @@ pub struct NewInput {
 }
 
 /// The rows of a source table committed after `last` (`None`: from the start).
-pub async fn table_increment(
+pub(crate) async fn table_increment(
     ctx: &SessionContext,
     storage: &Storage,
     name: &QualifiedName,
@@ -124,7 +124,7 @@ async fn files_of(table: &DeltaTable, files: Vec<String>, offset: Option<SourceO
 /// The rows a Delta table outside the pipeline (`` STREAM(delta.`path`) ``) committed after
 /// `last`: the files its newest snapshot has that the one at `last`'s version had not. Data
 /// removed since (a rewrite) ends the stream, as Delta's streaming source does by default.
-pub async fn delta_path_increment(
+pub(crate) async fn delta_path_increment(
     ctx: &SessionContext,
     f: &FileSource,
     root: &Path,
@@ -219,7 +219,7 @@ async fn commits_since(storage: &Storage, table_key: &str, after: i64, now: i64)
 }
 
 /// The Delta table id (`metaData.id` of its first commit, which never changes).
-pub async fn table_id(storage: &Storage, table_key: &str) -> Option<String> {
+pub(crate) async fn table_id(storage: &Storage, table_key: &str) -> Option<String> {
     let first = storage.get(&format!("{table_key}/_delta_log/00000000000000000000.json")).await.ok()??;
     String::from_utf8_lossy(&first).lines().find_map(|l| {
         let v: serde_json::Value = serde_json::from_str(l).ok()?;
@@ -235,7 +235,7 @@ fn active_files(table: &DeltaTable) -> Result<BTreeSet<String>> {
 /// entries (commit markers, checksums) as Spark and DataFusion's listings do. Streaming file
 /// sources take the files not yet processed from it; a materialized view's fingerprint covers
 /// every file in it, so a change anywhere below a source folder is seen.
-pub fn list_files(root: &Path) -> Result<Vec<String>> {
+pub(crate) fn list_files(root: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -260,7 +260,7 @@ pub fn list_files(root: &Path) -> Result<Vec<String>> {
 
 /// How a stream's schema is inferred from its first files (DLT's `cloud_files` options).
 #[derive(Debug, Default)]
-pub struct Inference {
+pub(crate) struct Inference {
     /// Every column a string (Auto Loader's default for JSON and CSV): values keep their text,
     /// a nested JSON value its JSON text.
     pub strings: bool,
@@ -282,7 +282,7 @@ impl Inference {
                     f.path
                 )))
             }
-            Some(ddl) => Some(crate::types::parse_ddl_schema(ddl).map_err(|e| {
+            Some(ddl) => Some(thund_sql::parse_ddl_schema(ddl).map_err(|e| {
                 NativeError::Execution(format!("`cloudFiles.schemaHints` of `{}`: {e}", f.path))
             })?),
         };
@@ -291,7 +291,7 @@ impl Inference {
     }
 
     /// The inferred schema made what the options say.
-    pub fn apply(&self, inferred: Schema) -> Schema {
+    pub(crate) fn apply(&self, inferred: Schema) -> Schema {
         let mut fields: Vec<Field> = inferred
             .fields()
             .iter()
@@ -331,7 +331,7 @@ fn file_format(f: &FileSource) -> Result<Arc<dyn FileFormat>> {
 }
 
 /// The files under a file source that no earlier batch processed.
-pub async fn files_increment(
+pub(crate) async fn files_increment(
     ctx: &SessionContext,
     f: &FileSource,
     root: &Path,
@@ -353,7 +353,7 @@ pub async fn files_increment(
     // first batch on: its columns, in its order, of its types, whatever the files hold.
     if schema.is_none() {
         if let Some(ddl) = f.options.get("schema") {
-            let declared = crate::types::parse_ddl_schema(ddl)
+            let declared = thund_sql::parse_ddl_schema(ddl)
                 .map_err(|e| NativeError::Execution(format!("the schema of `{}`: {e}", f.path)))?;
             schema = Some(Arc::new(declared));
         }
@@ -447,7 +447,7 @@ pub async fn files_increment(
 }
 
 /// The new input of one streaming read of a query.
-pub struct Increment {
+pub(crate) struct Increment {
     /// The read's index in the query's reads.
     pub read: usize,
     /// A provider over only the new rows (empty when there are none).
@@ -463,7 +463,7 @@ pub struct Increment {
 /// `STREAM(v)` of a streaming view is the view's query over the new input of its own streams:
 /// the view is inlined into each flow that streams it, and each of its sources keeps its offset
 /// in that flow's checkpoint, under the view's name.
-pub async fn increments(
+pub(crate) async fn increments(
     ctx: &SessionContext,
     p: &Pipeline,
     storage: &Storage,

@@ -10,10 +10,10 @@ use url::Url;
 
 use super::checkpoint::{app_id, committed_batch};
 use super::sink::FileSink;
+use crate::delta::storage::local_commits;
+use crate::delta::table::{dir_url, write_append};
 use crate::error::Result;
 use crate::flow::FlowJob;
-use crate::storage::local_commits;
-use crate::table::{dir_url, write_append};
 
 /// Where a flow's batches are committed.
 pub(crate) struct Target {
@@ -40,7 +40,7 @@ pub(crate) enum Place {
 
 impl Target {
     /// The target of `job`'s flow, with its table loaded.
-    pub async fn of(job: &FlowJob<'_>) -> Result<Target> {
+    pub(crate) async fn of(job: &FlowJob<'_>) -> Result<Target> {
         let (d, f, storage) = (job.dataset, job.flow, job.storage);
         let app = app_id(&f.name);
         let target = match d.kind {
@@ -77,7 +77,7 @@ impl Target {
     /// The last batch of `job`'s flow that landed, when a crash left the intent of batch
     /// `pending`. A file sink's half-renamed files of an unfinished batch are removed here, except
     /// in a dry run: it takes no lock, so they may be a live run's staged files.
-    pub async fn committed_batch(&self, job: &FlowJob<'_>, pending: Option<i64>) -> Result<Option<i64>> {
+    pub(crate) async fn committed_batch(&self, job: &FlowJob<'_>, pending: Option<i64>) -> Result<Option<i64>> {
         let Some(b) = pending else { return Ok(None) };
         match &self.place {
             Place::Files(sink) => {
@@ -94,7 +94,7 @@ impl Target {
 
     /// Appends `plan`'s rows as batch `txn` of the flow: one Delta commit, or a file sink's
     /// marked batch.
-    pub async fn append(&self, job: &FlowJob<'_>, plan: LogicalPlan, txn: Transaction) -> Result<u64> {
+    pub(crate) async fn append(&self, job: &FlowJob<'_>, plan: LogicalPlan, txn: Transaction) -> Result<u64> {
         let (ctx, d) = (job.ctx, job.dataset);
         match &self.place {
             Place::Files(sink) => sink.write(ctx, plan, &job.flow.name, txn.version).await,
@@ -107,7 +107,7 @@ impl Target {
                 // A changed definition's new columns join the table first (`evolve_to_target`).
                 let existing = match self.existing.clone() {
                     Some(t) => {
-                        let t = crate::table::with_new_columns(t, plan.schema().as_arrow()).await?;
+                        let t = crate::delta::table::with_new_columns(t, plan.schema().as_arrow()).await?;
                         crate::failpoint::hit("stream-after-new-columns", &job.flow.name)?;
                         Some(t)
                     }
@@ -119,7 +119,7 @@ impl Target {
     }
 
     /// Whether the rows go to files rather than a Delta table.
-    pub fn is_file_sink(&self) -> bool {
+    pub(crate) fn is_file_sink(&self) -> bool {
         match self.place {
             Place::Files(_) => true,
             Place::Table | Place::DeltaSink => false,

@@ -20,11 +20,11 @@ use super::checkpoint::{Checkpoint, KindState};
 use super::event_time::{load_state, save_state, Windowed as Windows};
 use super::kind::{Batch, BatchKind};
 use super::sources::increments;
+use crate::delta::storage::Storage;
+use crate::delta::table::write_overwrite;
 use crate::engine::{plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
 use crate::flow::FlowEffect;
-use crate::storage::Storage;
-use crate::table::write_overwrite;
 
 /// An aggregation over a stream, written in its output mode.
 pub(super) struct Windowed<'q> {
@@ -36,7 +36,7 @@ pub(super) struct Windowed<'q> {
 }
 
 impl<'q> Windowed<'q> {
-    pub fn new(windows: Windows, query: &'q Query, by_name: bool) -> Self {
+    pub(super) fn new(windows: Windows, query: &'q Query, by_name: bool) -> Self {
         Windowed { windows, query, by_name, step: None }
     }
 }

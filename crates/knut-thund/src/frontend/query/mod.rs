@@ -272,7 +272,8 @@ pub(crate) fn analyze(sql: &str, base: &SourceLocation, names: &NameContext) -> 
                 }
             }
         }
-        normalized.sql = String::from_utf8(bytes).expect("ASCII blanks over ASCII bytes");
+        // ASCII blanks over whole ASCII words (`LIVE.`) keep the text UTF-8.
+        normalized.sql = String::from_utf8_lossy(&bytes).into_owned();
         ast = parse(&normalized.sql, base).map_err(|d| vec![d])?;
     }
     let mut q = Query {

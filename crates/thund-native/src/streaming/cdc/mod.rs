@@ -87,7 +87,7 @@ pub(super) struct AutoCdc<'s> {
 }
 
 impl<'s> AutoCdc<'s> {
-    pub fn new(spec: &'s Spec) -> Self {
+    pub(super) fn new(spec: &'s Spec) -> Self {
         AutoCdc { spec, shape: None, steps: Steps::start() }
     }
 }
@@ -222,7 +222,7 @@ async fn apply(
                 false => None,
             };
             match appended.is_none_or(|b| b < number) {
-                true => crate::table::append_batches(&url, table, changes, txn).await,
+                true => crate::delta::table::append_batches(&url, table, changes, txn).await,
                 // Found there: the history exists.
                 false => table.ok_or_else(|| NativeError::Execution("internal error: no AUTO CDC history".into())),
             }
@@ -277,7 +277,7 @@ async fn apply(
         (None, _) => {
             let plan = ctx.read_batch(rows)?.into_unoptimized_plan();
             let url = storage.table_url(&d.name);
-            crate::table::write_append(ctx, &url, d, plan, None, txn, true).await?;
+            crate::delta::table::write_append(ctx, &url, d, plan, None, txn, true).await?;
         }
         (Some(target), Some(marked)) => {
             let (marked, fold) = match optimize {
@@ -288,8 +288,8 @@ async fn apply(
             steps.done("write the deletion vectors");
             crate::failpoint::hit("cdc-after-vectors", &f.name)?;
             let table = ctx.read_batches(kept.into_iter().chain([rows]))?;
-            let commit = crate::write::Commit::Replace { dropped, marked: vectors, txn: Some(txn) };
-            crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
+            let commit = crate::delta::write::Commit::Replace { dropped, marked: vectors, txn: Some(txn) };
+            crate::delta::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
         (Some(target), None) => {
             // Without deletion vectors, the files holding a touched key are rewritten with their
@@ -302,8 +302,8 @@ async fn apply(
                 Some(kept) => kept.union(replayed)?,
                 None => replayed,
             };
-            let commit = crate::write::Commit::Replace { dropped: files, marked: Vec::new(), txn: Some(txn) };
-            crate::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
+            let commit = crate::delta::write::Commit::Replace { dropped: files, marked: Vec::new(), txn: Some(txn) };
+            crate::delta::table::commit_rows(ctx, d, &target, table.into_unoptimized_plan(), commit).await?;
         }
     }
     steps.done("commit the target");
@@ -317,8 +317,8 @@ async fn apply(
     // The files batches replace (rewritten, folded, dropped) stay readable for each table's
     // retention (`delta.deletedFileRetentionDuration`, 7 days unless set), then go, as an
     // overwritten materialized view's do. The batch is committed: a failure is only logged.
-    crate::table::vacuum_at(&storage.table_url(&d.name)).await;
-    crate::table::vacuum_at(&history_url).await;
+    crate::delta::table::vacuum_at(&storage.table_url(&d.name)).await;
+    crate::delta::table::vacuum_at(&history_url).await;
     steps.done("vacuum the target and the history");
     Ok(written)
 }

@@ -11,7 +11,7 @@ use arrow::row::{RowConverter, SortField};
 use crate::error::{NativeError, Result};
 
 /// `current` raised to the highest of `sequences` (a one-row array).
-pub fn raised(current: Option<&ArrayRef>, sequences: &ArrayRef) -> Result<ArrayRef> {
+pub(super) fn raised(current: Option<&ArrayRef>, sequences: &ArrayRef) -> Result<ArrayRef> {
     let converter = RowConverter::new(vec![SortField::new(sequences.data_type().clone())])?;
     let rows = converter.convert_columns(&[Arc::clone(sequences)])?;
     let top = (0..rows.num_rows()).max_by(|a, b| rows.row(*a).cmp(&rows.row(*b)));
@@ -30,7 +30,7 @@ pub fn raised(current: Option<&ArrayRef>, sequences: &ArrayRef) -> Result<ArrayR
     })
 }
 
-pub fn encode(value: &ArrayRef) -> Result<String> {
+pub(super) fn encode(value: &ArrayRef) -> Result<String> {
     let schema = Arc::new(Schema::new(vec![Field::new("s", value.data_type().clone(), true)]));
     let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::clone(value)])?;
     let mut bytes = Vec::new();
@@ -43,7 +43,7 @@ pub fn encode(value: &ArrayRef) -> Result<String> {
 
 /// The stored value, if it is one value of `kind` (a feed whose sequence changed type reads
 /// as none: every change is then checked against the history).
-pub fn decode(hex: &str, kind: &DataType) -> Option<ArrayRef> {
+pub(super) fn decode(hex: &str, kind: &DataType) -> Option<ArrayRef> {
     let bytes: Vec<u8> = (0..hex.len())
         .step_by(2)
         .map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))

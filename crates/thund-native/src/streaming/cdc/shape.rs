@@ -15,8 +15,8 @@ pub(crate) const BATCH: &str = "__thund_batch";
 /// When the change was applied (ms since the epoch): tombstones expire by it.
 pub(crate) const AT: &str = "__thund_at";
 /// SCD type 2's validity columns, named as DLT names them.
-pub const START_AT: &str = "__START_AT";
-pub const END_AT: &str = "__END_AT";
+pub(super) const START_AT: &str = "__START_AT";
+pub(super) const END_AT: &str = "__END_AT";
 
 /// An operation of a change.
 pub(crate) const UPSERT: &str = "U";
@@ -39,7 +39,7 @@ pub(crate) struct Shape {
 impl Shape {
     /// Resolves the clauses against the feed's columns; unknown columns are an error at the
     /// flow's location, every one named at once.
-    pub fn of(f: &Flow, cdc: &AutoCdc, feed: &Schema) -> Result<Shape> {
+    pub(super) fn of(f: &Flow, cdc: &AutoCdc, feed: &Schema) -> Result<Shape> {
         let all: Vec<String> = feed.fields().iter().map(|f| f.name().clone()).collect();
         let find = |n: &str| all.iter().find(|c| c.eq_ignore_ascii_case(n)).cloned();
         let mut unknown = Vec::new();
@@ -104,7 +104,7 @@ impl Shape {
 
     /// The target's schema: the data columns (types from the history) and, for SCD 2, the
     /// validity columns of the sequence's type.
-    pub fn target_schema(&self, history: &Schema) -> Result<SchemaRef> {
+    pub(super) fn target_schema(&self, history: &Schema) -> Result<SchemaRef> {
         let mut fields: Vec<Field> = Vec::new();
         for c in &self.columns {
             fields.push(history.field_with_name(c)?.as_ref().clone().with_nullable(true));

@@ -140,8 +140,8 @@ pub(super) async fn collect_tombstones(
         .collect();
     let (kept, dropped, marked) = vectors_for(history, marked, &HashSet::new(), &schema).await?;
     let kept = ctx.read_batches(kept.into_iter().chain([RecordBatch::new_empty(Arc::clone(&schema))]))?;
-    let commit = crate::write::Commit::Replace { dropped, marked, txn: None };
-    match crate::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
+    let commit = crate::delta::write::Commit::Replace { dropped, marked, txn: None };
+    match crate::delta::write::parallel_write(ctx, history, kept.into_unoptimized_plan(), commit).await? {
         Some(_) => Ok(gone.len()),
         None => Err(NativeError::Execution("the AUTO CDC history cannot be written".into())),
     }

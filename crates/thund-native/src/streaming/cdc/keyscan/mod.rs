@@ -65,17 +65,17 @@ pub(crate) struct Listed {
 
 impl Listed {
     /// Its size in bytes.
-    pub fn size(&self) -> u64 {
+    pub(super) fn size(&self) -> u64 {
         self.size
     }
 
     /// Its physical row count, if the log records it.
-    pub fn records(&self) -> Option<u64> {
+    pub(super) fn records(&self) -> Option<u64> {
         self.records.map(|r| r as u64)
     }
 
     /// The positions its deletion vector deletes.
-    pub async fn deleted(&self, store: &dyn ObjectStore) -> Result<RoaringTreemap> {
+    pub(super) async fn deleted(&self, store: &dyn ObjectStore) -> Result<RoaringTreemap> {
         match &self.vector {
             Some(v) => super::deletion::read(store, v).await,
             None => Ok(RoaringTreemap::new()),
@@ -84,7 +84,7 @@ impl Listed {
 
     /// A file known by its path alone.
     #[cfg(test)]
-    pub fn named(path: &str) -> Listed {
+    pub(crate) fn named(path: &str) -> Listed {
         Listed { path: path.into(), location: Path::from(path), size: 0, vector: None, records: None }
     }
 }

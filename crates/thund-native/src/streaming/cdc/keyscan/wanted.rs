@@ -94,7 +94,7 @@ fn integer(t: &DataType) -> bool {
 
 impl Wanted {
     /// The distinct rows of `keys` (their columns in key order); a key's id is its first row.
-    pub fn new(keys: &[ArrayRef]) -> Result<Wanted> {
+    pub(crate) fn new(keys: &[ArrayRef]) -> Result<Wanted> {
         let types: Vec<DataType> = keys.iter().map(|k| k.data_type().clone()).collect();
         let ids = match keys {
             [k] if integer(k.data_type()) => {
@@ -128,7 +128,7 @@ impl Wanted {
     }
 
     /// The id of each row of `keys` (columns in key order): `None` for a key not wanted.
-    pub fn ids_of(&self, keys: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
+    pub(crate) fn ids_of(&self, keys: &[ArrayRef]) -> Result<Vec<Option<u32>>> {
         let mut ids = vec![None; keys.first().map_or(0, |k| k.len())];
         self.find(keys, |row, id| ids[row] = Some(id))?;
         Ok(ids)
@@ -136,7 +136,7 @@ impl Wanted {
 
     /// Calls `found(row, id)` for each row of `keys` (columns in key order) holding a wanted
     /// key, in row order.
-    pub fn find(&self, keys: &[ArrayRef], mut found: impl FnMut(usize, u32)) -> Result<()> {
+    pub(crate) fn find(&self, keys: &[ArrayRef], mut found: impl FnMut(usize, u32)) -> Result<()> {
         let cast = keys
             .iter()
             .zip(&self.types)

@@ -1,0 +1,381 @@
+//! Incremental refresh of materialized views that aggregate an append-only table.
+//!
+//! A view like `SELECT k, count(*), sum(x) FROM st GROUP BY k` over a streaming table `st`
+//! would otherwise re-read all of `st` each time a few files arrive. Here its aggregate is kept
+//! as *state*: per group, partial results that merge (sums, counts, minima, maxima; an average
+//! as a sum and a count). A refresh aggregates only the rows `st` committed since the last one,
+//! merges them into the state, and recomputes the view from the state, which is as small as
+//! the number of groups. What the query does above the aggregate (`HAVING`, expressions over
+//! aggregates, `ORDER BY … LIMIT`) is re-evaluated on the merged state, so the result is the
+//! same as a full recompute.
+//!
+//! A view qualifies when its query reads exactly one streaming table, through projections and
+//! filters, into one `GROUP BY` whose aggregates are `sum`, `count`, `min`, `max` or a
+//! floating-point `avg`, none `DISTINCT` or `FILTER`ed, and it has no expectations. Anything
+//! else, a full refresh, or a source that was rewritten rather than appended to (its files are
+//! no longer a superset) takes the normal path: a full recompute.
+//!
+//! The state is a Delta table at `<storage>/state/<catalog>/<database>/<view>/`, and
+//! `<view>.json` beside it records which source version it covers and which versions of the
+//! state and the view belong together. It is written last: a crash between the commits leaves
+//! versions that disagree with the record, and the next run recomputes from scratch.
+
+use std::sync::Arc;
+
+use arrow::datatypes::DataType;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::datasource::provider_as_source;
+use datafusion::execution::FunctionRegistry;
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{
+    case, cast, col, lit, Aggregate, AggregateUDF, Expr, LogicalPlan, LogicalPlanBuilder, TableScanBuilder,
+};
+use datafusion::prelude::SessionContext;
+use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
+use serde::{Deserialize, Serialize};
+
+use crate::delta::delta_storable;
+use crate::delta::storage::Storage;
+use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
+use crate::engine::plan_query;
+use crate::error::{NativeError, Result};
+use crate::streaming::checkpoint::SourceOffset;
+use crate::streaming::sources::{table_id, table_increment};
+
+/// Version of the `<view>.json` record's format.
+const STATE_FORMAT_VERSION: u32 = 1;
+
+/// What the state of a view covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Record {
+    format_version: u32,
+    /// The view's definition and table details; a change means a recompute.
+    definition: String,
+    /// How far into the source the state has aggregated.
+    source: SourceOffset,
+    /// The state table's version holding that aggregate.
+    state_version: i64,
+    /// The view's version computed from it.
+    view_version: i64,
+}
+
+/// How one aggregate is kept as state and merged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Partial {
+    Sum,
+    Count,
+    Min,
+    Max,
+    /// A sum and a count of the non-null values.
+    Avg,
+}
+
+/// A view that qualifies, planned and ready to refresh.
+pub(crate) struct IncrementalView {
+    source: QualifiedName,
+    plan: LogicalPlan,
+    definition: String,
+}
+
+/// Whether a view refreshes incrementally, as [`eligibility`] found.
+pub(crate) enum Eligibility {
+    /// The view refreshes incrementally.
+    Incremental(IncrementalView),
+    /// It does not, and its query was planned on the way: use this plan, not a second one.
+    Planned(LogicalPlan),
+    /// It does not, and nothing was planned.
+    NotPlanned,
+}
+
+/// Decides whether `f` (the flow of materialized view `d`) can refresh incrementally, planning
+/// its query only when the cheap checks pass.
+pub(crate) async fn eligibility(
+    ctx: &SessionContext,
+    storage: &Storage,
+    p: &Pipeline,
+    d: &Dataset,
+    f: &Flow,
+) -> Result<Eligibility> {
+    let q = f.query();
+    if !d.expectations.is_empty() || q.reads.len() != 1 {
+        return Ok(Eligibility::NotPlanned);
+    }
+    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Eligibility::NotPlanned) };
+    // The source must be a streaming table (appended to) that has been written.
+    let is_table = p.dataset(source).is_some_and(|s| s.kind == DatasetKind::StreamingTable);
+    if !is_table || !storage.is_table(&storage.table_key(source)).await? {
+        return Ok(Eligibility::NotPlanned);
+    }
+    let plan = plan_query(ctx, q, &p.root).await?;
+    if aggregate_of(&plan, source).is_none() {
+        return Ok(Eligibility::Planned(plan));
+    }
+    let definition = serde_json::json!({
+        "engine": env!("CARGO_PKG_VERSION"),
+        "sql": q.sql,
+        "details": d.details,
+        "source": source.to_string(),
+    })
+    .to_string();
+    Ok(Eligibility::Incremental(IncrementalView { source: source.clone(), plan, definition }))
+}
+
+/// The plan's one aggregate, if everything under it is projections and filters over a scan of
+/// `source`, everything above it has a single input, and every aggregate merges.
+fn aggregate_of<'a>(plan: &'a LogicalPlan, source: &QualifiedName) -> Option<(&'a Aggregate, Vec<Partial>)> {
+    let mut node = plan;
+    let agg = loop {
+        match node {
+            LogicalPlan::Aggregate(a) => break a,
+            LogicalPlan::Projection(_)
+            | LogicalPlan::Filter(_)
+            | LogicalPlan::Sort(_)
+            | LogicalPlan::Limit(_)
+            | LogicalPlan::SubqueryAlias(_)
+            | LogicalPlan::Distinct(_)
+            | LogicalPlan::Window(_) => {
+                let inputs = node.inputs();
+                if inputs.len() != 1 || node.expressions().iter().any(has_subquery) {
+                    return None;
+                }
+                node = inputs[0];
+            }
+            _ => return None,
+        }
+    };
+    if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_)) || has_subquery(e)) {
+        return None;
+    }
+    let partials = agg
+        .aggr_expr
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else { return None };
+            if params.distinct || params.filter.is_some() || !params.order_by.is_empty() || params.args.len() != 1 {
+                return None;
+            }
+            Some(match func.name() {
+                "sum" => Partial::Sum,
+                "count" => Partial::Count,
+                "min" => Partial::Min,
+                "max" => Partial::Max,
+                // Decimal averages round in ways a sum/count division would not reproduce.
+                "avg" if agg.schema.field(agg.group_expr.len() + i).data_type() == &DataType::Float64 => Partial::Avg,
+                _ => return None,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    // Under the aggregate: projections and filters down to one scan of the source.
+    let mut node = agg.input.as_ref();
+    loop {
+        match node {
+            LogicalPlan::TableScan(scan) => {
+                return (scan.table_name.table() == source.name && scan.filters.is_empty()).then_some((agg, partials));
+            }
+            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+                if node.expressions().iter().any(has_subquery) {
+                    return None;
+                }
+                node = node.inputs()[0];
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn unalias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
+}
+
+fn has_subquery(e: &Expr) -> bool {
+    e.exists(|e| Ok(matches!(e, Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)))).unwrap_or(true)
+}
+
+fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
+    ctx.udaf(name).map_err(|e| NativeError::Execution(format!("aggregate `{name}`: {e}")))
+}
+
+impl IncrementalView {
+    /// Refreshes the view: merges the source's new rows into the state (or builds the state
+    /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
+    /// view from the state. Returns the view's row count.
+    pub(crate) async fn refresh(
+        self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<u64> {
+        let (agg, partials) = aggregate_of(&self.plan, &self.source)
+            .ok_or_else(|| NativeError::Execution(format!("`{}` no longer refreshes incrementally", d.name)))?;
+        let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
+        let state_key = storage.state_table_key(&d.name);
+        let state_url = storage.url_of(&format!("{state_key}/"));
+        let state_version = storage.delta_version(&state_key).await?;
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
+        // The record holds only if the state and the view are still the versions it names.
+        let usable = record.filter(|r| {
+            !rebuild
+                && r.format_version == STATE_FORMAT_VERSION
+                && r.definition == self.definition
+                && r.state_version == state_version
+                && r.view_version == view_version
+        });
+        let (new_rows, previous) = match &usable {
+            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
+                Ok(new) => (new, true),
+                // Rewritten (not appended to) since: start over from all its rows.
+                Err(_) => (table_increment(ctx, storage, &self.source, None, None).await?, false),
+            },
+            None => (table_increment(ctx, storage, &self.source, None, None).await?, false),
+        };
+        let offset = match &new_rows.offset {
+            Some(o) => o.clone(),
+            None => {
+                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
+            }
+        };
+
+        // 1. The new rows' partial aggregate, with state columns k0.., s0.. (an average: two).
+        let input = replace_scan(agg.input.as_ref().clone(), &self.source, new_rows.provider)?;
+        let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
+        let mut keys = Vec::new();
+        for (i, g) in agg.group_expr.iter().enumerate() {
+            keys.push(g.clone().alias(format!("k{i}")));
+        }
+        let mut states = Vec::new();
+        for (i, (e, kind)) in agg.aggr_expr.iter().zip(&partials).enumerate() {
+            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
+                return Err(NativeError::Execution(format!("internal error: `{e}` is not an aggregate")));
+            };
+            let arg = params.args[0].clone();
+            match kind {
+                Partial::Avg => {
+                    states.push(sum.call(vec![cast(arg.clone(), DataType::Float64)]).alias(format!("s{i}")));
+                    states.push(count.call(vec![arg]).alias(format!("c{i}")));
+                }
+                _ => states.push(func.call(vec![arg]).alias(format!("s{i}"))),
+            }
+        }
+        let partial = LogicalPlanBuilder::from(input).aggregate(keys, states)?.build()?;
+        let partial = storable(partial)?;
+
+        // 2. Merged with the previous state, unless there is none.
+        let merged = if previous {
+            let old = open_at(ctx, &state_url).await?;
+            let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?.build()?;
+            let union = LogicalPlanBuilder::from(partial).union(old)?.build()?;
+            let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
+            let mut merges = Vec::new();
+            for (i, kind) in partials.iter().enumerate() {
+                let s = col(format!("s{i}"));
+                let (min, max) = (udaf(ctx, "min")?, udaf(ctx, "max")?);
+                merges.push(
+                    match kind {
+                        Partial::Sum | Partial::Count | Partial::Avg => sum.call(vec![s]),
+                        Partial::Min => min.call(vec![s]),
+                        Partial::Max => max.call(vec![s]),
+                    }
+                    .alias(format!("s{i}")),
+                );
+                if *kind == Partial::Avg {
+                    merges.push(sum.call(vec![col(format!("c{i}"))]).alias(format!("c{i}")));
+                }
+            }
+            storable(LogicalPlanBuilder::from(union).aggregate(keys, merges)?.build()?)?
+        } else {
+            partial
+        };
+        let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
+        let state_version = state.version().map_or(-1, |v| v as i64);
+        crate::failpoint::hit("incremental-after-state", &d.name)?;
+
+        // 3. The view: the query with its aggregate read from the state.
+        state.update_datafusion_session(&ctx.state())?;
+        let scan =
+            LogicalPlanBuilder::scan("state", provider_as_source(state.table_provider().await?), None)?.build()?;
+        let mut finals = Vec::new();
+        for (i, (qualifier, field)) in agg.schema.iter().enumerate() {
+            let value = if i < agg.group_expr.len() {
+                col(format!("k{i}"))
+            } else {
+                let j = i - agg.group_expr.len();
+                let s = col(format!("s{j}"));
+                match partials[j] {
+                    Partial::Avg => {
+                        let c = col(format!("c{j}"));
+                        case(c.clone())
+                            .when(lit(0i64), lit(datafusion::scalar::ScalarValue::Float64(None)))
+                            .otherwise(s / cast(c, DataType::Float64))?
+                    }
+                    _ => s,
+                }
+            };
+            finals.push(cast(value, field.data_type().clone()).alias_qualified(qualifier.cloned(), field.name()));
+        }
+        let from_state = LogicalPlanBuilder::from(scan).project(finals)?.build()?;
+        let view = self
+            .plan
+            .transform_down(|node| match node {
+                LogicalPlan::Aggregate(_) => Ok(Transformed::new(from_state.clone(), true, TreeNodeRecursion::Jump)),
+                other => Ok(Transformed::no(other)),
+            })?
+            .data
+            .transform_up(|node| Ok(Transformed::yes(node.recompute_schema()?)))?
+            .data;
+        let view = conform(ctx, d, f, view)?;
+        let rows = write_overwrite(ctx, storage, d, view).await?;
+        crate::failpoint::hit("incremental-after-view", &d.name)?;
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
+        let record = Record {
+            format_version: STATE_FORMAT_VERSION,
+            definition: self.definition,
+            source: offset,
+            state_version,
+            view_version,
+        };
+        storage.write_json(&storage.state_record_key(&d.name), &record).await?;
+        Ok(rows)
+    }
+}
+
+/// The plan with its scan of `source` reading `provider` instead (same name, same projection).
+fn replace_scan(
+    plan: LogicalPlan,
+    source: &QualifiedName,
+    provider: Arc<dyn datafusion::catalog::TableProvider>,
+) -> Result<LogicalPlan> {
+    Ok(plan
+        .transform_up(|node| match node {
+            LogicalPlan::TableScan(scan) if scan.table_name.table() == source.name => {
+                let replaced =
+                    TableScanBuilder::new(scan.table_name.clone(), provider_as_source(Arc::clone(&provider)))
+                        .with_projection(scan.projection.clone())
+                        .with_filters(scan.filters.clone())
+                        .with_fetch(scan.fetch)
+                        .build()?;
+                Ok(Transformed::yes(LogicalPlan::TableScan(replaced)))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data)
+}
+
+/// State columns in types a Delta table stores (strings as `Utf8`, not views).
+fn storable(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let exprs: Vec<Expr> = plan
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match delta_storable(f.data_type()) {
+            Some(t) => cast(col(f.name()), t).alias(f.name()),
+            None => col(f.name()),
+        })
+        .collect();
+    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}

@@ -1,0 +1,146 @@
+//! Analysis: how a parsed query becomes a DataFusion plan with Spark's semantics, as one
+//! ordered list of named rules in two stages.
+//!
+//! ```text
+//!  sqlparser AST ─QUERY_RULES (in order, each with the session's SqlModes)→ AST DataFusion reads
+//!     ─resolution::plan_case_insensitively→ LogicalPlan (names resolved ignoring case, lateral
+//!                                            column aliases, sum of VOID)
+//!     ─PLAN_RULES (AnalyzerRules, in order)→ LogicalPlan with Spark's types and answers, or a
+//!                                            refusal at the query's line
+//!  at execution, in the session's analyzer after DataFusion's type coercion:
+//!     SESSION_RULES (cast::SparkText: Spark's text for the casts coercion added)
+//! ```
+//!
+//! Rules on the syntax tree come first where what tells Spark's meaning apart is lost by
+//! planning (how a name was written, a literal's spelling, a set operation's `ALL`); rules on
+//! the plan where types decide. The plan rules run right after planning rather than in the
+//! session's analyzer, so a refusal is an error when the query is planned (a dry run finds
+//! it) and DataFusion's type coercion sees the types they chose; `SparkText` runs in the
+//! session's analyzer, after that coercion, because it rewrites the casts coercion adds.
+
+pub(crate) mod calls;
+pub(crate) mod fidelity;
+pub(crate) mod lateral;
+pub(crate) mod names;
+pub(crate) mod resolution;
+pub(crate) mod shapes;
+pub(crate) mod spellings;
+pub(crate) mod string_literals;
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use datafusion::optimizer::AnalyzerRule;
+use sqlparser::ast::{Query, VisitMut, VisitorMut};
+
+use crate::modes::SqlModes;
+
+/// A rule on a query's syntax tree: it rewrites the tree in place, or says why the query is
+/// refused.
+pub(crate) struct QueryRule {
+    /// What the rule is called where rules are listed.
+    pub name: &'static str,
+    /// The rewrite.
+    pub apply: fn(&mut Query, &SqlModes) -> Result<(), String>,
+}
+
+/// The rules on a query's syntax tree, in the order they run.
+pub(crate) const QUERY_RULES: [QueryRule; 8] = [
+    // Before anything reads a literal: under the parser's mode a literal is its text as written.
+    QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
+    // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
+    // treat as any other.
+    QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },
+    QueryRule { name: "query_shapes", apply: refuse_shapes },
+    // Before any expression is rewritten: Spark names a column as the user wrote it.
+    QueryRule { name: "select_list_names", apply: name_select_lists },
+    QueryRule { name: "spark_spellings", apply: spellings::rewrite_query },
+    QueryRule { name: "lateral_views", apply: lateral::rewrite_rule },
+    QueryRule { name: "datetime_types", apply: crate::types::datetime_types_rule },
+    // Last: it marks the arguments of the functions the rules above wrote out.
+    QueryRule { name: "text_arguments", apply: crate::functions::string::text_arguments::wrap_rule },
+];
+
+/// The rules on a planned query, in the order they run (DataFusion `AnalyzerRule`s, run by
+/// `plan::plan_query` right after planning).
+pub(crate) fn plan_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
+    vec![Arc::new(fidelity::SparkSemantics)]
+}
+
+/// The rules the session's own analyzer runs after DataFusion's, at execution.
+pub(crate) fn session_analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
+    vec![Arc::new(crate::functions::cast::SparkText)]
+}
+
+/// The rules on an expression planned alone (an expectation, an AUTO CDC clause): those of
+/// [`QUERY_RULES`] that apply to an expression.
+pub(crate) fn rewrite_expression(expr: &mut sqlparser::ast::Expr, modes: &SqlModes) {
+    string_literals::keep_backslashes_in(expr, modes);
+    spellings::rewrite_expr(expr);
+}
+
+/// The names of every rule, in the order they run: the rules on the syntax tree, the plan
+/// rules, then the session's own.
+pub(crate) fn rule_names() -> Vec<String> {
+    let mut names: Vec<String> = QUERY_RULES.iter().map(|r| r.name.to_string()).collect();
+    names.extend(plan_rules().iter().map(|r| r.name().to_string()));
+    names.extend(session_analyzer_rules().iter().map(|r| r.name().to_string()));
+    names
+}
+
+/// Every rule of [`QUERY_RULES`] on `query`, in order; the first refusal ends it.
+pub(crate) fn rewrite_query(query: &mut Query, modes: &SqlModes) -> Result<(), String> {
+    for rule in &QUERY_RULES {
+        (rule.apply)(query, modes)?;
+    }
+    Ok(())
+}
+
+/// Refuses a query with a shape DataFusion answers differently (`shapes`), in any of its
+/// queries.
+fn refuse_shapes(query: &mut Query, _: &SqlModes) -> Result<(), String> {
+    struct Shapes(Option<String>);
+    impl VisitorMut for Shapes {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            match shapes::refusal(&query.body) {
+                Some(refusal) => {
+                    self.0 = Some(refusal);
+                    ControlFlow::Break(())
+                }
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    let mut shapes = Shapes(None);
+    let _ = query.visit(&mut shapes);
+    shapes.0.map_or(Ok(()), Err)
+}
+
+/// Gives the unnamed select-list items of every query in `query` Spark's names (`names`).
+fn name_select_lists(query: &mut Query, _: &SqlModes) -> Result<(), String> {
+    struct Names;
+    impl VisitorMut for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            names::name_select_items(&mut query.body);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = query.visit(&mut Names);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_has_its_own_name() {
+        let mut names = rule_names();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "two rules share a name");
+    }
+}

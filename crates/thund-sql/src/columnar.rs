@@ -1,0 +1,30 @@
+//! Helpers every function's kernel uses, below every category: an argument's values as text,
+//! a parent's NULLs over a child, and a result that is one value when every argument was one.
+
+use arrow::array::{Array, ArrayRef, StringArray};
+use arrow::datatypes::DataType;
+use datafusion::common::Result;
+use datafusion::logical_expr::ColumnarValue;
+
+/// `a` with the rows `nulls` marks NULL made NULL too (a parent's NULLs over its children).
+pub(crate) fn with_nulls(a: ArrayRef, nulls: Option<&arrow::buffer::NullBuffer>) -> Result<ArrayRef> {
+    let Some(nulls) = nulls else { return Ok(a) };
+    let data = a.to_data();
+    let merged = arrow::buffer::NullBuffer::union(data.nulls(), Some(nulls));
+    Ok(arrow::array::make_array(data.into_builder().nulls(merged).build()?))
+}
+
+/// An argument's values as UTF-8 strings.
+pub(crate) fn utf8(a: &ArrayRef) -> Result<StringArray> {
+    let c = arrow::compute::cast(a, &DataType::Utf8)?;
+    Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
+}
+
+/// A function's result: one value when every argument was one.
+pub(crate) fn columnar(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
+    Ok(if scalar {
+        ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
+    } else {
+        ColumnarValue::Array(result)
+    })
+}

@@ -1,0 +1,227 @@
+//! Spark's regular-expression functions that DataFusion lacks: `split(str, regex[, limit])`,
+//! `regexp_extract(str, regex[, idx])` and `regexp_extract_all(str, regex[, idx])`, vectorised
+//! over Arrow string arrays, the pattern compiled once per distinct value (nearly always one
+//! literal).
+//!
+//! Spark runs Java's regular expressions; these run the `regex` crate's, which agree on the
+//! syntax pipelines use (classes, groups, alternation, quantifiers, anchors). What Java has and
+//! the crate lacks (look-around, back-references, possessive quantifiers) does not compile, and
+//! the query fails with the pattern named, rather than matching otherwise. `split` follows
+//! Java's `String.split`: no leading empty piece for a match of nothing at the start, trailing
+//! empty pieces kept, `limit > 0` pieces at most.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, Int64Array, ListBuilder, StringBuilder};
+use arrow::datatypes::{DataType, Field};
+use datafusion::common::{exec_err, plan_err, Result};
+use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use regex::Regex;
+
+use crate::columnar::{columnar, utf8};
+
+/// Which function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Split,
+    Extract,
+    ExtractAll,
+}
+
+/// One of this module's functions.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RegexpFunction {
+    kind: Kind,
+    signature: Signature,
+}
+
+impl RegexpFunction {
+    fn new(kind: Kind) -> Self {
+        RegexpFunction { kind, signature: Signature::user_defined(Volatility::Immutable) }
+    }
+
+    /// The three functions.
+    pub(crate) fn all() -> [RegexpFunction; 3] {
+        [Kind::Split, Kind::Extract, Kind::ExtractAll].map(RegexpFunction::new)
+    }
+}
+
+/// The element field of the lists `split` and `regexp_extract_all` return, as Spark names it.
+fn element() -> Arc<Field> {
+    Arc::new(Field::new("element", DataType::Utf8, true))
+}
+impl ScalarUDFImpl for RegexpFunction {
+    fn name(&self) -> &str {
+        match self.kind {
+            Kind::Split => "split",
+            Kind::Extract => "regexp_extract",
+            Kind::ExtractAll => "regexp_extract_all",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, types: &[DataType]) -> Result<Vec<DataType>> {
+        if !(2..=3).contains(&types.len()) {
+            return plan_err!("{} takes 2 or 3 arguments", self.name());
+        }
+        types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match (i, t) {
+                (_, DataType::Null) => Ok(if i < 2 { DataType::Utf8 } else { DataType::Int64 }),
+                (0 | 1, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => Ok(DataType::Utf8),
+                (2, t) if t.is_integer() => Ok(DataType::Int64),
+                _ => plan_err!("{}: argument {} cannot be {t}", self.name(), i + 1),
+            })
+            .collect()
+    }
+
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(match self.kind {
+            Kind::Extract => DataType::Utf8,
+            Kind::Split | Kind::ExtractAll => DataType::List(element()),
+        })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_)));
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let (subject, pattern) = (utf8(&arrays[0])?, utf8(&arrays[1])?);
+        let third = match arrays.get(2) {
+            Some(a) => {
+                let c = arrow::compute::cast(a, &DataType::Int64)?;
+                c.as_any().downcast_ref::<Int64Array>().cloned()
+            }
+            None => None,
+        };
+        let number = |i: usize| -> Option<i64> {
+            match &third {
+                None => Some(if self.kind == Kind::Split { -1 } else { 1 }),
+                Some(a) if a.is_null(i) => None,
+                Some(a) => Some(a.value(i)),
+            }
+        };
+        let mut compiled = Compiled::default();
+        let result: ArrayRef = match self.kind {
+            Kind::Extract => {
+                let mut out = StringBuilder::new();
+                for i in 0..subject.len() {
+                    match (subject.is_valid(i) && pattern.is_valid(i)).then(|| number(i)).flatten() {
+                        None => out.append_null(),
+                        Some(idx) => {
+                            let re = compiled.get(pattern.value(i), self.name())?;
+                            let group = group_index(re, idx, self.name())?;
+                            let found = re.captures(subject.value(i)).and_then(|c| c.get(group).map(|m| m.as_str()));
+                            // No match, or a group that took no part in it: the empty string.
+                            out.append_value(found.unwrap_or(""));
+                        }
+                    }
+                }
+                Arc::new(out.finish())
+            }
+            Kind::Split | Kind::ExtractAll => {
+                let mut out = ListBuilder::new(StringBuilder::new()).with_field(element());
+                for i in 0..subject.len() {
+                    let Some(n) = (subject.is_valid(i) && pattern.is_valid(i)).then(|| number(i)).flatten() else {
+                        out.append_null();
+                        continue;
+                    };
+                    let re = compiled.get(pattern.value(i), self.name())?;
+                    let s = subject.value(i);
+                    if self.kind == Kind::Split {
+                        for piece in java_split(s, re, n) {
+                            out.values().append_value(piece);
+                        }
+                    } else {
+                        let group = group_index(re, n, self.name())?;
+                        for c in re.captures_iter(s) {
+                            out.values().append_value(c.get(group).map_or("", |m| m.as_str()));
+                        }
+                    }
+                    out.append(true);
+                }
+                Arc::new(out.finish())
+            }
+        };
+        columnar(result, scalar)
+    }
+}
+
+/// The last pattern compiled (patterns are nearly always one literal).
+#[derive(Default)]
+struct Compiled {
+    last: Option<(String, Regex)>,
+}
+
+impl Compiled {
+    fn get(&mut self, pattern: &str, function: &str) -> Result<&Regex> {
+        if self.last.as_ref().is_none_or(|(p, _)| p != pattern) {
+            let re = match Regex::new(pattern) {
+                Ok(re) => re,
+                Err(e) => {
+                    return exec_err!(
+                        "{function}: the regular expression `{pattern}` is not supported by the native backend \
+                         (it runs on the Spark backend): {}",
+                        e.to_string().lines().last().unwrap_or_default()
+                    )
+                }
+            };
+            self.last = Some((pattern.to_string(), re));
+        }
+        match &self.last {
+            Some((_, re)) => Ok(re),
+            None => exec_err!("internal error: {function}'s pattern was not compiled"),
+        }
+    }
+}
+
+/// A group index as Spark checks it: 0 is the whole match, at most the pattern's groups.
+fn group_index(re: &Regex, idx: i64, function: &str) -> Result<usize> {
+    let groups = re.captures_len() - 1;
+    match usize::try_from(idx) {
+        Ok(i) if i <= groups => Ok(i),
+        _ => exec_err!("{function}: the regular expression has {groups} group(s), so the group index {idx} is invalid"),
+    }
+}
+
+/// Java's `String.split(regex, limit)`.
+fn java_split<'a>(s: &'a str, re: &Regex, limit: i64) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for m in re.find_iter(s) {
+        if limit > 0 && out.len() as i64 == limit - 1 {
+            break;
+        }
+        // A match of nothing at the very start gives no leading empty piece.
+        if m.end() == 0 {
+            continue;
+        }
+        out.push(&s[start..m.start()]);
+        start = m.end();
+    }
+    out.push(&s[start..]);
+    if limit == 0 {
+        while out.len() > 1 && out.last() == Some(&"") {
+            out.pop();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_javas() {
+        let re = |p: &str| Regex::new(p).unwrap();
+        assert_eq!(java_split("oneAtwoBthreeC", &re("[ABC]"), -1), ["one", "two", "three", ""]);
+        assert_eq!(java_split("oneAtwoBthreeC", &re("[ABC]"), 2), ["one", "twoBthreeC"]);
+        assert_eq!(java_split("a,b,,", &re(","), 0), ["a", "b"]);
+        assert_eq!(java_split("abc", &re(""), -1), ["a", "b", "c", ""]);
+        assert_eq!(java_split("", &re(","), -1), [""]);
+    }
+}

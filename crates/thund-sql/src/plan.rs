@@ -1,0 +1,62 @@
+//! Planning with Spark's semantics: a parsed query through the analysis rules to a DataFusion
+//! plan, and an expression planned alone against a schema.
+
+use datafusion::common::DFSchema;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+
+use crate::error::{Result, SqlError};
+use crate::modes::SqlModes;
+
+/// Plans `query` in `ctx`'s session with Spark's semantics (`analysis`): the rules on its
+/// syntax tree, DataFusion's planner (resolving names as Spark does), then the plan rules.
+/// Every table it reads must be registered in the session.
+pub async fn plan_query(ctx: &SessionContext, mut query: sqlparser::ast::Query) -> Result<LogicalPlan> {
+    let config = ctx.copied_config();
+    let modes = SqlModes::of(config.options());
+    crate::analysis::rewrite_query(&mut query, &modes).map_err(SqlError::Plan)?;
+    let mut plan = crate::analysis::resolution::plan_case_insensitively(ctx, query)
+        .await
+        .map_err(|e| SqlError::Plan(describe_plan_error(&e)))?;
+    for rule in crate::analysis::plan_rules() {
+        plan = rule.analyze(plan, config.options()).map_err(|e| SqlError::Plan(describe_plan_error(&e)))?;
+    }
+    Ok(plan)
+}
+
+/// Plans a parsed expression (an expectation, an AUTO CDC clause) against `schema`, with the
+/// spellings queries get.
+pub fn plan_expr(
+    ctx: &SessionContext,
+    expr: &sqlparser::ast::Expr,
+    schema: &DFSchema,
+) -> datafusion::error::Result<datafusion::logical_expr::Expr> {
+    let mut expr = expr.clone();
+    crate::analysis::rewrite_expression(&mut expr, &SqlModes::of_session(ctx));
+    let expr = sqlparser::ast::ExprWithAlias { expr, alias: None };
+    ctx.state().create_logical_expr_from_sql_expr(expr, schema)
+}
+
+/// DataFusion's planning errors, phrased for pipeline authors.
+pub(crate) fn describe_plan_error(e: &datafusion::error::DataFusionError) -> String {
+    let text = e.strip_backtrace();
+    if let Some(rest) = text.split("Invalid function '").nth(1) {
+        let name = rest.split('\'').next().unwrap_or(rest);
+        return format!(
+            "function `{name}` is not supported by the native backend (Spark function missing in DataFusion)"
+        );
+    }
+    let text = text.trim_start_matches("Error during planning: ").to_string();
+    if text.contains("No field named") {
+        // DataFusion's hint (double quotes, a setting of its own) is not how Spark SQL is
+        // written: names resolve ignoring case here, and Spark quotes with backticks.
+        let mut text = text;
+        if let (Some(from), Some(to)) = (text.find("Column names are case sensitive."), text.find("configuration.")) {
+            if from < to {
+                text.replace_range(from..to + "configuration.".len(), "");
+            }
+        }
+        return text.replace('"', "`").replace("\n\n", "\n");
+    }
+    text
+}

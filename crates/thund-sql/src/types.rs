@@ -1,0 +1,279 @@
+//! Spark SQL types as Arrow types, and the Arrow types Delta can store.
+//!
+//! Spark's `TIMESTAMP` is an instant shown in the session time zone; Þund's session zone is UTC,
+//! so it maps to `Timestamp(µs, "UTC")` — exactly Delta's `timestamp`. `TIMESTAMP_NTZ` maps to
+//! `Timestamp(µs, None)`.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Fields, Schema, TimeUnit};
+
+/// Delta's (and Spark's) timestamp type.
+pub fn spark_timestamp() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some(Arc::from("UTC")))
+}
+
+/// Parses a Spark SQL type name (`DECIMAL(10,2)`, `BIGINT`, `ARRAY<STRING>`, …).
+pub fn parse_type(text: &str) -> Result<DataType, String> {
+    let t = text.trim();
+    let upper = t.to_ascii_uppercase();
+    let (base, args) = match upper.find(['(', '<']) {
+        Some(i) => (upper[..i].trim(), Some(t[i..].trim())),
+        None => (upper.as_str(), None),
+    };
+    let simple = match base {
+        "BOOLEAN" | "BOOL" => Some(DataType::Boolean),
+        "TINYINT" | "BYTE" => Some(DataType::Int8),
+        "SMALLINT" | "SHORT" => Some(DataType::Int16),
+        "INT" | "INTEGER" => Some(DataType::Int32),
+        "BIGINT" | "LONG" => Some(DataType::Int64),
+        "FLOAT" | "REAL" => Some(DataType::Float32),
+        "DOUBLE" => Some(DataType::Float64),
+        "STRING" | "VARCHAR" | "CHAR" => Some(DataType::Utf8),
+        "BINARY" => Some(DataType::Binary),
+        "DATE" => Some(DataType::Date32),
+        "TIMESTAMP" | "TIMESTAMP_LTZ" => Some(spark_timestamp()),
+        "TIMESTAMP_NTZ" => Some(DataType::Timestamp(TimeUnit::Microsecond, None)),
+        _ => None,
+    };
+    if let Some(dt) = simple {
+        return Ok(dt);
+    }
+    let inner = |a: Option<&str>, open: char, close: char| -> Result<String, String> {
+        let a = a.ok_or_else(|| format!("`{t}` needs type arguments"))?;
+        a.strip_prefix(open)
+            .and_then(|s| s.strip_suffix(close))
+            .map(str::to_string)
+            .ok_or_else(|| format!("cannot read type `{t}`"))
+    };
+    match base {
+        "DECIMAL" | "DEC" | "NUMERIC" => {
+            let (p, s) = match args {
+                None => (10, 0),
+                Some(_) => {
+                    let a = inner(args, '(', ')')?;
+                    let mut it = a.split(',').map(|x| x.trim().parse::<u8>());
+                    let p = it.next().and_then(Result::ok).ok_or_else(|| format!("bad precision in `{t}`"))?;
+                    let s = match it.next() {
+                        Some(Ok(s)) => s as i8,
+                        Some(Err(_)) => return Err(format!("bad scale in `{t}`")),
+                        None => 0,
+                    };
+                    (p, s)
+                }
+            };
+            if p == 0 || p > 38 || s as u8 > p {
+                return Err(format!("`{t}`: precision must be 1..=38 and scale at most the precision"));
+            }
+            Ok(DataType::Decimal128(p, s))
+        }
+        "ARRAY" => Ok(DataType::List(Arc::new(Field::new("element", parse_type(&inner(args, '<', '>')?)?, true)))),
+        "MAP" => {
+            let a = inner(args, '<', '>')?;
+            let parts = split_top_level(&a);
+            let [k, v] = parts.as_slice() else {
+                return Err(format!("`{t}` needs MAP<key, value>"));
+            };
+            let entries = Field::new(
+                "key_value",
+                DataType::Struct(Fields::from(vec![
+                    Field::new("key", parse_type(k)?, false),
+                    Field::new("value", parse_type(v)?, true),
+                ])),
+                false,
+            );
+            Ok(DataType::Map(Arc::new(entries), false))
+        }
+        "STRUCT" => {
+            let a = inner(args, '<', '>')?;
+            let mut fields = Vec::new();
+            for f in split_top_level(&a) {
+                let (name, ty) = f.split_once([':', ' ']).ok_or_else(|| format!("bad field `{f}` in `{t}`"))?;
+                fields.push(Field::new(name.trim().trim_matches('`'), parse_type(ty.trim_start_matches(':'))?, true));
+            }
+            Ok(DataType::Struct(Fields::from(fields)))
+        }
+        _ => Err(format!("unknown type `{t}`")),
+    }
+}
+
+fn split_top_level(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Parses a DDL schema string (`a INT, b STRING NOT NULL`).
+pub fn parse_ddl_schema(ddl: &str) -> Result<Schema, String> {
+    let mut fields = Vec::new();
+    for col in split_top_level(ddl) {
+        let col = col.trim();
+        let (name, rest) = col.split_once(char::is_whitespace).ok_or_else(|| format!("column `{col}` has no type"))?;
+        let rest = rest.trim();
+        let upper = rest.to_ascii_uppercase();
+        let (ty, nullable) = match upper.find(" NOT NULL") {
+            Some(i) => (&rest[..i], false),
+            None => (rest, true),
+        };
+        let ty = ty.split(" COMMENT ").next().unwrap_or(ty);
+        fields.push(Field::new(name.trim_matches('`'), parse_type(ty)?, nullable));
+    }
+    Ok(Schema::new(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_spark_types() {
+        assert_eq!(parse_type("decimal(10, 2)").unwrap(), DataType::Decimal128(10, 2));
+        assert_eq!(parse_type("BIGINT").unwrap(), DataType::Int64);
+        assert_eq!(parse_type("timestamp").unwrap(), spark_timestamp());
+        assert!(matches!(parse_type("ARRAY<STRING>").unwrap(), DataType::List(_)));
+        assert!(matches!(parse_type("STRUCT<a: INT, b: STRING>").unwrap(), DataType::Struct(f) if f.len() == 2));
+        assert!(parse_type("WIBBLE").unwrap_err().contains("unknown type"));
+    }
+
+    #[test]
+    fn parses_ddl_schemas() {
+        let s = parse_ddl_schema("at STRING, reading_id BIGINT NOT NULL, amount DECIMAL(10,2) COMMENT 'x'").unwrap();
+        assert_eq!(s.fields().len(), 3);
+        assert!(!s.field(1).is_nullable());
+        assert_eq!(s.field(2).data_type(), &DataType::Decimal128(10, 2));
+    }
+}
+
+/// The Spark SQL name of an Arrow type as the native backend stores it (`BIGINT`,
+/// `DECIMAL(10,2)`, `ARRAY<STRING>`, `STRUCT<a: INT>`): how schemas are shown to users, who wrote
+/// Spark SQL. Types with no Spark counterpart keep Arrow's name.
+pub fn spark_type_name(dt: &DataType) -> String {
+    match dt {
+        t if crate::functions::variant::is_variant(t) => "VARIANT".into(),
+        DataType::Null => "VOID".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_) => {
+            "BINARY".into()
+        }
+        DataType::Date32 | DataType::Date64 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
+            format!("ARRAY<{}>", spark_type_name(f.data_type()))
+        }
+        DataType::Struct(fields) => format!(
+            "STRUCT<{}>",
+            fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name(), spark_type_name(f.data_type())))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("MAP<{}, {}>", spark_type_name(kv[0].data_type()), spark_type_name(kv[1].data_type()))
+            }
+            other => other.to_string(),
+        },
+        DataType::Dictionary(_, value) => spark_type_name(value),
+        other => other.to_string(),
+    }
+}
+
+/// An Arrow type as Spark's `DataType.simpleString` writes it (`int`, `decimal(10,2)`,
+/// `array<struct<q:int>>`, `map<string,int>`): what `typeof` answers.
+pub(crate) fn spark_simple_string(dt: &DataType) -> String {
+    match dt {
+        t if crate::functions::variant::is_variant(t) => "variant".into(),
+        DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {
+            format!("array<{}>", spark_simple_string(f.data_type()))
+        }
+        DataType::Struct(fields) => format!(
+            "struct<{}>",
+            fields
+                .iter()
+                .map(|f| format!("{}:{}", f.name(), spark_simple_string(f.data_type())))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(kv) if kv.len() == 2 => {
+                format!("map<{},{}>", spark_simple_string(kv[0].data_type()), spark_simple_string(kv[1].data_type()))
+            }
+            other => other.to_string(),
+        },
+        DataType::Dictionary(_, value) => spark_simple_string(value),
+        // A timestamp without a zone is Spark's TIMESTAMP_NTZ (as `spark_type_name` has it).
+        DataType::Timestamp(_, None) => "timestamp_ntz".into(),
+        DataType::Timestamp(..) => "timestamp".into(),
+        other => spark_type_name(other).to_ascii_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn spark_names_round_trip_through_parse_type() {
+        for name in ["BIGINT", "STRING", "DECIMAL(10,2)", "DATE", "TIMESTAMP", "ARRAY<STRING>", "DOUBLE", "BOOLEAN"] {
+            assert_eq!(spark_type_name(&parse_type(name).unwrap()), name);
+        }
+        assert_eq!(spark_type_name(&DataType::Utf8View), "STRING");
+    }
+}
+
+/// Spark's datetime type names in a parsed query, as DataFusion's planner is to read them:
+/// `TIMESTAMP` (an instant, shown in the session zone) as `TIMESTAMP(6) WITH TIME ZONE` (the
+/// session zone is UTC), and `TIMESTAMP_NTZ` as `TIMESTAMP(6)`. (DataFusion reads `TIMESTAMP`
+/// as a nanosecond timestamp without a zone, and has no `TIMESTAMP_NTZ`.) Casts and typed
+/// literals (`TIMESTAMP '2024-01-01 10:00:00'`) are where a query names them.
+pub(crate) fn datetime_types_rule(query: &mut sqlparser::ast::Query, _: &crate::modes::SqlModes) -> Result<(), String> {
+    spark_datetime_types(query);
+    Ok(())
+}
+
+/// [`datetime_types_rule`]'s rewrite.
+pub(crate) fn spark_datetime_types(ast: &mut sqlparser::ast::Query) {
+    use sqlparser::ast::{DataType as SqlType, Expr, TimezoneInfo};
+    let _ = sqlparser::ast::visit_expressions_mut(ast, |e| {
+        let data_type = match e {
+            Expr::Cast { data_type, .. } => data_type,
+            Expr::TypedString(t) => &mut t.data_type,
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        match data_type {
+            SqlType::Timestamp(None, TimezoneInfo::None) => {
+                *data_type = SqlType::Timestamp(Some(6), TimezoneInfo::WithTimeZone);
+            }
+            SqlType::TimestampNtz(None) => *data_type = SqlType::Timestamp(Some(6), TimezoneInfo::None),
+            _ => {}
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+}
