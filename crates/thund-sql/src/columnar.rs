@@ -1,7 +1,7 @@
 //! Helpers every function's kernel uses, below every category: an argument's values as text,
 //! a parent's NULLs over a child, and a result that is one value when every argument was one.
 
-use arrow::array::{Array, ArrayRef, StringArray};
+use arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use arrow::datatypes::DataType;
 use datafusion::common::Result;
 use datafusion::logical_expr::ColumnarValue;
@@ -27,4 +27,20 @@ pub(crate) fn columnar(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> 
     } else {
         ColumnarValue::Array(result)
     })
+}
+
+/// An argument's values as DOUBLEs.
+pub(crate) fn doubles(a: &ArrayRef) -> Result<arrow::array::Float64Array> {
+    Ok(arrow::compute::cast(a, &DataType::Float64)?.as_primitive::<arrow::datatypes::Float64Type>().clone())
+}
+
+/// Refuses an argument of `name` that is not a number (NULL passes).
+pub(crate) fn numeric_argument(name: &str, t: &DataType) -> Result<()> {
+    if t.is_numeric() || t == &DataType::Null {
+        return Ok(());
+    }
+    datafusion::common::plan_err!(
+        "{name} of {} runs on the Spark backend (only numbers are taken here)",
+        crate::types::spark_type_name(t)
+    )
 }

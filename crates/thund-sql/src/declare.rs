@@ -4,10 +4,10 @@
 //! the call otherwise, and on the plan, where its call would answer otherwise.
 //!
 //! ```text
-//!  Function::template("lcase", &[(1, "lower(__a1)")])
-//!  Function::udf("mask")
-//!  Function::builtin("array_remove").plan(remove_every_match)
-//!  Function::refused("version", "it names the engine")
+//!  Function::spelled("lcase", &[(1, "lower(__a1)")])       a template
+//!  Function::udf("mask")                                     the category's UDF
+//!  Function::builtin("array_remove").plan(every_match)       DataFusion's, answering as Spark's
+//!  Function::refused("version", "it names the engine")       a refusal
 //! ```
 //!
 //! A category's `FUNCTIONS` table is its one declaration: the registry (`functions`) gathers the
@@ -29,26 +29,31 @@ pub(crate) struct Function {
     /// Spark's name, lower case (or, for Spark syntax DataFusion plans as a call, the call's
     /// name: `array_element` is a subscript `a[i]`).
     pub(crate) name: &'static str,
-    /// How a call runs.
+    /// What runs a call once it is planned.
     pub(crate) runs: Runs,
-    /// Spark's spelling as DataFusion reads it, applied to a call on the parse when the
-    /// function has no template of the call's argument count.
+    /// Spark's spelling of a call as DataFusion's SQL: by argument count, SQL whose `__a1`,
+    /// `__a2`, … stand for the call's arguments (substituted as parsed expressions, never as
+    /// text). A call of another argument count is left to `parse`.
+    pub(crate) templates: &'static [(usize, &'static str)],
+    /// The arguments whose integer literals Spark types INT (the planner reads `2024` as a
+    /// BIGINT, which these functions refuse, as Spark refuses a BIGINT column in ANSI mode).
+    pub(crate) ints: &'static [usize],
+    /// A rewrite of a call on the parse that no template covers.
     pub(crate) parse: Option<ParseRewrite>,
     /// Spark's answer where DataFusion's planned call gives another one.
     pub(crate) plan: Option<PlanRewrite>,
 }
 
-/// How a call runs.
-#[derive(Debug, Clone, Copy)]
+/// What runs a call once it is planned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Runs {
     /// DataFusion's or `datafusion-spark`'s function of the same name.
     Builtin,
     /// A function the category registers (its `register`).
     Udf,
-    /// Spark's spelling of an expression DataFusion has: SQL by argument count, whose `__a1`,
-    /// `__a2`, … stand for the call's arguments (substituted as parsed expressions, never as
-    /// text). Another argument count is left as written (a missing function, refused).
-    Template(&'static [(usize, &'static str)]),
+    /// Nothing of this name: its templates and parse rewrite spell every call it takes as
+    /// others (another call is a missing function, refused).
+    Spelled,
     /// Refused when planned: the answer would differ from Spark's, for this reason.
     Refused(&'static str),
 }
@@ -109,24 +114,38 @@ pub(crate) fn refused(function: &str, why: &str) -> DataFusionError {
 }
 
 impl Function {
-    /// DataFusion's function `name`, with a rewrite to add.
+    const fn new(name: &'static str, runs: Runs) -> Self {
+        Function { name, runs, templates: &[], ints: &[], parse: None, plan: None }
+    }
+
+    /// DataFusion's function `name`, with what it needs besides.
     pub(crate) const fn builtin(name: &'static str) -> Self {
-        Function { name, runs: Runs::Builtin, parse: None, plan: None }
+        Self::new(name, Runs::Builtin)
     }
 
-    /// The category's UDF `name`.
+    /// The category's function `name`.
     pub(crate) const fn udf(name: &'static str) -> Self {
-        Function { name, runs: Runs::Udf, parse: None, plan: None }
+        Self::new(name, Runs::Udf)
     }
 
-    /// `name` as templates over DataFusion's functions, by argument count.
-    pub(crate) const fn template(name: &'static str, forms: &'static [(usize, &'static str)]) -> Self {
-        Function { name, runs: Runs::Template(forms), parse: None, plan: None }
+    /// `name`, which the parse spells as other calls: by `templates`, and any `parse` added.
+    pub(crate) const fn spelled(name: &'static str, templates: &'static [(usize, &'static str)]) -> Self {
+        Function { templates, ..Self::new(name, Runs::Spelled) }
     }
 
-    /// `name` refused when planned, for `why`.
+    /// `name`, refused when planned, for `why`.
     pub(crate) const fn refused(name: &'static str, why: &'static str) -> Self {
-        Function { name, runs: Runs::Refused(why), parse: None, plan: None }
+        Self::new(name, Runs::Refused(why))
+    }
+
+    /// With `templates` on the parse.
+    pub(crate) const fn templates(self, templates: &'static [(usize, &'static str)]) -> Self {
+        Function { templates, ..self }
+    }
+
+    /// With the integer literals of the arguments at `positions` typed INT.
+    pub(crate) const fn ints(self, positions: &'static [usize]) -> Self {
+        Function { ints: positions, ..self }
     }
 
     /// With `rewrite` on the parse.
@@ -149,4 +168,19 @@ impl Function {
             None => call.unchanged(),
         }
     }
+}
+
+/// A count DataFusion types as a BIGINT (signed or not), as Spark's INT: `cardinality`,
+/// `regexp_count`, `regexp_instr`.
+pub(crate) fn counted_as_int(c: Call, _: &PlanContext) -> Result<Transformed<Expr>> {
+    Ok(Transformed::yes(datafusion::logical_expr::cast(c.into_expr(), arrow::datatypes::DataType::Int32)))
+}
+
+/// The schema a plan node's expressions are evaluated against: its inputs' fields together.
+pub(crate) fn merged_input_schema(node: &datafusion::logical_expr::LogicalPlan) -> DFSchema {
+    let mut schema = DFSchema::empty();
+    for input in node.inputs() {
+        schema.merge(input.schema());
+    }
+    schema
 }

@@ -53,11 +53,13 @@
 
 mod analysis;
 mod columnar;
+mod declare;
 mod error;
 mod functions;
 pub mod modes;
 mod plan;
 mod session;
+mod syntax;
 mod types;
 
 pub use error::{in_sparks_words, Result, SqlError};

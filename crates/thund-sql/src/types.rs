@@ -277,3 +277,17 @@ pub(crate) fn spark_datetime_types(ast: &mut sqlparser::ast::Query) {
         std::ops::ControlFlow::Continue(())
     });
 }
+
+/// In ANSI mode, Spark's common type of text and a number (or a BOOLEAN) is the number (the
+/// text is cast to it, and fails if it is not one); DataFusion's is text. Refused where `types`
+/// mix the two (`what` names the expression: `CASE`, `UNION`, `coalesce`, …).
+pub(crate) fn text_and_number(what: &str, types: impl Iterator<Item = DataType>) -> datafusion::error::Result<()> {
+    let types: Vec<DataType> = types.collect();
+    if types.iter().any(|t| t.is_string()) && types.iter().any(|t| t.is_numeric() || t == &DataType::Boolean) {
+        return Err(crate::declare::refused(
+            what,
+            "in ANSI mode Spark casts the text to the number's type; cast one side explicitly",
+        ));
+    }
+    Ok(())
+}

@@ -98,7 +98,7 @@ fn rewrite_select(select: &mut sqlparser::ast::Select, renames: &mut Renames) ->
         let holder = Ident::new(format!("__thund_lv{n}"));
         let mut args = vec![generator];
         args.extend(names.iter().map(|n| SqlExpr::value(Value::SingleQuotedString(n.clone()))));
-        let lateral = crate::analysis::calls::function(LATERAL, args);
+        let lateral = crate::syntax::function(LATERAL, args);
         let inner = derived(
             vec![wildcard(None), SelectItem::ExprWithAlias { expr: lateral, alias: holder.clone() }],
             std::mem::take(&mut select.from),

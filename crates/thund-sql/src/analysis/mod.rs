@@ -8,7 +8,7 @@
 //!     ─PLAN_RULES (AnalyzerRules, in order)→ LogicalPlan with Spark's types and answers, or a
 //!                                            refusal at the query's line
 //!  at execution, in the session's analyzer after DataFusion's type coercion:
-//!     SESSION_RULES (cast::SparkText: Spark's text for the casts coercion added)
+//!     session_analyzer_rules (cast::SparkText: Spark's text for the casts coercion added)
 //! ```
 //!
 //! Rules on the syntax tree come first where what tells Spark's meaning apart is lost by
@@ -18,7 +18,6 @@
 //! it) and DataFusion's type coercion sees the types they chose; `SparkText` runs in the
 //! session's analyzer, after that coercion, because it rewrites the casts coercion adds.
 
-pub(crate) mod calls;
 pub(crate) mod fidelity;
 pub(crate) mod lateral;
 pub(crate) mod names;

@@ -169,7 +169,7 @@ fn sum_of_void(ast: &mut sqlparser::ast::Query) -> bool {
                     if let [FunctionArg::Unnamed(FunctionArgExpr::Expr(x))] = list.args.as_mut_slice() {
                         let already = matches!(x, Expr::Function(g) if g.name.to_string() == crate::functions::misc::type_of::VOID_AS_DOUBLE);
                         if !already {
-                            *x = crate::analysis::calls::function(
+                            *x = crate::syntax::function(
                                 crate::functions::misc::type_of::VOID_AS_DOUBLE,
                                 vec![x.clone()],
                             );

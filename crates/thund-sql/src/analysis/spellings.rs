@@ -3,11 +3,11 @@
 //! and rewrites), Spark's literals (`1L`, `1.5e3`, escaped strings, typed intervals), `struct`'s
 //! field names, `CAST(… AS MAP<…>)`, a lambda's `x.f`, and a table function's named `input`.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
+use std::sync::OnceLock;
 
-use sqlparser::ast::{
-    CastKind, DataType as SqlType, Expr, FunctionArguments, Ident, ObjectName, TableFactor, Value, VisitMut, VisitorMut,
-};
+use sqlparser::ast::{CastKind, DataType as SqlType, Expr, TableFactor, Value, VisitMut, VisitorMut};
 
 use crate::modes::SqlModes;
 
@@ -34,11 +34,11 @@ impl VisitorMut for SparkFunctions {
     /// `named_struct('q', 2)`) would make the column's type BIGINT however the literal is
     /// retyped later.
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
-        crate::analysis::calls::fill_grouping_id(query);
+        crate::functions::aggregate::spellings::fill_grouping_id(query);
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
-                    if let Some(int) = crate::analysis::calls::int_literal(e) {
+                    if let Some(int) = crate::syntax::int_literal(e) {
                         *e = int;
                     }
                     ControlFlow::<()>::Continue(())
@@ -111,24 +111,12 @@ impl VisitorMut for SparkFunctions {
         if let Some(new) = rewrite_map_cast(expr) {
             *expr = new;
         }
-        if let Some(new) = crate::analysis::calls::rewrite_date_part(expr)
-            .or_else(|| crate::analysis::calls::rewrite_call(expr))
-            .or_else(|| crate::analysis::calls::rewrite_decode(expr))
-            .or_else(|| crate::analysis::calls::rewrite_listagg(expr))
-            .or_else(|| crate::analysis::calls::rewrite_mode(expr))
-            .or_else(|| crate::analysis::calls::rewrite_assert_true(expr))
-            .or_else(|| crate::analysis::calls::rewrite_json_tuple(expr))
-            .or_else(|| crate::analysis::calls::rewrite_options(expr))
-            .or_else(|| crate::analysis::calls::rewrite_ceil_floor(expr))
-            .or_else(|| crate::analysis::calls::rewrite_int_fields(expr))
-            .or_else(|| crate::analysis::calls::rewrite_operator(expr))
-            .or_else(|| crate::analysis::calls::rewrite_ignore_nulls(expr))
-            .or_else(|| crate::analysis::calls::rewrite_rank_arguments(expr))
-            .or_else(|| crate::analysis::calls::rewrite_negative_bigint(expr))
-            .or_else(|| crate::analysis::calls::rewrite_like_escape(expr))
-            .or_else(|| rewrite_position(expr))
+        if let Some(new) = spell_call(expr)
+            .or_else(|| rewrite_ceil_floor(expr))
+            .or_else(|| rewrite_operator(expr))
+            .or_else(|| rewrite_negative_bigint(expr))
+            .or_else(|| rewrite_like_escape(expr))
             .or_else(|| rewrite_struct(expr))
-            .or_else(|| rewrite_any_value(expr))
         {
             *expr = new;
         }
@@ -175,7 +163,7 @@ fn rewrite_map_cast(expr: &Expr) -> Option<Expr> {
     let Expr::Cast { kind: CastKind::Cast, expr: inner, data_type: SqlType::Map(k, v), format: None, .. } = expr else {
         return None;
     };
-    let call = crate::analysis::calls::function;
+    let call = crate::syntax::function;
     let array_of = |e: Expr, t: &SqlType| Expr::Cast {
         kind: CastKind::Cast,
         expr: Box::new(e),
@@ -210,36 +198,168 @@ pub(crate) fn rewrite_struct(expr: &Expr) -> Option<Expr> {
         args.push(Expr::value(Value::SingleQuotedString(name)));
         args.push(value);
     }
-    Some(crate::analysis::calls::function("named_struct", args))
+    Some(crate::syntax::function("named_struct", args))
 }
 
-/// `any_value(x)` → `first_value(x)`: Spark's is the group's first value, NULL included
-/// (DataFusion's skips NULLs).
-fn rewrite_any_value(expr: &Expr) -> Option<Expr> {
+/// A call as its function's declaration spells it (`crate::declare`): by its template for the
+/// call's argument count, else with the integer literals it takes as INTs, else by its parse
+/// rewrite. The templates are parsed once, by the front-end.
+fn spell_call(expr: &Expr) -> Option<Expr> {
     let Expr::Function(f) = expr else { return None };
-    let FunctionArguments::List(list) = &f.args else { return None };
-    if !f.name.to_string().eq_ignore_ascii_case("any_value") || list.args.len() != 1 {
-        return None;
+    let function = crate::functions::lookup(&crate::syntax::name_of(f))?;
+    if let Some(mut args) = crate::syntax::plain_args(f) {
+        if let Some(template) = template(function, args.len()) {
+            for &i in function.ints {
+                if let Some(int) = args.get(i).and_then(crate::syntax::int_literal) {
+                    args[i] = int;
+                }
+            }
+            let mut out = template.clone();
+            let _ = out.visit(&mut Substitute { args: &args });
+            return Some(out);
+        }
     }
-    let mut call = f.clone();
-    call.name = ObjectName::from(vec![Ident::new("first_value")]);
-    Some(Expr::Function(call))
+    if function.templates.is_empty() && !function.ints.is_empty() {
+        if let Some(call) = crate::syntax::int_arguments(f, function.ints) {
+            return Some(Expr::Function(call));
+        }
+    }
+    function.parse.and_then(|rewrite| rewrite(expr))
 }
 
-/// `position(substr, str)` and `locate(substr, str)` → `strpos(str, substr)`: DataFusion takes
-/// `position`'s arguments the other way (the `POSITION(substr IN str)` syntax is planned right).
-fn rewrite_position(expr: &Expr) -> Option<Expr> {
-    let Expr::Function(f) = expr else { return None };
-    let name = f.name.to_string().to_ascii_lowercase();
-    if name != "position" && name != "locate" {
-        return None;
+/// The parsed template of `function` for `arity` arguments. (A template that does not parse, a
+/// defect `functions::tests` finds, is left out: its calls stay missing functions, refused.)
+fn template(function: &crate::declare::Function, arity: usize) -> Option<&'static Expr> {
+    static PARSED: OnceLock<HashMap<(&'static str, usize), Expr>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(|| {
+        crate::functions::all()
+            .flat_map(|f| f.templates.iter().map(move |(n, sql)| (f.name, *n, *sql)))
+            .filter_map(|(name, n, sql)| {
+                let ast = knut_thund::frontend::parse_expression(sql).ok()?.ast?;
+                Some(((name, n), ast.as_ref().clone()))
+            })
+            .collect()
+    });
+    parsed.get(&(function.name, arity))
+}
+
+/// Puts the call's arguments where the template names them.
+struct Substitute<'a> {
+    args: &'a [Expr],
+}
+
+impl VisitorMut for Substitute<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Identifier(id) = expr {
+            if let Some(i) = id.value.strip_prefix("__a").and_then(|n| n.parse::<usize>().ok()) {
+                if let Some(arg) = self.args.get(i - 1) {
+                    *expr = arg.clone();
+                }
+            }
+        }
+        ControlFlow::Continue(())
     }
-    let FunctionArguments::List(list) = &f.args else { return None };
-    let [substr, string] = list.args.as_slice() else { return None };
-    let mut call = f.clone();
-    call.name = ObjectName::from(vec![Ident::new("strpos")]);
-    let mut args = list.clone();
-    args.args = vec![string.clone(), substr.clone()];
-    call.args = FunctionArguments::List(args);
-    Some(Expr::Function(call))
+}
+
+/// Spark's operators DataFusion's SQL lacks, as the functions computing them (`datafusion-spark`'s
+/// and `arithmetic`'s): `!x` is `NOT x`, `~x` `bitwise_not(x)`, `a << b` `shiftleft(a, b)`,
+/// `a >> b` `shiftright`, `a >>> b` `shiftrightunsigned`, and `a DIV b` `div(a, b)` (integer
+/// division, a BIGINT).
+fn rewrite_operator(expr: &Expr) -> Option<Expr> {
+    use sqlparser::ast::{BinaryOperator, UnaryOperator};
+    match expr {
+        Expr::UnaryOp { op: UnaryOperator::BangNot, expr } => {
+            Some(Expr::UnaryOp { op: UnaryOperator::Not, expr: expr.clone() })
+        }
+        Expr::UnaryOp { op: UnaryOperator::BitwiseNot, expr } => {
+            Some(crate::syntax::function("bitwise_not", vec![*expr.clone()]))
+        }
+        Expr::BinaryOp { left, op, right } => {
+            let name = match op {
+                BinaryOperator::PGBitwiseShiftLeft => "shiftleft",
+                BinaryOperator::PGBitwiseShiftRight => "shiftright",
+                BinaryOperator::Custom(s) if s == ">>>" => "shiftrightunsigned",
+                BinaryOperator::MyIntegerDivide => "div",
+                _ => return None,
+            };
+            Some(crate::syntax::function(name, vec![*left.clone(), *right.clone()]))
+        }
+        _ => None,
+    }
+}
+
+/// `-1L` where `1L` was already made `CAST(1 AS BIGINT)`: the negative number cast, so the
+/// least BIGINT, `-9223372036854775808L`, whose digits alone do not fit, is read as one.
+fn rewrite_negative_bigint(expr: &Expr) -> Option<Expr> {
+    let Expr::UnaryOp { op: sqlparser::ast::UnaryOperator::Minus, expr } = expr else { return None };
+    let Expr::Cast { expr: inner, data_type: sqlparser::ast::DataType::BigInt(None), .. } = expr.as_ref() else {
+        return None;
+    };
+    let Expr::Value(v) = inner.as_ref() else { return None };
+    let sqlparser::ast::Value::Number(n, false) = &v.value else { return None };
+    let mut cast = expr.as_ref().clone();
+    if let Expr::Cast { expr, .. } = &mut cast {
+        **expr = Expr::value(sqlparser::ast::Value::Number(format!("-{n}"), false));
+    }
+    Some(cast)
+}
+
+/// `x LIKE 'p' ESCAPE 'e'` (`ILIKE`) with a literal pattern: the pattern with `e` escapes
+/// written as backslash ones, the only escape DataFusion's LIKE takes (a backslash that `e`
+/// does not escape is written escaped). An escape before anything but `%`, `_` or itself is
+/// Spark's error; it is left to fail.
+fn rewrite_like_escape(expr: &Expr) -> Option<Expr> {
+    use sqlparser::ast::Value;
+    let (Expr::Like { escape_char: Some(e), pattern, .. } | Expr::ILike { escape_char: Some(e), pattern, .. }) = expr
+    else {
+        return None;
+    };
+    let (Value::SingleQuotedString(e) | Value::DoubleQuotedString(e)) = &e.value else { return None };
+    let mut e = e.chars();
+    let (Some(escape), None) = (e.next(), e.next()) else { return None };
+    let Expr::Value(p) = pattern.as_ref() else { return None };
+    let (Value::SingleQuotedString(p) | Value::DoubleQuotedString(p)) = &p.value else { return None };
+    // A character matched as itself, escaped where DataFusion's LIKE would read it otherwise.
+    let literal = |out: &mut String, c: char| {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    };
+    let mut out = String::new();
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c != escape {
+            if c == '\\' {
+                literal(&mut out, c);
+            } else {
+                out.push(c);
+            }
+            continue;
+        }
+        match chars.next() {
+            Some(n) if matches!(n, '%' | '_') || n == escape => literal(&mut out, n),
+            _ => return None,
+        }
+    }
+    let mut rewritten = expr.clone();
+    if let Expr::Like { escape_char, pattern, .. } | Expr::ILike { escape_char, pattern, .. } = &mut rewritten {
+        *escape_char = None;
+        **pattern = Expr::value(Value::SingleQuotedString(out));
+    }
+    Some(rewritten)
+}
+
+/// `ceil(x, d)` and `floor(x, d)` where the parser reads them as CEIL and FLOOR with a scale
+/// (else they are calls, rewritten by their templates), as the functions `rounding` has for
+/// them: `ceil_at(x, d)`, `floor_at(x, d)`.
+fn rewrite_ceil_floor(expr: &Expr) -> Option<Expr> {
+    let (name, value, scale) = match expr {
+        Expr::Ceil { expr, field: sqlparser::ast::CeilFloorKind::Scale(scale) } => ("ceil_at", expr, scale),
+        Expr::Floor { expr, field: sqlparser::ast::CeilFloorKind::Scale(scale) } => ("floor_at", expr, scale),
+        _ => return None,
+    };
+    Some(crate::syntax::function(name, vec![value.as_ref().clone(), Expr::Value(scale.clone())]))
 }

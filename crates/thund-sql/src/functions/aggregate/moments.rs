@@ -1,4 +1,4 @@
-//! Spark's `skewness(x)` and `kurtosis(x)` (DataFusion has neither), and `log1p(x)`.
+//! Spark's `skewness(x)` and `kurtosis(x)` (DataFusion has neither).
 //!
 //! Both aggregates keep Spark's buffer, the count and the central moments (`n`, mean, `m2`,
 //! `m3`, `m4`, as DOUBLEs), and update and merge it with Spark's own formulas
@@ -12,16 +12,15 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, Float64Array};
-use arrow::datatypes::{DataType, Field, FieldRef, Float64Type};
+use arrow::array::{ArrayRef, Float64Array};
+use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{plan_err, Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility,
-};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility};
 use datafusion::prelude::SessionContext;
+
+use crate::columnar::{doubles, numeric_argument};
 
 pub(crate) fn register(ctx: &SessionContext) {
     for moment in [Moment::Skewness, Moment::Kurtosis] {
@@ -30,7 +29,6 @@ pub(crate) fn register(ctx: &SessionContext) {
             signature: Signature::any(1, Volatility::Immutable),
         }));
     }
-    ctx.register_udf(ScalarUDF::from(Log1p { signature: Signature::any(1, Volatility::Immutable) }));
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,13 +45,6 @@ struct CentralMoment {
 
 /// Spark casts a number to a DOUBLE for these; anything else (a string Spark would cast) is
 /// left to Spark.
-fn numeric_argument(name: &str, t: &DataType) -> Result<()> {
-    if t.is_numeric() || t == &DataType::Null {
-        return Ok(());
-    }
-    plan_err!("{name} of {} runs on the Spark backend (only numbers are taken here)", crate::types::spark_type_name(t))
-}
-
 impl AggregateUDFImpl for CentralMoment {
     fn name(&self) -> &str {
         match self.moment {
@@ -138,10 +129,6 @@ struct Moments {
     buffer: Buffer,
 }
 
-fn doubles(a: &ArrayRef) -> Result<Float64Array> {
-    Ok(arrow::compute::cast(a, &DataType::Float64)?.as_primitive::<Float64Type>().clone())
-}
-
 impl Accumulator for Moments {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         for x in doubles(&values[0])?.iter().flatten() {
@@ -177,35 +164,6 @@ impl Accumulator for Moments {
 
     fn size(&self) -> usize {
         std::mem::size_of_val(self)
-    }
-}
-
-/// `log1p(x)`: ln(1 + x), exact for a small `x` (where 1 + x would round it away); NULL at or
-/// below -1, as Spark's.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Log1p {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for Log1p {
-    fn name(&self) -> &str {
-        "log1p"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        numeric_argument("log1p", &args[0])?;
-        Ok(DataType::Float64)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let x = doubles(&args.args[0].to_array(1)?)?;
-        let out: Float64Array = x.iter().map(|v| v.filter(|v| *v > -1.0).map(f64::ln_1p)).collect();
-        crate::columnar::columnar(Arc::new(out), scalar)
     }
 }
 

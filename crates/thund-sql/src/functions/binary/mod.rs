@@ -24,6 +24,61 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
+use crate::declare::Function as Declared;
+
+/// Spark's functions of BINARY values and of character sets, as they run here.
+pub(crate) const FUNCTIONS: &[Declared] = &[
+    // Spark trims a BINARY as the text it casts it to; DataFusion's trims take text only.
+    Declared::udf("btrim"),
+    Declared::udf("ltrim"),
+    Declared::udf("rtrim"),
+    Declared::udf("trim"),
+    Declared::udf("bit_length"),
+    Declared::udf("octet_length"),
+    Declared::udf("contains"),
+    Declared::udf("startswith"),
+    Declared::udf("endswith"),
+    Declared::udf("encode"),
+    // `decode(x, s1, r1, …)` is Spark's CASE form; `decode(binary, charset)` the charset's.
+    Declared::udf("decode").parse(decode_case),
+    Declared::udf("to_binary"),
+    Declared::udf("try_to_binary"),
+    Declared::udf("validate_utf8"),
+    Declared::udf("try_validate_utf8"),
+    // The bytes forms of `substr`, `lpad`, `rpad`, `overlay` (`string`'s rewrites pick them).
+    Declared::udf("binary_substr"),
+    Declared::udf("binary_lpad"),
+    Declared::udf("binary_rpad"),
+    Declared::udf("binary_overlay"),
+];
+
+/// `decode(x, s1, r1, s2, r2, …[, default])`: the first `r` whose `s` is `x` (NULL matching
+/// NULL), as a CASE. (`decode(binary, charset)` is another function, left alone.)
+fn decode_case(expr: &sqlparser::ast::Expr) -> Option<sqlparser::ast::Expr> {
+    use sqlparser::ast::{Expr, FunctionArguments};
+    let Expr::Function(f) = expr else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if !f.name.to_string().eq_ignore_ascii_case("decode") || list.args.len() < 3 || f.over.is_some() {
+        return None;
+    }
+    let args = crate::syntax::unnamed_args(list)?;
+    let (subject, rest) = args.split_first()?;
+    let conditions = rest
+        .chunks_exact(2)
+        .map(|pair| sqlparser::ast::CaseWhen {
+            condition: Expr::IsNotDistinctFrom(Box::new((*subject).clone()), Box::new(pair[0].clone())),
+            result: pair[1].clone(),
+        })
+        .collect();
+    Some(Expr::Case {
+        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions,
+        else_result: (rest.len() % 2 == 1).then(|| Box::new(rest[rest.len() - 1].clone())),
+    })
+}
+
 pub(crate) fn register(ctx: &SessionContext) {
     // Spark trims a BINARY as the text it casts it to; DataFusion's trims take text only.
     for inner in [

@@ -37,6 +37,22 @@ use datafusion::logical_expr::{
     ColumnarValue, Expr, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
+use crate::declare::Function;
+
+/// Spark's casts written as functions.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::spelled("date", &[(1, "CAST(__a1 AS DATE)")]),
+    Function::spelled("timestamp", &[(1, "CAST(__a1 AS TIMESTAMP)")]),
+    Function::spelled("double", &[(1, "CAST(__a1 AS DOUBLE)")]),
+    Function::spelled("float", &[(1, "CAST(__a1 AS FLOAT)")]),
+    Function::spelled("int", &[(1, "CAST(__a1 AS INT)")]),
+    Function::spelled("bigint", &[(1, "CAST(__a1 AS BIGINT)")]),
+    Function::spelled("smallint", &[(1, "CAST(__a1 AS SMALLINT)")]),
+    Function::spelled("tinyint", &[(1, "CAST(__a1 AS TINYINT)")]),
+    Function::spelled("boolean", &[(1, "CAST(__a1 AS BOOLEAN)")]),
+    Function::spelled("string", &[(1, "CAST(__a1 AS STRING)")]),
+];
+
 /// What a value that does not convert gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum OnInvalid {
@@ -400,7 +416,7 @@ impl AnalyzerRule for SparkText {
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
         let ansi = config.execution.enable_ansi_mode;
         let plan = plan.transform_up_with_subqueries(|node| {
-            let schema = crate::analysis::fidelity::merged_input_schema(&node);
+            let schema = crate::declare::merged_input_schema(&node);
             let names = NamePreserver::new(&node);
             let node = node.map_expressions(|e| {
                 let saved = names.save(&e);

@@ -90,10 +90,9 @@ fn rewrite_select(select: &mut Select) -> std::result::Result<(), String> {
         std::ops::ControlFlow::<()>::Continue(())
     });
     let number = |n: i64| Expr::value(Value::Number(n.to_string(), false));
-    let windows =
-        crate::analysis::calls::function(TIME_WINDOWS, vec![ts.clone(), number(length), number(slide), number(start)]);
+    let windows = crate::syntax::function(TIME_WINDOWS, vec![ts.clone(), number(length), number(slide), number(start)]);
     select.lateral_views.push(LateralView {
-        lateral_view: crate::analysis::calls::function("explode", vec![windows]),
+        lateral_view: crate::syntax::function("explode", vec![windows]),
         lateral_view_name: ObjectName::from(vec![Ident::new("__thund_windows")]),
         lateral_col_alias: vec![Ident::new("window")],
         outer: false,

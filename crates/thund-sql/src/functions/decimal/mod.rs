@@ -208,3 +208,7 @@ mod tests {
         assert_eq!(fit(f64::NAN, 10, 2), None);
     }
 }
+
+/// Spark's DECIMAL has no function of its own: this category is how casts and arithmetic read
+/// numbers into one (Java's `BigDecimal`) and round them.
+pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[];

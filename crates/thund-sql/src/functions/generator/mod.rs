@@ -32,6 +32,25 @@ use datafusion::logical_expr::{
 };
 use datafusion::prelude::SessionContext;
 
+use crate::declare::Function;
+
+/// Spark's generators, as they run here: each planned as DataFusion `Unnest` steps
+/// ([`plan_generators`]), in a SELECT list or a LATERAL VIEW (`analysis::lateral`).
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::udf("explode"),
+    Function::udf("explode_outer"),
+    Function::udf("posexplode"),
+    Function::udf("posexplode_outer"),
+    Function::udf("inline"),
+    Function::udf("inline_outer"),
+    Function::udf("stack"),
+    // The markers of a generator's columns and of a LATERAL VIEW's items.
+    Function::udf("__thund_generate"),
+    Function::udf("__thund_lateral"),
+    // Spark's `range` table function (`range`).
+    Function::udf("range"),
+];
+
 /// The generators, by the name a query calls them.
 const GENERATORS: [&str; 7] =
     ["explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer", "stack"];
@@ -43,7 +62,13 @@ const COLUMNS_KEY: &str = "thund.generator.columns";
 const GENERATED: &str = "__thund_generated";
 
 /// Registers the generators and the function that lays out their rows.
+/// Registers the category's functions with `ctx`: the generators, then Spark's `range`.
 pub(crate) fn register(ctx: &SessionContext) {
+    register_generators(ctx);
+    range::register(ctx);
+}
+
+fn register_generators(ctx: &SessionContext) {
     for name in GENERATORS {
         ctx.register_udf(ScalarUDF::from(Generator::new(name)));
     }

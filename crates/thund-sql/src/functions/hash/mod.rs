@@ -21,6 +21,36 @@ use datafusion::common::{plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use datafusion::prelude::SessionContext;
 
+use crate::declare::{Call, Function, PlanContext};
+
+/// Spark's hash functions, as they run here.
+pub(crate) const FUNCTIONS: &[Function] = &[Function::udf("hash"), Function::builtin("xxhash64").plan(xxhash64)];
+
+/// datafusion-spark's `xxhash64` hashes a DECIMAL otherwise than Spark (every example
+/// differed); Spark's other types it hashes as Spark does.
+fn xxhash64(
+    c: Call,
+    cx: &PlanContext,
+) -> Result<datafusion::common::tree_node::Transformed<datafusion::logical_expr::Expr>> {
+    use datafusion::logical_expr::ExprSchemable;
+    if c.args.iter().any(|a| a.get_type(cx.schema).is_ok_and(|t| holds_decimal(&t))) {
+        return Err(crate::declare::refused("xxhash64", "of a DECIMAL it is another hash"));
+    }
+    c.unchanged()
+}
+
+/// Whether a DECIMAL is anywhere in `t`.
+fn holds_decimal(t: &DataType) -> bool {
+    match t {
+        DataType::Decimal128(..) | DataType::Decimal256(..) => true,
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) | DataType::Map(f, _) => {
+            holds_decimal(f.data_type())
+        }
+        DataType::Struct(fields) => fields.iter().any(|f| holds_decimal(f.data_type())),
+        _ => false,
+    }
+}
+
 const SEED: i32 = 42;
 
 pub(crate) fn register(ctx: &SessionContext) {

@@ -47,6 +47,23 @@ mod sort;
 use map_zip::{common_key, map_zip_with};
 use sort::sort_with;
 
+/// Spark's higher-order functions, as they run here: on DataFusion's lambdas.
+pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[
+    crate::declare::Function::udf("transform"),
+    crate::declare::Function::udf("filter"),
+    crate::declare::Function::udf("exists"),
+    crate::declare::Function::udf("forall"),
+    crate::declare::Function::udf("aggregate"),
+    crate::declare::Function::udf("reduce"),
+    crate::declare::Function::udf("zip_with"),
+    crate::declare::Function::udf("map_filter"),
+    crate::declare::Function::udf("transform_keys"),
+    crate::declare::Function::udf("transform_values"),
+    crate::declare::Function::udf("map_zip_with"),
+    // `array_sort(array, comparator)` (`collection`'s template names it so).
+    crate::declare::Function::udf("array_sort_by"),
+];
+
 /// Registers the functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
     for kind in [

@@ -246,7 +246,7 @@ pub(crate) fn refusal_sql(why: &str) -> SqlExpr {
 }
 
 fn call_sql(args: Vec<SqlExpr>) -> SqlExpr {
-    crate::analysis::calls::function("spark_interval", args)
+    crate::syntax::function("spark_interval", args)
 }
 
 /// Seconds as Spark writes them in an interval: at least two digits before the point, the

@@ -1,5 +1,48 @@
-//! Spark's math functions: its arithmetic in both modes, `conv`, rounding to decimal places.
+//! Spark's math functions: its arithmetic in both modes (`arithmetic`: the `try_` operators,
+//! the ANSI ones, DECIMAL division), `conv`, rounding to decimal places (`rounding`), `log1p`,
+//! and the spellings and answers of DataFusion's own (`rewrites`).
 
 pub(crate) mod arithmetic;
 pub(crate) mod conv;
+pub(crate) mod log1p;
+mod rewrites;
 pub(crate) mod rounding;
+
+use crate::declare::Function;
+
+/// Registers the category's functions with `ctx`.
+pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
+    conv::register(ctx);
+    rounding::register(ctx);
+    arithmetic::register(ctx);
+    log1p::register(ctx);
+}
+
+/// Spark's math functions, as they run here.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::udf("conv").plan(rewrites::conv),
+    Function::udf("bround"),
+    // Rounding up (down) to a number of decimal places (`rounding`); the parser reads
+    // `ceil(x, d)` as CEIL with a scale where it can (`analysis::spellings`).
+    Function::udf("ceil_at"),
+    Function::udf("floor_at"),
+    Function::builtin("ceil").templates(&[(2, "ceil_at(__a1, __a2)")]),
+    Function::builtin("ceiling").templates(&[(2, "ceil_at(__a1, __a2)")]),
+    Function::builtin("floor").templates(&[(2, "floor_at(__a1, __a2)")]),
+    // `a DIV b`: in ANSI mode a zero divisor and an overflow fail.
+    Function::udf("div").plan(rewrites::div),
+    Function::udf("try_add"),
+    Function::udf("try_subtract"),
+    Function::udf("try_multiply"),
+    Function::udf("try_divide"),
+    Function::udf("try_mod"),
+    Function::udf("log1p"),
+    Function::builtin("mod").plan(rewrites::modulo),
+    Function::builtin("round").plan(rewrites::round),
+    Function::spelled("sign", &[(1, "CAST(signum(__a1) AS DOUBLE)")]),
+    Function::builtin("signum").templates(&[(1, "CAST(signum(__a1) AS DOUBLE)")]),
+    Function::spelled("e", &[(0, "exp(CAST(1 AS DOUBLE))")]),
+    Function::builtin("rint").templates(&[(1, "rint(CAST(__a1 AS DOUBLE))")]),
+    Function::spelled("positive", &[(1, "(+__a1)")]),
+    Function::builtin("factorial").ints(&[0, 1, 2, 3, 4]),
+];

@@ -19,6 +19,47 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl,
 use regex::Regex;
 
 use crate::columnar::{columnar, utf8};
+use crate::declare::{Call, Function, PlanContext};
+
+/// Registers the category's functions with `ctx`.
+pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
+    for f in RegexpFunction::all() {
+        ctx.register_udf(datafusion::logical_expr::ScalarUDF::from(f));
+    }
+}
+
+/// Spark's regular-expression functions, as they run here.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::udf("split"),
+    Function::udf("regexp_extract"),
+    Function::udf("regexp_extract_all"),
+    Function::spelled("rlike", &[(2, "regexp_like(__a1, __a2)")]),
+    Function::spelled("regexp", &[(2, "regexp_like(__a1, __a2)")]),
+    // The first match, NULL where there is none (`regexp_extract` gives '').
+    Function::spelled(
+        "regexp_substr",
+        &[(2, "CASE WHEN regexp_like(__a1, __a2) THEN regexp_extract(__a1, __a2, 0) END")],
+    ),
+    Function::builtin("regexp_replace").plan(every_match),
+    Function::builtin("regexp_count").plan(crate::declare::counted_as_int),
+    Function::builtin("regexp_instr").plan(crate::declare::counted_as_int),
+];
+
+/// Spark's `regexp_replace` replaces every match; DataFusion's only the first unless flagged
+/// `g`. Spark's fourth argument is a position, DataFusion's the flags: refused.
+fn every_match(
+    mut c: Call,
+    _: &PlanContext,
+) -> Result<datafusion::common::tree_node::Transformed<datafusion::logical_expr::Expr>> {
+    match c.args.len() {
+        3 => {
+            c.args.push(datafusion::logical_expr::lit("g"));
+            Ok(datafusion::common::tree_node::Transformed::yes(c.into_expr()))
+        }
+        4 => Err(crate::declare::refused("regexp_replace", "its fourth argument is a position on Spark, flags here")),
+        _ => c.unchanged(),
+    }
+}
 
 /// Which function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

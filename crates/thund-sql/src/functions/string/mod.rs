@@ -7,6 +7,7 @@
 
 pub(crate) mod format_number;
 pub(crate) mod number_format;
+mod rewrites;
 pub(crate) mod text_arguments;
 
 use std::sync::Arc;
@@ -18,8 +19,51 @@ use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, Sca
 use datafusion::prelude::SessionContext;
 
 use crate::columnar::{columnar, utf8};
+use crate::declare::Function;
 
+/// Spark's string functions, as they run here.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::udf("mask"),
+    Function::udf("quote"),
+    // Spark's message names the expression as its SQL, which the function itself cannot see.
+    Function::udf("assert_true").parse(rewrites::assert_true),
+    Function::udf("format_number"),
+    Function::udf("to_number"),
+    Function::udf("try_to_number"),
+    // The marker of a string function's argument read as text (`text_arguments`).
+    Function::udf("__thund_text"),
+    Function::builtin("format_string").plan(rewrites::format_string),
+    Function::builtin("printf").plan(rewrites::format_string),
+    Function::spelled("lcase", &[(1, "lower(__a1)")]),
+    Function::spelled("ucase", &[(1, "upper(__a1)")]),
+    Function::builtin("space").templates(&[(1, "repeat(' ', __a1)")]),
+    // The distance, or -1 above the threshold (NULL for a NULL threshold).
+    Function::builtin("levenshtein").templates(&[(
+        3,
+        "CASE WHEN levenshtein(__a1, __a2) > __a3 THEN -1 WHEN __a3 IS NOT NULL THEN levenshtein(__a1, __a2) END",
+    )]),
+    // The position of the first match at or after a position; DataFusion takes `position`'s
+    // two arguments the other way (the `POSITION(substr IN str)` syntax is planned right).
+    Function::builtin("locate").templates(&[(3, rewrites::LOCATE_FROM)]).parse(rewrites::position),
+    Function::builtin("position").templates(&[(3, rewrites::LOCATE_FROM)]).parse(rewrites::position),
+    // Of a BINARY: bytes (DataFusion's read the bytes as text).
+    Function::builtin("left").plan(rewrites::of_bytes),
+    Function::builtin("substr").plan(rewrites::of_bytes),
+    Function::builtin("substring").plan(rewrites::of_bytes),
+    Function::builtin("lpad").plan(rewrites::of_bytes),
+    Function::builtin("rpad").plan(rewrites::of_bytes),
+    Function::builtin("overlay").plan(rewrites::of_bytes),
+];
+
+/// Registers the category's functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
+    number_format::register(ctx);
+    format_number::register(ctx);
+    register_text_functions(ctx);
+    text_arguments::register(ctx);
+}
+
+fn register_text_functions(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(Mask { signature: Signature::variadic_any(Volatility::Immutable) }));
     ctx.register_udf(ScalarUDF::from(Quote { signature: Signature::any(1, Volatility::Immutable) }));
     ctx.register_udf(ScalarUDF::from(AssertTrue { signature: Signature::variadic_any(Volatility::Volatile) }));

@@ -122,7 +122,7 @@ fn wrap(x: &mut SqlExpr) {
         return;
     }
     let inner = std::mem::replace(x, SqlExpr::Value(Value::Null.into()));
-    *x = crate::analysis::calls::function(NAME, vec![inner]);
+    *x = crate::syntax::function(NAME, vec![inner]);
 }
 
 /// Whether Spark casts a value of this type to text for a string function (DataFusion's does

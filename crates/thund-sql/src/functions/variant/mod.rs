@@ -41,6 +41,23 @@ use datafusion::logical_expr::{
 use datafusion::prelude::SessionContext;
 
 use crate::columnar::{columnar, utf8};
+use crate::declare::Function;
+
+/// Spark's VARIANT functions, as they run here.
+pub(crate) const FUNCTIONS: &[Function] = &[
+    Function::udf("parse_json"),
+    Function::udf("try_parse_json"),
+    Function::udf("is_variant_null"),
+    Function::udf("variant_get"),
+    Function::udf("try_variant_get"),
+    Function::udf("schema_of_variant"),
+    Function::udf("schema_of_variant_agg"),
+    // JSON inference on the variant reader; a map of literal options becomes literals.
+    Function::udf("schema_of_json").parse(crate::functions::json_csv::options_as_literals),
+    Function::udf("to_variant_object"),
+    Function::udf("variant_explode"),
+    Function::udf("variant_explode_outer"),
+];
 
 pub(crate) fn register(ctx: &SessionContext) {
     let any = || Signature::variadic_any(Volatility::Immutable);

@@ -53,6 +53,19 @@ use document::Doc;
 use eval::{Context, Value};
 use parse::{parse, Expr};
 
+/// Spark's XPath functions, as they run here.
+pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[
+    crate::declare::Function::udf("xpath"),
+    crate::declare::Function::udf("xpath_string"),
+    crate::declare::Function::udf("xpath_boolean"),
+    crate::declare::Function::udf("xpath_number"),
+    crate::declare::Function::udf("xpath_double"),
+    crate::declare::Function::udf("xpath_float"),
+    crate::declare::Function::udf("xpath_int"),
+    crate::declare::Function::udf("xpath_long"),
+    crate::declare::Function::udf("xpath_short"),
+];
+
 // ---------------------------------------------------------------------------------------------
 // Functions.
 
