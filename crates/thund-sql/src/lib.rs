@@ -32,7 +32,7 @@
 //!
 //! This crate depends on DataFusion, `datafusion-spark` and sqlparser, and on `knut-thund` only
 //! for the pipeline's settings and Spark's window arithmetic — never on delta-rs, storage or
-//! streaming (`thund-native/tests/layering.rs` fails otherwise).
+//! streaming (`tests/layering.rs` fails otherwise).
 //!
 //! ```
 //! use knut_thund::frontend::{analyze_query, NameContext};
@@ -66,7 +66,7 @@ pub use error::{in_sparks_words, Result, SqlError};
 pub use modes::SqlModes;
 pub use plan::{plan_expr, plan_query};
 pub use session::{spark_config, spark_context, spark_state_builder};
-pub use types::{parse_ddl_schema, parse_type, spark_timestamp, spark_type_name};
+pub use types::{parse_ddl_schema, parse_type, spark_simple_string, spark_timestamp, spark_type_name};
 
 /// The analysis rules' names, in the order they run (`analysis`): those on a query's syntax
 /// tree, those on its plan, then those the session's analyzer runs after DataFusion's.

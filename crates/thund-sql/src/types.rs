@@ -207,7 +207,7 @@ pub fn spark_type_name(dt: &DataType) -> String {
 
 /// An Arrow type as Spark's `DataType.simpleString` writes it (`int`, `decimal(10,2)`,
 /// `array<struct<q:int>>`, `map<string,int>`): what `typeof` answers.
-pub(crate) fn spark_simple_string(dt: &DataType) -> String {
+pub fn spark_simple_string(dt: &DataType) -> String {
     match dt {
         t if crate::functions::variant::is_variant(t) => "variant".into(),
         DataType::List(f) | DataType::LargeList(f) | DataType::ListView(f) | DataType::FixedSizeList(f, _) => {

@@ -215,7 +215,7 @@ impl Windowed {
                 message: format!(
                     "event time must be defined on a window or a timestamp, but `{}` is of type {}",
                     self.column,
-                    spark_type_name(other)
+                    thund_sql::spark_simple_string(other)
                 ),
             }),
         }
@@ -623,22 +623,6 @@ fn compact(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
         })
         .collect();
     Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
-}
-
-/// A type as Spark names it in messages.
-fn spark_type_name(t: &DataType) -> String {
-    match t {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "string".into(),
-        DataType::Int8 => "tinyint".into(),
-        DataType::Int16 => "smallint".into(),
-        DataType::Int32 => "int".into(),
-        DataType::Int64 => "bigint".into(),
-        DataType::Float32 => "float".into(),
-        DataType::Float64 => "double".into(),
-        DataType::Boolean => "boolean".into(),
-        DataType::Date32 | DataType::Date64 => "date".into(),
-        other => other.to_string().to_ascii_lowercase(),
-    }
 }
 
 /// An event-time column as microseconds.

@@ -134,7 +134,7 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
     let Ok(from) = inner.get_type(schema) else { return Ok(Transformed::no(e)) };
     // An interval's text and number depend on its fields (`INTERVAL '3' DAY` is 3 as a BIGINT),
     // which an interval column's Arrow type does not keep (a literal's cast is made in the
-    // parse, `interval_literals`).
+    // parse, `functions::interval::literals`).
     if crate::functions::interval::arithmetic::is_interval(&from) && from != *to {
         let unit = crate::functions::interval::arithmetic::end_field_micros(inner, schema);
         if let (Some(unit), true) =

@@ -1,5 +1,5 @@
 //! `LATERAL VIEW [OUTER] generator(…) view [AS a, b]`, rewritten on the parse into a generator
-//! item of a derived table that `generators` then plans (DataFusion's SQL planner has no
+//! item of a derived table that `functions::generator` then plans (DataFusion's SQL planner has no
 //! lateral views).
 
 use crate::functions::generator::{is_generator, LATERAL};

@@ -1,6 +1,6 @@
 //! Spark's spellings DataFusion reads otherwise, rewritten on the parse, in queries and in
-//! expressions alike: functions DataFusion has under another name or form (`calls`' templates
-//! and rewrites), Spark's literals (`1L`, `1.5e3`, escaped strings, typed intervals), `struct`'s
+//! expressions alike: functions DataFusion has under another name or form (each function's
+//! declaration in its category: templates and rewrites), Spark's literals (`1L`, `1.5e3`, escaped strings, typed intervals), `struct`'s
 //! field names, `CAST(… AS MAP<…>)`, a lambda's `x.f`, and a table function's named `input`.
 
 use std::collections::HashMap;
@@ -100,7 +100,7 @@ impl VisitorMut for SparkFunctions {
                 ControlFlow::<()>::Continue(())
             });
         }
-        // Spark's typed interval literals (`interval_literals`).
+        // Spark's typed interval literals (`functions::interval::literals`).
         if let Expr::Interval(i) = expr {
             *expr = match crate::functions::interval::literals::Literal::parse(i) {
                 Ok(literal) => literal.to_sql(),
@@ -228,7 +228,7 @@ fn spell_call(expr: &Expr) -> Option<Expr> {
 }
 
 /// The parsed template of `function` for `arity` arguments. (A template that does not parse, a
-/// defect `functions::tests` finds, is left out: its calls stay missing functions, refused.)
+/// defect this module's tests find, is left out: its calls stay missing functions, refused.)
 fn template(function: &crate::declare::Function, arity: usize) -> Option<&'static Expr> {
     static PARSED: OnceLock<HashMap<(&'static str, usize), Expr>> = OnceLock::new();
     let parsed = PARSED.get_or_init(|| {
@@ -362,4 +362,40 @@ fn rewrite_ceil_floor(expr: &Expr) -> Option<Expr> {
         _ => return None,
     };
     Some(crate::syntax::function(name, vec![value.as_ref().clone(), Expr::Value(scale.clone())]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spelled(sql: &str) -> String {
+        let e = knut_thund::frontend::parse_expression(sql).unwrap().ast.unwrap();
+        spell_call(&e).map_or_else(|| "unchanged".into(), |e| e.to_string())
+    }
+
+    #[test]
+    fn every_template_parses_and_arguments_are_substituted_as_parsed() {
+        for f in crate::functions::all() {
+            for (arity, sql) in f.templates {
+                assert!(template(f, *arity).is_some(), "{}: {sql}", f.name);
+            }
+        }
+        assert_eq!(spelled("lcase('A''b')"), "lower('A''b')");
+        assert_eq!(
+            spelled("max_by(x, y + 1)"),
+            "first_value(CASE WHEN y + 1 IS NOT NULL THEN x END ORDER BY y + 1 DESC NULLS LAST)"
+        );
+        assert_eq!(spelled("date_add(d, 1)"), "date_add(CAST(d AS DATE), CAST(1 AS INT))");
+        // Another argument count, a named argument, or a window is left alone.
+        assert_eq!(spelled("lcase(a, b)"), "unchanged");
+        assert_eq!(spelled("first(x) OVER (ORDER BY y)"), "unchanged");
+    }
+
+    #[test]
+    fn a_call_without_a_template_takes_its_ints_then_its_rewrite() {
+        assert_eq!(spelled("make_timestamp(2024, 1, 2, 3, 4, 5.5)").matches("CAST(").count(), 5);
+        assert_eq!(spelled("first(x, true)"), "first_value(x) IGNORE NULLS");
+        assert_eq!(spelled("position('b', s)"), "strpos(s, 'b')");
+        assert_eq!(spelled("no_such_function(1)"), "unchanged");
+    }
 }

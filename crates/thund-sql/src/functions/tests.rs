@@ -20,7 +20,8 @@ fn builtin_session() -> SessionContext {
 /// Every function of the session, by name, with the type that runs it (the name its `Debug`
 /// starts with: a session builds some of DataFusion's functions anew, so addresses differ).
 fn functions_of(ctx: &SessionContext) -> BTreeMap<String, String> {
-    let kind = |debug: String| debug.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
+    let kind =
+        |debug: String| debug.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
     let state = ctx.state();
     let mut out = BTreeMap::new();
     for n in state.udfs() {

@@ -23,7 +23,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
 use datafusion::prelude::SessionContext;
 
-/// The function's name (`calls` puts it around `collect_set`).
+/// The function's name (`collect_set`'s template puts it around DataFusion's).
 pub(crate) const SPARK_SET_ORDER: &str = "__thund_spark_set_order";
 
 pub(crate) fn register(ctx: &SessionContext) {

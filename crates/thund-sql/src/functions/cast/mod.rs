@@ -414,7 +414,7 @@ impl AnalyzerRule for SparkText {
     }
 
     fn analyze(&self, plan: LogicalPlan, config: &ConfigOptions) -> Result<LogicalPlan> {
-        let ansi = config.execution.enable_ansi_mode;
+        let ansi = crate::modes::SqlModes::of(config).ansi;
         let plan = plan.transform_up_with_subqueries(|node| {
             let schema = crate::declare::merged_input_schema(&node);
             let names = NamePreserver::new(&node);

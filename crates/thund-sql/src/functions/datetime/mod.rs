@@ -89,7 +89,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::builtin("date_trunc").plan(rewrites::zoned),
     Function::builtin("from_utc_timestamp").plan(rewrites::zoned),
     Function::builtin("to_utc_timestamp").plan(rewrites::zoned),
-    // `GROUP BY window(…)` is the analysis rule `time_windows` (`windows`): a lateral view over
+    // `GROUP BY window(…)` is the analysis rule `time_windows` (`windows::rewrite`): a lateral view over
     // each row's windows, computed by this UDF.
     Function::spelled("window", &[]),
     Function::udf("__thund_time_windows"),

@@ -10,6 +10,10 @@
 //! (`1e3`, `1.5E-2`); its digits are any script's decimal digits (`'１２'` is 12). Digits of a
 //! script not listed here are refused (`Digits::Unknown`), never read as something else.
 
+/// Spark's DECIMAL has no function of its own: this category is how casts and arithmetic read
+/// numbers into one (Java's `BigDecimal`) and round them.
+pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[];
+
 /// A number read as `BigDecimal` reads it: `digits × 10^-scale`, without leading zeros.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct BigDecimal {
@@ -208,7 +212,3 @@ mod tests {
         assert_eq!(fit(f64::NAN, 10, 2), None);
     }
 }
-
-/// Spark's DECIMAL has no function of its own: this category is how casts and arithmetic read
-/// numbers into one (Java's `BigDecimal`) and round them.
-pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[];

@@ -71,7 +71,7 @@ impl ScalarUDFImpl for TypeOf {
 
     fn return_type(&self, args: &[DataType]) -> Result<DataType> {
         // An interval's type names its fields (`interval day to hour`), which its Arrow type
-        // does not keep (a literal's is answered in the parse, `interval_literals`).
+        // does not keep (a literal's is answered in the parse, `interval::literals`).
         if args.first().is_some_and(crate::functions::interval::arithmetic::is_interval) {
             return plan_err!("typeof of an interval runs on the Spark backend (its fields are not kept here)");
         }
