@@ -5,6 +5,7 @@
 //! `assert_true(x[, message])`, NULL when `x` is true and Spark's `[USER_RAISED_EXCEPTION]`
 //! otherwise (a NULL `x` too).
 
+mod collation;
 pub(crate) mod format_number;
 pub(crate) mod number_format;
 mod rewrites;
@@ -25,6 +26,8 @@ use crate::declare::Function;
 pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("mask"),
     Function::udf("quote"),
+    // The name of the text's collation: always Spark's default here.
+    Function::udf("collation"),
     // Spark's message names the expression as its SQL, which the function itself cannot see.
     Function::udf("assert_true").parse(rewrites::assert_true),
     Function::udf("format_number"),
@@ -57,6 +60,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
 
 /// Registers the category's functions with `ctx`.
 pub(crate) fn register(ctx: &SessionContext) {
+    collation::register(ctx);
     number_format::register(ctx);
     format_number::register(ctx);
     register_text_functions(ctx);
