@@ -26,6 +26,9 @@ pub fn spark_config(mut config: SessionConfig, modes: SqlModes) -> SessionConfig
     options.execution.time_zone = Some("UTC".to_string());
     // Spark's `1.50` is a DECIMAL(3,2), not a DOUBLE (`1.5e3` is one: see `analysis::spellings`).
     options.sql_parser.parse_float_as_decimal = true;
+    // Spark keeps a subquery's ORDER BY: a LIMIT above it takes the first rows in that order,
+    // and the rows come out in it (DataFusion drops a subquery's sort that has no LIMIT).
+    options.sql_parser.enable_subquery_sort_elimination = false;
     config
 }
 
