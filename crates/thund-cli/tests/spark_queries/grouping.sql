@@ -74,3 +74,25 @@ SELECT k, collect_set(v) FROM VALUES (1, 'x'), (1, 'y'), (2, 'z'), (1, 'x') AS t
 SELECT collect_set(col) AS s FROM VALUES (1.5D), (2.0D), (1e20D), (-3.25D), (NULL) AS tab(col);
 SELECT k, collect_set(v) AS s FROM (SELECT id % 3 AS k, concat('v', CAST(id % 17 AS STRING)) AS v FROM range(200)) GROUP BY k;
 SELECT collect_set(x) AS a, collect_set(y) AS b FROM VALUES (7S, 7.5F), (-7S, -7F), (7000S, 1e30F), (3S, 0.1F) AS tab(x, y);
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY region, product WITH ROLLUP;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total, grouping_id() AS g FROM s GROUP BY region, product WITH CUBE;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY region, product GROUPING SETS ((region), ());
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total, grouping_id() AS g, grouping(product) AS gp FROM s GROUP BY region, product GROUPING SETS ((region), ());
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT product, region, sum(qty) AS total, grouping_id() AS g FROM s GROUP BY product, region GROUPING SETS ((region, product), (product));
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY region, product GROUPING SETS ((product, region), region) HAVING sum(qty) > 2;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, sum(qty) AS total FROM s GROUP BY region, product GROUPING SETS ((region), (region)) HAVING count(*) > 1;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, sum(qty) AS total FROM s GROUP BY GROUPING SETS (ROLLUP (region, product));
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT region, product, count(*) AS n, grouping_id() AS g FROM s GROUP BY GROUPING SETS (CUBE (region, product), (region));
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT upper(region) AS r, sum(qty) AS total FROM s GROUP BY upper(region), product WITH ROLLUP;
+WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
+SELECT * FROM (SELECT region, sum(qty) AS total FROM s GROUP BY region WITH CUBE) WHERE region IS NULL;

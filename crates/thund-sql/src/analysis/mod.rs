@@ -19,6 +19,7 @@
 //! session's analyzer, after that coercion, because it rewrites the casts coercion adds.
 
 pub(crate) mod fidelity;
+pub(crate) mod grouping;
 pub(crate) mod lateral;
 pub(crate) mod names;
 pub(crate) mod resolution;
@@ -44,12 +45,14 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 8] = [
+pub(crate) const QUERY_RULES: [QueryRule; 9] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
     // treat as any other.
     QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },
+    // Hive's spellings of grouping sets, which DataFusion's planner would read as a plain GROUP BY.
+    QueryRule { name: "grouping_sets", apply: grouping::rewrite_rule },
     QueryRule { name: "query_shapes", apply: refuse_shapes },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
