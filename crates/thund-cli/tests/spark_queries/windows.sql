@@ -48,3 +48,7 @@ WITH e(id, dept, pay) AS (VALUES (1, 'eng', 100), (2, 'eng', 120), (3, 'ops', 90
 SELECT dept, sum(pay) AS total, rank() OVER (ORDER BY sum(pay) DESC) AS r FROM e GROUP BY dept;
 WITH e(id, pay) AS (VALUES (1, 100.50), (2, 120.25), (3, 90.00))
 SELECT id, avg(pay) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS m FROM e;
+WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, sum(v) OVER (w) AS t FROM s WINDOW w AS (PARTITION BY k);
+WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, sum(v) OVER (w) AS t, count(*) OVER w AS n FROM s WINDOW w AS (PARTITION BY k ORDER BY v);
+WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, row_number() OVER (w) AS r FROM s WINDOW w AS (PARTITION BY k ORDER BY v DESC);
+WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, sum(v) OVER (w ORDER BY v) AS t FROM s WINDOW w AS (PARTITION BY k);

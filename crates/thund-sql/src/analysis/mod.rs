@@ -21,6 +21,7 @@
 pub(crate) mod fidelity;
 pub(crate) mod grouping;
 pub(crate) mod lateral;
+pub(crate) mod named_windows;
 pub(crate) mod names;
 pub(crate) mod resolution;
 pub(crate) mod shapes;
@@ -45,7 +46,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 9] = [
+pub(crate) const QUERY_RULES: [QueryRule; 10] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
@@ -53,6 +54,8 @@ pub(crate) const QUERY_RULES: [QueryRule; 9] = [
     QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },
     // Hive's spellings of grouping sets, which DataFusion's planner would read as a plain GROUP BY.
     QueryRule { name: "grouping_sets", apply: grouping::rewrite_rule },
+    // `OVER (w)`, which DataFusion's planner would run over the whole input.
+    QueryRule { name: "named_windows", apply: named_windows::rewrite_rule },
     QueryRule { name: "query_shapes", apply: refuse_shapes },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
