@@ -52,3 +52,7 @@ WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, su
 WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, sum(v) OVER (w) AS t, count(*) OVER w AS n FROM s WINDOW w AS (PARTITION BY k ORDER BY v);
 WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, row_number() OVER (w) AS r FROM s WINDOW w AS (PARTITION BY k ORDER BY v DESC);
 WITH s(k, v) AS (VALUES ('a', 1), ('a', 2), ('b', 3), (NULL, 4)) SELECT k, v, sum(v) OVER (w ORDER BY v) AS t FROM s WINDOW w AS (PARTITION BY k);
+SELECT k, v, rank() OVER (PARTITION BY k ORDER BY v) AS r FROM VALUES ('a', 0.0D), ('a', -0.0D), ('b', 1.0D) AS t(k, v);
+SELECT k, count(*) OVER (PARTITION BY v) AS n FROM VALUES ('a', 0.0D), ('b', -0.0D), ('c', 1.5D) AS t(k, v);
+SELECT k, v, sum(v) OVER (PARTITION BY k ORDER BY v RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM VALUES ('a', 0.0D), ('a', -0.0D), ('a', 1.0D) AS t(k, v);
+SELECT k, v, dense_rank() OVER (ORDER BY CAST(v AS FLOAT)) AS r FROM VALUES ('a', 0.0D), ('b', -0.0D), ('c', 2.0D) AS t(k, v);

@@ -165,6 +165,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
         return cast_rewrite(e, schema, ansi);
     }
+    if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
+        return Ok(Transformed::yes(w));
+    }
     // In ANSI mode, negating an integer's least value fails (DataFusion's wraps, as Spark's
     // does without ANSI mode).
     if let (true, Expr::Negative(x)) = (ansi, &e) {
