@@ -195,11 +195,7 @@ mod tests {
     use super::*;
 
     fn rewritten(sql: &str) -> Result<String, String> {
-        let dialect = sqlparser::dialect::SparkSqlDialect {};
-        let mut statements = sqlparser::parser::Parser::parse_sql(&dialect, sql).map_err(|e| e.to_string())?;
-        let sqlparser::ast::Statement::Query(query) = &mut statements[0] else { return Err("not a query".into()) };
-        rewrite_rule(query, &SqlModes::default())?;
-        Ok(query.to_string())
+        crate::analysis::rewritten_by(rewrite_rule, sql)
     }
 
     #[test]

@@ -136,6 +136,18 @@ fn name_select_lists(query: &mut Query, _: &SqlModes) -> Result<(), String> {
     Ok(())
 }
 
+/// `sql` parsed as Spark SQL, rewritten by `rule` and printed again, for the rules' tests.
+#[cfg(test)]
+pub(crate) fn rewritten_by(rule: fn(&mut Query, &SqlModes) -> Result<(), String>, sql: &str) -> Result<String, String> {
+    let dialect = sqlparser::dialect::SparkSqlDialect {};
+    let mut statements = sqlparser::parser::Parser::parse_sql(&dialect, sql).map_err(|e| e.to_string())?;
+    let Some(sqlparser::ast::Statement::Query(query)) = statements.first_mut() else {
+        return Err("not a query".into());
+    };
+    rule(query, &SqlModes::default())?;
+    Ok(query.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
