@@ -30,22 +30,9 @@ mod differential;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use arrow::array::RecordBatch;
-use differential::{read_lines, same_rows, typed};
+use differential::{ordered, outcome, read_lines, Outcome, OUTCOMES};
 use knut_thund::spark::SparkBackend;
 use thund_native::EngineOptions;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Outcome {
-    Equal,
-    NamesDiffer,
-    BothFail,
-    Refused,
-    Different,
-}
-
-const OUTCOMES: [Outcome; 5] =
-    [Outcome::Equal, Outcome::NamesDiffer, Outcome::BothFail, Outcome::Refused, Outcome::Different];
 
 /// The queries of one corpus file, each with its line.
 fn queries_in(text: &str) -> Vec<(usize, String)> {
@@ -70,41 +57,6 @@ fn queries_in(text: &str) -> Vec<(usize, String)> {
     }
     assert!(current.trim().is_empty(), "a query at line {first_line} does not end with `;`");
     out
-}
-
-/// Whether a query's rows come in a defined order: its last clause is an ORDER BY.
-fn ordered(sql: &str) -> bool {
-    sql.rsplit(')').next().is_some_and(|tail| tail.to_ascii_uppercase().contains("ORDER BY"))
-}
-
-fn outcome(
-    spark: Result<Vec<RecordBatch>, String>,
-    native: Result<Vec<RecordBatch>, String>,
-    ordered: bool,
-) -> (Outcome, String) {
-    let spark = match spark {
-        Ok(b) => typed(&b, ordered),
-        Err(e) => {
-            return match native {
-                Err(_) => (Outcome::BothFail, String::new()),
-                Ok(b) => (Outcome::Different, format!("native {:?}, Spark fails: {e}", typed(&b, ordered))),
-            }
-        }
-    };
-    let native = match native {
-        Ok(b) => typed(&b, ordered),
-        Err(e) => return (Outcome::Refused, e),
-    };
-    // A result of no rows has no batches natively but a schema-only batch on Spark.
-    let same_values =
-        same_rows(&spark.1, &native.2, &spark.2) && (native.1 == spark.1 || spark.2.is_empty() && native.1.is_empty());
-    match (same_values, native.0 == spark.0) {
-        (true, true) => (Outcome::Equal, String::new()),
-        (true, false) => (Outcome::NamesDiffer, format!("{:?} vs Spark's {:?}", native.0, spark.0)),
-        (false, _) => {
-            (Outcome::Different, format!("native {:?} {:?}, Spark {:?} {:?}", native.1, native.2, spark.1, spark.2))
-        }
-    }
 }
 
 #[test]
@@ -155,7 +107,7 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
             let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], sql).map_err(|e| e.to_string());
             let natively = rt
                 .block_on(thund_native::query(&p, sql, &EngineOptions::default()))
-                .map(|r| r.batches)
+                .map(differential::result_batches)
                 .map_err(|e| e.to_string());
             let (o, detail) = outcome(on_spark, natively, ordered(sql));
             *counts.entry((file.clone(), label)).or_default().entry(o).or_default() += 1;

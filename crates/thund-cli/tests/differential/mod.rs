@@ -57,6 +57,16 @@ pub fn same_rows(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool
             .all(|(r, s)| r.len() == s.len() && r.iter().zip(s).zip(types).all(|((x, y), t)| close(t, x, y)))
 }
 
+/// A native result's rows; a result of no rows as one empty batch, so that its column names and
+/// types are compared too.
+pub fn result_batches(r: thund_native::QueryResult) -> Vec<RecordBatch> {
+    if r.batches.is_empty() {
+        vec![RecordBatch::new_empty(r.schema)]
+    } else {
+        r.batches
+    }
+}
+
 /// The lines of a list file, without blank lines and `#` comments.
 pub fn read_lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -65,4 +75,52 @@ pub fn read_lines(path: &Path) -> Vec<String> {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(str::to_string)
         .collect()
+}
+
+/// What a query gave natively, judged by what it gave on Spark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    Equal,
+    NamesDiffer,
+    BothFail,
+    Refused,
+    Different,
+}
+
+pub const OUTCOMES: [Outcome; 5] =
+    [Outcome::Equal, Outcome::NamesDiffer, Outcome::BothFail, Outcome::Refused, Outcome::Different];
+
+/// Whether a query's rows come in a defined order: its last clause is an ORDER BY.
+pub fn ordered(sql: &str) -> bool {
+    sql.rsplit(')').next().is_some_and(|tail| tail.to_ascii_uppercase().contains("ORDER BY"))
+}
+
+pub fn outcome(
+    spark: Result<Vec<RecordBatch>, String>,
+    native: Result<Vec<RecordBatch>, String>,
+    ordered: bool,
+) -> (Outcome, String) {
+    let spark = match spark {
+        Ok(b) => typed(&b, ordered),
+        Err(e) => {
+            return match native {
+                Err(_) => (Outcome::BothFail, String::new()),
+                Ok(b) => (Outcome::Different, format!("native {:?}, Spark fails: {e}", typed(&b, ordered))),
+            }
+        }
+    };
+    let native = match native {
+        Ok(b) => typed(&b, ordered),
+        Err(e) => return (Outcome::Refused, e),
+    };
+    // A result of no rows has no batches natively but a schema-only batch on Spark.
+    let same_values =
+        same_rows(&spark.1, &native.2, &spark.2) && (native.1 == spark.1 || spark.2.is_empty() && native.1.is_empty());
+    match (same_values, native.0 == spark.0) {
+        (true, true) => (Outcome::Equal, String::new()),
+        (true, false) => (Outcome::NamesDiffer, format!("{:?} vs Spark's {:?}", native.0, spark.0)),
+        (false, _) => {
+            (Outcome::Different, format!("native {:?} {:?}, Spark {:?} {:?}", native.1, native.2, spark.1, spark.2))
+        }
+    }
 }

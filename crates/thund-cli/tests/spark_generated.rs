@@ -1,0 +1,132 @@
+//! Generated queries, run natively and on Spark in both of Spark's modes: the differential test
+//! that finds what no list of examples does. `generated/` writes seeded random tables and random
+//! queries that compose (see its opening comment for what they hold); each query runs on Spark
+//! and natively with `spark.sql.ansi.enabled` true and false, and its outcome is judged as the
+//! query corpus judges (`differential::outcome`): equal, names differ, both fail, refused, or
+//! **different** — an answer other than Spark's without an error, which fails the test. There is
+//! no list of known differences: each one is fixed or refused before it lands.
+//!
+//! CI runs seeds `1..=THUND_GENERATED_QUERIES` (1,000 by default: 2,000 comparisons). The long
+//! mode is the same test with more queries and another first seed:
+//!
+//! ```text
+//! THUND_GENERATED_QUERIES=25000 THUND_GENERATED_SEED=100000 cargo nextest run -E 'binary(spark_generated)'
+//! ```
+//!
+//! A difference prints its seed; `THUND_GENERATED_QUERIES=1 THUND_GENERATED_SEED=<seed>` runs
+//! that query alone.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
+#[path = "../../thund-native/tests/common/mod.rs"]
+mod common;
+mod differential;
+mod generated;
+
+use std::collections::BTreeMap;
+
+use differential::{ordered, outcome, Outcome, OUTCOMES};
+use generated::Rng;
+use knut_thund::spark::SparkBackend;
+use thund_native::EngineOptions;
+
+/// Queries that share one set of tables.
+const GROUP: u64 = 20;
+
+fn number(var: &str, default: u64) -> u64 {
+    match std::env::var(var) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("{var}={v} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// The query of one seed: tables from its group's seed, the query from its own.
+pub fn query_of(seed: u64) -> String {
+    let tables = generated::tables(&mut Rng::new(seed / GROUP));
+    generated::query(&mut Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D)), &tables)
+}
+
+#[test]
+fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        println!("SKIPPED: generated queries (THUND_SKIP_SPARK is set)");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let count = number("THUND_GENERATED_QUERIES", 1000);
+    let first = number("THUND_GENERATED_SEED", 1);
+    let spark = SparkBackend::new(&url);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let started = std::time::Instant::now();
+
+    let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
+    let mut different = Vec::new();
+    for mode in ["true", "false"] {
+        let dir = common::project(&[
+            (
+                "spark-pipeline.yml",
+                &format!(
+                    "name: generated\nconfiguration:\n  spark.sql.ansi.enabled: \"{mode}\"\nlibraries:\n  - glob:\n      include: sql/**\n"
+                ),
+            ),
+            ("sql/a.sql", "CREATE MATERIALIZED VIEW one AS SELECT 1 AS x;"),
+        ]);
+        let p = common::load(dir.path());
+        let label = if mode == "true" { "ansi" } else { "non-ansi" };
+        for seed in first..first + count {
+            let sql = query_of(seed);
+            let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], &sql).map_err(|e| e.to_string());
+            let natively = rt
+                .block_on(thund_native::query(&p, &sql, &EngineOptions::default()))
+                .map(differential::result_batches)
+                .map_err(|e| e.to_string());
+            let (o, detail) = outcome(on_spark, natively, ordered(&sql));
+            *counts.entry(label).or_default().entry(o).or_default() += 1;
+            if o == Outcome::Different {
+                println!("DIFFERENT {label} seed {seed}:\n{sql}\n    {detail}\n");
+                different.push(format!("{label} seed {seed}"));
+            } else if matches!(o, Outcome::Refused | Outcome::NamesDiffer)
+                && std::env::var_os("THUND_GENERATED_VERBOSE").is_some()
+            {
+                let tail: Vec<&str> = sql.lines().skip(3).collect();
+                println!("{o:?} {label} seed {seed}:\n{}\n    {detail}\n", tail.join("\n"));
+            }
+        }
+    }
+
+    println!(
+        "Spark {url}: {count} generated queries (seeds {first}..={}), each in ANSI and non-ANSI mode, in {:.0} s",
+        first + count - 1,
+        started.elapsed().as_secs_f64()
+    );
+    println!("{:10} {:>7} {:>7} {:>9} {:>8} {:>10}", "mode", "equal", "names", "both fail", "refused", "DIFFERENT");
+    for (mode, c) in &counts {
+        let n = |o: Outcome| c.get(&o).copied().unwrap_or(0);
+        let share = |o: Outcome| 100.0 * n(o) as f64 / count as f64;
+        println!(
+            "{mode:10} {:>6.1}% {:>6.1}% {:>8.1}% {:>7.1}% {:>9.1}%",
+            share(Outcome::Equal),
+            share(Outcome::NamesDiffer),
+            share(Outcome::BothFail),
+            share(Outcome::Refused),
+            share(Outcome::Different)
+        );
+        println!(
+            "{:10} {:>7} {:>7} {:>9} {:>8} {:>10}",
+            "",
+            n(Outcome::Equal),
+            n(Outcome::NamesDiffer),
+            n(Outcome::BothFail),
+            n(Outcome::Refused),
+            n(Outcome::Different)
+        );
+        assert_eq!(OUTCOMES.iter().map(|o| n(*o)).sum::<usize>(), count as usize);
+    }
+    assert!(
+        different.is_empty(),
+        "{} generated queries answer differently from Spark without an error: {}",
+        different.len(),
+        different.join(", ")
+    );
+}
