@@ -20,9 +20,10 @@ pub(crate) fn utf8(a: &ArrayRef) -> Result<StringArray> {
     Ok(c.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::new_null(a.len())))
 }
 
-/// A function's result: one value when every argument was one.
+/// A function's result: one value when every argument was one. (Asked for no rows — DataFusion
+/// evaluates an `IN` list's constants so — the answer is the empty column it is.)
 pub(crate) fn columnar(result: ArrayRef, scalar: bool) -> Result<ColumnarValue> {
-    Ok(if scalar {
+    Ok(if scalar && !result.is_empty() {
         ColumnarValue::Scalar(datafusion::common::ScalarValue::try_from_array(&result, 0)?)
     } else {
         ColumnarValue::Array(result)

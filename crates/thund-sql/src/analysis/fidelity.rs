@@ -60,9 +60,12 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
                     )?;
                 }
             }
+            ambiguous_references(&node)?;
             let schema = crate::declare::merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
-            keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?.map_data(refresh_schema)
+            keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?
+                .map_data(refresh_schema)?
+                .transform_data(no_rows_from_no_rows)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal
@@ -73,6 +76,69 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
     }
     // The lambdas' answers may have new types (an INT where a BIGINT was): every schema again.
     Ok(resolved.data.transform_up_with_subqueries(|node| Ok(Transformed::yes(refresh_schema(node)?)))?.data)
+}
+
+/// An aggregate over grouping sets of which one is empty (`ROLLUP`, `CUBE`, `GROUPING SETS (…,
+/// ())`) gives no rows for no input rows on Spark, which expands each row into one per set
+/// before it groups; DataFusion gives the empty set's row of a grand total. The aggregate also
+/// counts its rows, and only groups that have some are kept.
+fn no_rows_from_no_rows(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    use datafusion::logical_expr::GroupingSet;
+    let LogicalPlan::Aggregate(a) = &node else { return Ok(Transformed::no(node)) };
+    let has_empty_set = match a.group_expr.as_slice() {
+        [Expr::GroupingSet(GroupingSet::Rollup(_) | GroupingSet::Cube(_))] => true,
+        [Expr::GroupingSet(GroupingSet::GroupingSets(sets))] => sets.iter().any(Vec::is_empty),
+        _ => false,
+    };
+    if !has_empty_set {
+        return Ok(Transformed::no(node));
+    }
+    const ROWS: &str = "__spark_rows";
+    // (The grouping id is internal: DataFusion's analyzer drops it from the aggregate's output.)
+    let outputs: Vec<Expr> = a
+        .schema
+        .columns()
+        .into_iter()
+        .filter(|c| c.name != Aggregate::INTERNAL_GROUPING_ID)
+        .map(Expr::Column)
+        .collect();
+    let mut aggr_expr = a.aggr_expr.clone();
+    aggr_expr.push(datafusion::functions_aggregate::count::count(lit(1i64)).alias(ROWS));
+    let counted = Aggregate::try_new(Arc::clone(&a.input), a.group_expr.clone(), aggr_expr)?;
+    let plan = LogicalPlanBuilder::from(LogicalPlan::Aggregate(counted))
+        .filter(datafusion::prelude::col(ROWS).gt(lit(0i64)))?
+        .project(outputs)?
+        .build()?;
+    Ok(Transformed::yes(plan))
+}
+
+/// A derived table with two columns of one name (`SELECT * FROM t JOIN t`) is one whose name is
+/// ambiguous on Spark where it is read; DataFusion names the second `name:1` and reads the
+/// first. A node that reads `s.name` and not `s.name:1` (as a `*` would) is refused, as on Spark.
+fn ambiguous_references(node: &LogicalPlan) -> Result<()> {
+    if matches!(node, LogicalPlan::SubqueryAlias(_)) {
+        return Ok(());
+    }
+    let mut read = std::collections::HashSet::new();
+    for e in node.expressions() {
+        read.extend(e.column_refs().into_iter().cloned());
+    }
+    for input in node.inputs() {
+        for (q, f) in input.schema().iter() {
+            let Some((name, suffix)) = f.name().rsplit_once(':') else { continue };
+            if suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let first = datafusion::common::Column::new(q.cloned(), name);
+            let second = datafusion::common::Column::new(q.cloned(), f.name());
+            if read.contains(&first) && !read.contains(&second) && input.schema().has_column(&first) {
+                return Err(DataFusionError::Plan(format!(
+                    "[AMBIGUOUS_REFERENCE] reference `{first}` is ambiguous: the derived table has two columns `{name}`"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `node`'s schema derived again from its expressions and inputs. (A union would keep its
@@ -128,6 +194,225 @@ fn keeping_names(node: LogicalPlan, f: impl Fn(Expr) -> Result<Expr>) -> Result<
     })
 }
 
+/// Spark's DECIMAL arithmetic for `b` where a side is a DECIMAL: its types, and an overflow
+/// NULL or an error; `None` where neither side is one.
+fn decimal_arithmetic(b: &BinaryExpr, schema: &DFSchema, ansi: bool) -> Result<Option<Expr>> {
+    // Spark types an integer literal met by a DECIMAL in arithmetic as the narrowest DECIMAL
+    // that holds it (`2` is DECIMAL(1,0)), so `DECIMAL(5,2) * 2` is a DECIMAL(7,2);
+    // DataFusion widens the literal to its type's DECIMAL(10,0) or (20,0).
+    let arithmetic =
+        matches!(b.op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo);
+    let decimal = |x: &Expr| x.get_type(schema).is_ok_and(|t| matches!(t, DataType::Decimal128(..)));
+    let (mut left, mut right) = (b.left.as_ref().clone(), b.right.as_ref().clone());
+    if arithmetic && decimal(&b.left) {
+        right = decimal_literal(&right).unwrap_or(right);
+    }
+    if arithmetic && decimal(&b.right) {
+        left = decimal_literal(&left).unwrap_or(left);
+    }
+    // Spark's `/` of decimals (an integer as the DECIMAL of its type) has a scale of at
+    // least 6 and rounds half up; DataFusion's has other types and digits.
+    let decimal_operands = [&left, &right].iter().any(|x| decimal(x))
+        && [&left, &right]
+            .iter()
+            .all(|x| x.get_type(schema).is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..))));
+    if b.op == Operator::Divide && decimal_operands {
+        let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
+        let udf = Arc::new(crate::functions::math::arithmetic::decimal_divide(on_failure));
+        return Ok(Some(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
+    }
+    // A DECIMAL sum, difference or product whose digits do not fit its type is NULL, or
+    // fails in ANSI mode; DataFusion's keeps the digits while they fit an i128.
+    let decimal_op = match b.op {
+        Operator::Plus => Some(Op::Add),
+        Operator::Minus => Some(Op::Subtract),
+        Operator::Multiply => Some(Op::Multiply),
+        Operator::Modulo => Some(Op::Mod),
+        _ => None,
+    };
+    if let (Some(op), true) = (decimal_op, decimal_operands) {
+        let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
+        let udf = Arc::new(crate::functions::math::arithmetic::operator(op, on_failure));
+        return Ok(Some(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
+    }
+    if (&left, &right) != (b.left.as_ref(), b.right.as_ref()) {
+        return Ok(Some(Expr::BinaryExpr(BinaryExpr::new(Box::new(left), b.op, Box::new(right)))));
+    }
+    Ok(None)
+}
+
+/// Spark's common type of numbers where it differs from DataFusion's, for the operands of a
+/// conditional, a comparison, an `IN` list, or a column of a UNION or VALUES:
+/// - a DOUBLE (or FLOAT) with a DECIMAL is a DOUBLE (DataFusion's is a DECIMAL, which rounds the
+///   DOUBLE: `0.8333333333333334` becomes `0.83`, or fails on one a DECIMAL cannot hold);
+/// - DECIMALs of different types (an integer as the DECIMAL of its type) have the scale of the
+///   larger and the integral digits of the larger, and where that is over 38 digits Spark keeps
+///   the integral digits and drops scale (DECIMAL(38,0) with DECIMAL(38,18) is DECIMAL(38,0), so
+///   on Spark `1 = 1.4` there), where DataFusion keeps the scale.
+///
+/// `None` where the types are not so mixed.
+pub(crate) fn spark_common_number(types: &[DataType]) -> Option<DataType> {
+    let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+    if !types.iter().any(decimal) {
+        return None;
+    }
+    if types.iter().any(DataType::is_floating) {
+        return Some(DataType::Float64);
+    }
+    let digits = |t: &DataType| -> Option<(i32, i32)> {
+        Some(match t {
+            DataType::Decimal128(p, s) => (i32::from(*p), i32::from(*s)),
+            DataType::Int8 => (3, 0),
+            DataType::Int16 => (5, 0),
+            DataType::Int32 => (10, 0),
+            DataType::Int64 => (20, 0),
+            _ => return None,
+        })
+    };
+    let numbers: Vec<(i32, i32)> = types.iter().filter_map(digits).collect();
+    let (mut range, mut scale) = (0, 0);
+    for (p, s) in &numbers {
+        range = range.max(p - s);
+        scale = scale.max(*s);
+    }
+    let (precision, scale) =
+        if range + scale > 38 { (38, (scale - (range + scale - 38)).max(0)) } else { (range + scale, scale) };
+    let common = DataType::Decimal128(precision as u8, scale as i8);
+    let mixed = types.iter().filter(|t| digits(t).is_some()).any(|t| t != &common);
+    mixed.then_some(common)
+}
+
+/// `x` cast to the common type `to` if it is a number of another type.
+fn to_common(x: Expr, to: &DataType, schema: &DFSchema) -> Result<Expr> {
+    let t = x.get_type(schema)?;
+    Ok(if t.is_numeric() && &t != to { cast(x, to.clone()) } else { x })
+}
+
+/// The operands of a conditional (`CASE`, `IF`, `coalesce`, `nvl`, `greatest`, …), a comparison
+/// or an `IN` list in Spark's common type of numbers (`spark_common_number`).
+fn doubles_over_decimals(e: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
+    use datafusion::logical_expr::expr::{Case, InList};
+    let common = |exprs: &[&Expr]| -> Result<Option<DataType>> {
+        let types: Vec<DataType> = exprs.iter().map(|x| x.get_type(schema)).collect::<Result<_>>()?;
+        Ok(spark_common_number(&types))
+    };
+    Ok(match e {
+        Expr::Case(c) => {
+            let branches: Vec<&Expr> =
+                c.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(c.else_expr.as_deref()).collect();
+            let operands: Vec<&Expr> =
+                c.expr.as_deref().into_iter().chain(c.when_then_expr.iter().map(|(w, _)| w.as_ref())).collect();
+            let branches = common(&branches)?;
+            let operands = if c.expr.is_some() { common(&operands)? } else { None };
+            if branches.is_none() && operands.is_none() {
+                return Ok(None);
+            }
+            let then = |x: &Expr| match &branches {
+                Some(t) => to_common(x.clone(), t, schema),
+                None => Ok(x.clone()),
+            };
+            let when = |x: &Expr| match &operands {
+                Some(t) => to_common(x.clone(), t, schema),
+                None => Ok(x.clone()),
+            };
+            Some(Expr::Case(Case {
+                expr: c.expr.as_deref().map(when).transpose()?.map(Box::new),
+                when_then_expr: c
+                    .when_then_expr
+                    .iter()
+                    .map(|(w, t)| Ok((Box::new(when(w)?), Box::new(then(t)?))))
+                    .collect::<Result<_>>()?,
+                else_expr: c.else_expr.as_deref().map(then).transpose()?.map(Box::new),
+            }))
+        }
+        Expr::ScalarFunction(f) => {
+            // The arguments that give or compare the answer (`if`'s condition does neither).
+            let from = match f.name() {
+                "coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "nullif" => 0,
+                "if" | "nvl2" => 1,
+                _ => return Ok(None),
+            };
+            let values: Vec<&Expr> = f.args.iter().skip(from).collect();
+            let Some(t) = common(&values)? else { return Ok(None) };
+            let args = f
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| if i < from { Ok(a.clone()) } else { to_common(a.clone(), &t, schema) })
+                .collect::<Result<_>>()?;
+            Some(Expr::ScalarFunction(ScalarFunction { func: Arc::clone(&f.func), args }))
+        }
+        Expr::BinaryExpr(b)
+            if matches!(
+                b.op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+                    | Operator::IsNotDistinctFrom
+            ) =>
+        {
+            // Spark compares no date or timestamp with a number, in either mode.
+            let (lt, rt) = (b.left.get_type(schema)?, b.right.get_type(schema)?);
+            let datetime = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
+            if lt.is_numeric() && datetime(&rt) || datetime(&lt) && rt.is_numeric() {
+                return Err(DataFusionError::Plan(format!(
+                    "[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] the operands of `{}` have incompatible types (\"{}\" and \"{}\")",
+                    b.op,
+                    crate::types::spark_type_name(&lt),
+                    crate::types::spark_type_name(&rt)
+                )));
+            }
+            let Some(t) = common(&[b.left.as_ref(), b.right.as_ref()])? else { return Ok(None) };
+            Some(Expr::BinaryExpr(BinaryExpr::new(
+                Box::new(to_common(b.left.as_ref().clone(), &t, schema)?),
+                b.op,
+                Box::new(to_common(b.right.as_ref().clone(), &t, schema)?),
+            )))
+        }
+        Expr::InList(l) => {
+            let all: Vec<&Expr> = std::iter::once(l.expr.as_ref()).chain(&l.list).collect();
+            let Some(t) = common(&all)? else { return Ok(None) };
+            Some(Expr::InList(InList {
+                expr: Box::new(to_common(l.expr.as_ref().clone(), &t, schema)?),
+                list: l.list.iter().map(|x| to_common(x.clone(), &t, schema)).collect::<Result<_>>()?,
+                negated: l.negated,
+            }))
+        }
+        _ => None,
+    })
+}
+
+/// A correlated scalar subquery whose aggregates are all planned as ones that may be NULL, so that
+/// the value of a count on no rows survives its decorrelation (`aggregate::nullable`).
+fn counts_may_be_null(sq: &datafusion::logical_expr::Subquery) -> Result<Transformed<Expr>> {
+    let plan = sq.subquery.as_ref().clone().transform_up(|node| {
+        let LogicalPlan::Aggregate(a) = node else { return Ok(Transformed::yes(node.recompute_schema()?)) };
+        let aggr_expr = a
+            .aggr_expr
+            .into_iter()
+            .map(|e| {
+                e.transform_up(|e| match e {
+                    Expr::AggregateFunction(f) => Ok(Transformed::yes(Expr::AggregateFunction(AggregateFunction {
+                        func: crate::functions::aggregate::nullable::may_be_null(&f.func),
+                        params: f.params,
+                    }))),
+                    other => Ok(Transformed::no(other)),
+                })
+                .map(|t| t.data)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let rebuilt = Aggregate::try_new(a.input, a.group_expr, aggr_expr)?;
+        Ok(Transformed::yes(LogicalPlan::Aggregate(rebuilt)))
+    })?;
+    let mut sq = sq.clone();
+    sq.subquery = Arc::new(plan.data);
+    Ok(Transformed::yes(Expr::ScalarSubquery(sq)))
+}
+
 /// Spark's cast, when it differs from Arrow's (see `casts`).
 fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
     let Some((inner, to, try_)) = crate::functions::cast::cast_parts(&e) else { return Ok(Transformed::no(e)) };
@@ -152,6 +437,9 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
             "an interval's text and number depend on fields its type here does not keep",
         ));
     }
+    if let Some(cast) = crate::functions::cast::datetime_numbers::rule(inner, &from, to, try_, ansi)? {
+        return Ok(Transformed::yes(cast));
+    }
     match crate::functions::cast::spark_cast(inner.clone(), &from, to, try_, ansi) {
         Some(cast) => Ok(Transformed::yes(cast)),
         None => Ok(Transformed::no(e)),
@@ -159,6 +447,9 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
 }
 
 fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
+    if let Some(doubles) = doubles_over_decimals(&e, schema)? {
+        return Ok(Transformed::yes(doubles));
+    }
     if let Some(text) = crate::functions::string::text_arguments::unwrap(&e, schema) {
         return Ok(Transformed::yes(text));
     }
@@ -167,6 +458,19 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     }
     if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
         return Ok(Transformed::yes(w));
+    }
+    // A DECIMAL's `-x` and `abs(x)` round to 34 digits on Spark (`decimal::sign`).
+    match &e {
+        Expr::Negative(x) if matches!(x.get_type(schema)?, DataType::Decimal128(..)) => {
+            return Ok(Transformed::yes(crate::functions::decimal::sign::negate(x.as_ref().clone(), false)));
+        }
+        Expr::ScalarFunction(f)
+            if f.name() == "abs"
+                && matches!(f.args.as_slice(), [x] if matches!(x.get_type(schema)?, DataType::Decimal128(..))) =>
+        {
+            return Ok(Transformed::yes(crate::functions::decimal::sign::negate(f.args[0].clone(), true)));
+        }
+        _ => {}
     }
     // In ANSI mode, negating an integer's least value fails (DataFusion's wraps, as Spark's
     // does without ANSI mode).
@@ -186,45 +490,8 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         crate::types::text_and_number("CASE", branches.filter_map(|b| b.get_type(schema).ok()))?;
     }
     if let Expr::BinaryExpr(b) = &e {
-        // Spark types an integer literal met by a DECIMAL in arithmetic as the narrowest DECIMAL
-        // that holds it (`2` is DECIMAL(1,0)), so `DECIMAL(5,2) * 2` is a DECIMAL(7,2);
-        // DataFusion widens the literal to its type's DECIMAL(10,0) or (20,0).
-        let arithmetic =
-            matches!(b.op, Operator::Plus | Operator::Minus | Operator::Multiply | Operator::Divide | Operator::Modulo);
-        let decimal = |x: &Expr| x.get_type(schema).is_ok_and(|t| matches!(t, DataType::Decimal128(..)));
-        let (mut left, mut right) = (b.left.as_ref().clone(), b.right.as_ref().clone());
-        if arithmetic && decimal(&b.left) {
-            right = decimal_literal(&right).unwrap_or(right);
-        }
-        if arithmetic && decimal(&b.right) {
-            left = decimal_literal(&left).unwrap_or(left);
-        }
-        // Spark's `/` of decimals (an integer as the DECIMAL of its type) has a scale of at
-        // least 6 and rounds half up; DataFusion's has other types and digits.
-        let decimal_operands = [&left, &right].iter().any(|x| decimal(x))
-            && [&left, &right]
-                .iter()
-                .all(|x| x.get_type(schema).is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..))));
-        if b.op == Operator::Divide && decimal_operands {
-            let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
-            let udf = Arc::new(crate::functions::math::arithmetic::decimal_divide(on_failure));
-            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
-        }
-        // A DECIMAL sum, difference or product whose digits do not fit its type is NULL, or
-        // fails in ANSI mode; DataFusion's keeps the digits while they fit an i128.
-        let decimal_op = match b.op {
-            Operator::Plus => Some(Op::Add),
-            Operator::Minus => Some(Op::Subtract),
-            Operator::Multiply => Some(Op::Multiply),
-            _ => None,
-        };
-        if let (Some(op), true) = (decimal_op, decimal_operands) {
-            let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
-            let udf = Arc::new(crate::functions::math::arithmetic::operator(op, on_failure));
-            return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
-        }
-        if (&left, &right) != (b.left.as_ref(), b.right.as_ref()) {
-            return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(Box::new(left), b.op, Box::new(right)))));
+        if let Some(decimal) = decimal_arithmetic(b, schema, ansi)? {
+            return Ok(Transformed::yes(decimal));
         }
         // Spark's `/` of two integers is a DOUBLE (`3 / 2` is 1.5); DataFusion's divides
         // integers (1). A zero divisor of `/` or `%` fails in ANSI mode and gives NULL without
@@ -251,6 +518,11 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
         return Ok(Transformed::no(e));
     }
+    if let Expr::ScalarSubquery(sq) = &e {
+        if !sq.outer_ref_columns.is_empty() {
+            return counts_may_be_null(sq);
+        }
+    }
     // A call of a function its category declares: refused, or rewritten to Spark's answer.
     let Expr::ScalarFunction(ScalarFunction { func, args }) = e else { return Ok(Transformed::no(e)) };
     let call = Call { func, args };
@@ -276,6 +548,38 @@ fn decimal_literal(e: &Expr) -> Option<Expr> {
     Some(Expr::Literal(ScalarValue::Decimal128(Some(i128::from(v)), digits, 0), None))
 }
 
+/// The rows of VALUES where a column mixes DOUBLEs and DECIMALs, as DOUBLEs: Spark's common type
+/// (`spark_common_number`), where DataFusion's planner cast the DOUBLEs to a DECIMAL; `planned`
+/// are the column types the planner gave. (A cast the planner added cannot be told from one the
+/// user wrote to the same type: only casts of floating point are read through.)
+fn values_doubles_over_decimals(values: &mut [Vec<Expr>], planned: &[DataType]) -> Result<()> {
+    let empty = DFSchema::empty();
+    for (i, column_type) in planned.iter().enumerate() {
+        if !matches!(column_type, DataType::Decimal128(..)) {
+            continue;
+        }
+        let own = |e: &Expr| match e {
+            Expr::Cast(c)
+                if c.field.data_type() == column_type && c.expr.get_type(&empty).is_ok_and(|t| t.is_floating()) =>
+            {
+                c.expr.as_ref().clone()
+            }
+            other => other.clone(),
+        };
+        let types: Vec<DataType> =
+            values.iter().filter_map(|r| r.get(i)).map(|e| own(e).get_type(&empty)).collect::<Result<_>>()?;
+        if !(types.iter().any(DataType::is_floating) && types.iter().any(|t| matches!(t, DataType::Decimal128(..)))) {
+            continue;
+        }
+        for row in values.iter_mut() {
+            if let Some(e) = row.get_mut(i) {
+                *e = to_common(own(e), &DataType::Float64, &empty)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Output names stay what the planner named them, so the nodes above still find their columns.
 fn spark_types(plan: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
     Ok(plan.transform_up_with_subqueries(|node| retype(node, ansi))?.data)
@@ -293,8 +597,10 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
                 Expr::Literal(ScalarValue::Int64(None), meta) => Ok(Expr::Literal(ScalarValue::Null, meta.clone())),
                 other => int_literals(other.clone()),
             };
-            let values: Vec<Vec<Expr>> =
+            let mut values: Vec<Vec<Expr>> =
                 v.values.iter().map(|row| row.iter().map(untyped).collect::<Result<_>>()).collect::<Result<_>>()?;
+            let planned: Vec<DataType> = v.schema.fields().iter().map(|f| f.data_type().clone()).collect();
+            values_doubles_over_decimals(&mut values, &planned)?;
             if values == v.values {
                 return Ok(Transformed::no(LogicalPlan::Values(v)));
             }
@@ -317,22 +623,254 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
         | LogicalPlan::Window(_)
         | LogicalPlan::Filter(_)
         | LogicalPlan::Join(_)
-        | LogicalPlan::Sort(_) => keeping_names(node, int_literals)?.data,
+        | LogicalPlan::Sort(_) => {
+            let node = keeping_names(node, int_literals)?.data.recompute_schema()?;
+            // Spark's common types of numbers, before the aggregates and set operations above
+            // read them.
+            let schema = crate::declare::merged_input_schema(&node);
+            keeping_names(node, |e| {
+                Ok(e.transform_up(|e| {
+                    if let Some(rounded) = crate::functions::math::decimal_round(&e, &schema)? {
+                        return Ok(Transformed::yes(rounded));
+                    }
+                    if let Expr::BinaryExpr(b) = &e {
+                        if let Some(decimal) = decimal_arithmetic(b, &schema, ansi)? {
+                            return Ok(Transformed::yes(decimal));
+                        }
+                    }
+                    Ok(match doubles_over_decimals(&e, &schema)? {
+                        Some(common) => Transformed::yes(common),
+                        None => Transformed::no(e),
+                    })
+                })?
+                .data)
+            })?
+            .data
+        }
         other => other,
     };
     let node = refresh_schema(node)?;
+    let node = set_operation_types(node, ansi)?;
     if let LogicalPlan::Aggregate(_) = &node {
         return aggregate_types(node, ansi);
     }
-    if let LogicalPlan::Window(w) = &node {
-        if w.schema.fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
-            // The ranks, cast in a projection above.
-            let ranks =
-                |_: Option<&TableReference>, f: &Field| (f.data_type() == &DataType::UInt64).then_some(DataType::Int32);
-            return cast_outputs(node, ranks).map(Transformed::yes);
-        }
+    if let LogicalPlan::Window(_) = &node {
+        return window_types(node);
     }
     Ok(Transformed::yes(node))
+}
+
+/// `INTERSECT` and `EXCEPT` (planned as a semi or anti join on every column, NULLs equal) in the
+/// types a `UNION` of the two sides has, as on Spark (`99` INTERSECT `99.0` is a DECIMAL);
+/// DataFusion's keeps the left side's types.
+fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
+    use datafusion::common::{Column, NullEquality};
+    use datafusion::logical_expr::JoinType;
+    let inputs: Vec<&Arc<LogicalPlan>> = match &node {
+        LogicalPlan::Union(u) => u.inputs.iter().collect(),
+        LogicalPlan::Join(j)
+            if matches!(
+                j.join_type,
+                datafusion::logical_expr::JoinType::LeftSemi | datafusion::logical_expr::JoinType::LeftAnti
+            ) && j.null_equality == NullEquality::NullEqualsNull
+                && j.filter.is_none()
+                && j.on.len() == j.left.schema().fields().len()
+                && j.on.len() == j.right.schema().fields().len() =>
+        {
+            vec![&j.left, &j.right]
+        }
+        _ => vec![],
+    };
+    incompatible_columns(&inputs)?;
+    if let LogicalPlan::Union(u) = &node {
+        let common = common_columns(u.inputs.iter().map(|i| i.schema().as_ref()), ansi);
+        if common.iter().all(Option::is_none) {
+            return Ok(node);
+        }
+        let to = |i: usize, f: &Field| match &common[i] {
+            Some(t) if f.data_type() != t => Some(t.clone()),
+            _ => None,
+        };
+        let inputs = u.inputs.iter().map(|i| cast_columns(i, to).map(Arc::new)).collect::<Result<Vec<_>>>()?;
+        return refresh_schema(LogicalPlan::Union(Union { inputs, schema: Arc::clone(&u.schema) }));
+    }
+    let LogicalPlan::Join(j) = &node else { return Ok(node) };
+    let width = j.left.schema().fields().len();
+    let set_operation = matches!(j.join_type, JoinType::LeftSemi | JoinType::LeftAnti)
+        && j.null_equality == NullEquality::NullEqualsNull
+        && j.filter.is_none()
+        && j.on.len() == width
+        && width == j.right.schema().fields().len();
+    if !set_operation {
+        return Ok(node);
+    }
+    if ansi {
+        // Spark casts the text to the other side's type, failing on a row that is not one, even
+        // where the other side has no rows (where the join here would not read the text).
+        for (l, r) in j.left.schema().fields().iter().zip(j.right.schema().fields()) {
+            let (l, r) = (l.data_type(), r.data_type());
+            let other = |t: &DataType| {
+                t.is_numeric() || matches!(t, DataType::Boolean | DataType::Date32 | DataType::Timestamp(..))
+            };
+            if l != r && (l.is_string() && other(r) || r.is_string() && other(l)) {
+                return Err(crate::declare::refused(
+                    "INTERSECT / EXCEPT",
+                    "in ANSI mode Spark casts the text to the other side's type; cast one side explicitly",
+                ));
+            }
+        }
+    }
+    let numbers = common_columns([j.left.schema().as_ref(), j.right.schema().as_ref()].into_iter(), ansi);
+    let common: Vec<DataType> = coerce_union_schema(&[Arc::clone(&j.left), Arc::clone(&j.right)])?
+        .fields()
+        .iter()
+        .zip(numbers)
+        .map(|(f, number)| number.unwrap_or_else(|| f.data_type().clone()))
+        .collect();
+    let same = |side: &LogicalPlan| side.schema().fields().iter().zip(&common).all(|(a, b)| a.data_type() == b);
+    if same(&j.left) && same(&j.right) {
+        return Ok(node);
+    }
+    let to_common = |i: usize, f: &Field| (f.data_type() != &common[i]).then(|| common[i].clone());
+    let columns = |plan: &LogicalPlan| -> Vec<Column> { plan.schema().columns() };
+    let (left, right) = (cast_columns(&j.left, to_common)?, cast_columns(&j.right, to_common)?);
+    let keys = (columns(&left), columns(&right));
+    LogicalPlanBuilder::from(left).join_detailed(right, j.join_type, keys, None, NullEquality::NullEqualsNull)?.build()
+}
+
+/// Spark refuses a set operation whose columns have no common type in either mode: a number
+/// with a date, a timestamp or a BOOLEAN (DataFusion would cast one to the other).
+fn incompatible_columns(inputs: &[&Arc<LogicalPlan>]) -> Result<()> {
+    let Some(first) = inputs.first() else { return Ok(()) };
+    for (i, field) in first.schema().fields().iter().enumerate() {
+        let types: Vec<&DataType> =
+            inputs.iter().filter_map(|p| p.schema().fields().get(i)).map(|f| f.data_type()).collect();
+        let number = types.iter().find(|t| t.is_numeric());
+        let other = types.iter().find(|t| matches!(t, DataType::Date32 | DataType::Timestamp(..) | DataType::Boolean));
+        if let (Some(number), Some(other)) = (number, other) {
+            return Err(DataFusionError::Plan(format!(
+                "[INCOMPATIBLE_COLUMN_TYPE] a set operation's column `{}` is {} on one side and {} on another: \
+                 they have no common type",
+                field.name(),
+                crate::types::spark_type_name(number),
+                crate::types::spark_type_name(other)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// For each column of inputs that are combined (a UNION's, the sides of an INTERSECT), Spark's
+/// common type where it differs from DataFusion's: of numbers (`spark_common_number`), and
+/// without ANSI mode, of text with a date or timestamp, which is text on Spark too (DataFusion's
+/// common type is the date).
+fn common_columns<'a>(schemas: impl Iterator<Item = &'a DFSchema>, ansi: bool) -> Vec<Option<DataType>> {
+    let mut columns: Vec<Vec<DataType>> = Vec::new();
+    for schema in schemas {
+        for (i, f) in schema.fields().iter().enumerate() {
+            if columns.len() <= i {
+                columns.push(Vec::new());
+            }
+            columns[i].push(f.data_type().clone());
+        }
+    }
+    let datetime = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
+    columns
+        .iter()
+        .map(|types| {
+            spark_common_number(types).or_else(|| {
+                (!ansi && types.iter().any(DataType::is_string) && types.iter().any(datetime)).then_some(DataType::Utf8)
+            })
+        })
+        .collect()
+}
+
+/// `plan` under a projection that casts each column to the type `to` gives for it (none: as it
+/// is), keeping their names.
+fn cast_columns(plan: &Arc<LogicalPlan>, to: impl Fn(usize, &Field) -> Option<DataType>) -> Result<LogicalPlan> {
+    let exprs = plan
+        .schema()
+        .iter()
+        .enumerate()
+        .map(|(i, (q, f))| {
+            let column = Expr::from((q, f));
+            match to(i, f) {
+                Some(t) => cast(column, t).alias_qualified(q.cloned(), f.name()),
+                None => column,
+            }
+        })
+        .collect();
+    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::clone(plan))?))
+}
+
+/// Spark's types of window functions where DataFusion's differ, cast in a projection above the
+/// window under its names: ranks are INTs (DataFusion's are unsigned), `avg` of a DECIMAL(p,s) is
+/// a DECIMAL(p+4,s+4) rounded half up and `sum` of one NULL or an error on an overflow, as for an
+/// aggregate (`aggregate_types`).
+fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Window(w) = node else { return Ok(Transformed::no(node)) };
+    let input = w.input.schema().clone();
+    let mut averages = Vec::new();
+    let mut window_expr = Vec::with_capacity(w.window_expr.len());
+    for e in &w.window_expr {
+        let function = match e {
+            Expr::Alias(a) => a.expr.as_ref(),
+            other => other,
+        };
+        let decimal = match function {
+            Expr::WindowFunction(f) => match (&f.fun, f.params.args.as_slice()) {
+                (WindowFunctionDefinition::AggregateUDF(a), [arg]) if matches!(a.name(), "avg" | "sum") => {
+                    match arg.get_type(&input)? {
+                        DataType::Decimal128(p, s) => Some((f, a, p, s)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((f, a, p, s)) = decimal else {
+            window_expr.push(e.clone());
+            continue;
+        };
+        if a.name() == "sum" {
+            // Over 256-bit DECIMALs, as an aggregate's (`wide_decimal_sum`).
+            let (qualifier, name) = e.qualified_name();
+            let mut params = f.params.clone();
+            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
+            let sum = Expr::WindowFunction(Box::new(WindowFunction { fun: f.fun.clone(), params }));
+            window_expr.push(sum.alias_qualified(qualifier.clone(), name.clone()));
+            averages.push((qualifier, name, DataType::Decimal128((p + 10).min(38), s)));
+            continue;
+        }
+        if p + 5 > 38 {
+            return Err(crate::declare::refused("avg", "of a DECIMAL wider than 33 digits Spark bounds its scale"));
+        }
+        let (qualifier, name) = e.qualified_name();
+        let mut params = f.params.clone();
+        params.args = vec![cast(params.args[0].clone(), DataType::Decimal128(p + 1, s + 1))];
+        let avg = Expr::WindowFunction(Box::new(WindowFunction {
+            fun: WindowFunctionDefinition::AggregateUDF(avg_udaf()),
+            params,
+        }));
+        window_expr.push(avg.alias_qualified(qualifier.clone(), name.clone()));
+        averages.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
+    }
+    let node = if averages.is_empty() {
+        LogicalPlan::Window(w)
+    } else {
+        LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?)
+    };
+    if averages.is_empty() && !node.schema().fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
+        return Ok(Transformed::yes(node));
+    }
+    let spark_type = |q: Option<&TableReference>, f: &Field| {
+        if f.data_type() == &DataType::UInt64 {
+            return Some(DataType::Int32);
+        }
+        averages.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()).map(|(_, _, t)| t.clone())
+    };
+    cast_outputs(node, spark_type).map(Transformed::yes)
 }
 
 /// `node` under a projection that casts the outputs `spark_type` names a type for, keeping their
@@ -364,6 +902,19 @@ fn int_literals(e: Expr) -> Result<Expr> {
         other => Ok(Transformed::no(other)),
     })?
     .data)
+}
+
+/// `sum` of a DECIMAL(p,s) is a DECIMAL(p+10,s) (at most 38 digits) on Spark too, but one whose
+/// digits do not fit is NULL, or fails in ANSI mode; DataFusion's adds in 128 bits and wraps
+/// around. The sum is taken over DECIMALs of 256 bits, whose cast back to Spark's type is NULL
+/// or fails (`casts`). The sum and Spark's type, for a DECIMAL sum.
+fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema) -> Result<Option<(AggregateFunction, DataType)>> {
+    let [arg] = f.params.args.as_slice() else { return Ok(None) };
+    let (DataType::Decimal128(p, s), "sum") = (arg.get_type(input)?, f.func.name()) else { return Ok(None) };
+    let mut params = f.params.clone();
+    params.args = vec![cast(arg.clone(), DataType::Decimal256(p, s))];
+    let sum = AggregateFunction { func: Arc::clone(&f.func), params };
+    Ok(Some((sum, DataType::Decimal128((p + 10).min(38), s))))
 }
 
 /// Spark's types of aggregates where DataFusion's differ, cast in a projection above the
@@ -407,6 +958,12 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
                 spark_types.push((qualifier, name, DataType::Int64));
                 continue;
             }
+        }
+        // A DECIMAL sum is taken over 256-bit DECIMALs and cast back (`wide_decimal_sum`).
+        if let Some((sum, spark_type)) = wide_decimal_sum(f, &input)? {
+            aggr_expr.push(Expr::AggregateFunction(sum).alias_qualified(qualifier.clone(), name.clone()));
+            spark_types.push((qualifier, name, spark_type));
+            continue;
         }
         let decimal = match f.params.args.as_slice() {
             [arg] if f.func.name() == "avg" => match arg.get_type(&input)? {

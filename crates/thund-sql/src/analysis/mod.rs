@@ -8,7 +8,8 @@
 //!     ─PLAN_RULES (AnalyzerRules, in order)→ LogicalPlan with Spark's types and answers, or a
 //!                                            refusal at the query's line
 //!  at execution, in the session's analyzer after DataFusion's type coercion:
-//!     session_analyzer_rules (cast::SparkText: Spark's text for the casts coercion added)
+//!     session_analyzer_rules (cast::SparkText: Spark's text for the casts coercion added;
+//!       folding::FoldingErrors: a constant of a select list that fails fails the query)
 //! ```
 //!
 //! Rules on the syntax tree come first where what tells Spark's meaning apart is lost by
@@ -19,6 +20,7 @@
 //! session's analyzer, after that coercion, because it rewrites the casts coercion adds.
 
 pub(crate) mod fidelity;
+pub(crate) mod folding;
 pub(crate) mod grouping;
 pub(crate) mod lateral;
 pub(crate) mod named_windows;
@@ -27,6 +29,7 @@ pub(crate) mod resolution;
 pub(crate) mod shapes;
 pub(crate) mod spellings;
 pub(crate) mod string_literals;
+pub(crate) mod using_joins;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -46,7 +49,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 10] = [
+pub(crate) const QUERY_RULES: [QueryRule; 11] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
@@ -56,6 +59,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 10] = [
     QueryRule { name: "grouping_sets", apply: grouping::rewrite_rule },
     // `OVER (w)`, which DataFusion's planner would run over the whole input.
     QueryRule { name: "named_windows", apply: named_windows::rewrite_rule },
+    // A USING join's keys as Spark reads them (before `query_shapes`, which refuses the shapes
+    // this rule leaves as DataFusion reads them).
+    QueryRule { name: "using_joins", apply: using_joins::rewrite_rule },
     QueryRule { name: "query_shapes", apply: refuse_shapes },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
@@ -74,7 +80,7 @@ pub(crate) fn plan_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
 
 /// The rules the session's own analyzer runs after DataFusion's, at execution.
 pub(crate) fn session_analyzer_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
-    vec![Arc::new(crate::functions::cast::SparkText)]
+    vec![Arc::new(crate::functions::cast::SparkText), Arc::new(folding::FoldingErrors)]
 }
 
 /// The rules on an expression planned alone (an expectation, an AUTO CDC clause): those of
@@ -129,6 +135,18 @@ fn name_select_lists(query: &mut Query, _: &SqlModes) -> Result<(), String> {
         type Break = ();
         fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
             names::name_select_items(&mut query.body);
+            for cte in query.with.iter_mut().flat_map(|w| w.cte_tables.iter_mut()) {
+                names::keep_alias_case(&mut cte.alias);
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &mut sqlparser::ast::TableFactor) -> ControlFlow<()> {
+            use sqlparser::ast::TableFactor;
+            if let TableFactor::Derived { alias: Some(alias), .. } | TableFactor::Table { alias: Some(alias), .. } =
+                factor
+            {
+                names::keep_alias_case(alias);
+            }
             ControlFlow::Continue(())
         }
     }

@@ -60,6 +60,16 @@ fn name_items(select: &mut Select) {
     }
 }
 
+/// The columns an alias names (`FROM VALUES … AS t(id, Name)`, `WITH t(a, B) AS …`) keep the case
+/// they are written in, as on Spark; references to them still ignore case (`resolution`).
+pub(crate) fn keep_alias_case(alias: &mut sqlparser::ast::TableAlias) {
+    for column in &mut alias.columns {
+        if column.name.quote_style.is_none() {
+            column.name.quote_style = Some('`');
+        }
+    }
+}
+
 /// The name an item has before any is given: its alias, or a column's own name.
 fn own_name(item: &SelectItem) -> Option<String> {
     match item {

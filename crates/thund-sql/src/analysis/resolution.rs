@@ -234,6 +234,28 @@ fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, 
 /// Writes every identifier naming `written` (ignoring case) as `column`, quoted so that it
 /// keeps its case. Whether any was found.
 fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -> bool {
+    // A select item that is the column alone keeps the name it is written with, as on Spark
+    // (`SELECT bc FROM t` of a column `Bc` is a column `bc`).
+    struct Named<'a>(&'a str);
+    impl sqlparser::ast::VisitorMut for Named<'_> {
+        type Break = ();
+        fn pre_visit_select(&mut self, select: &mut sqlparser::ast::Select) -> ControlFlow<()> {
+            for item in &mut select.projection {
+                let sqlparser::ast::SelectItem::UnnamedExpr(e) = item else { continue };
+                let own = match &*e {
+                    Expr::Identifier(i) => Some(i),
+                    Expr::CompoundIdentifier(ids) => ids.last(),
+                    _ => None,
+                };
+                if let Some(i) = own.filter(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case(self.0)) {
+                    let alias = Ident::with_quote('`', i.value.clone());
+                    *item = sqlparser::ast::SelectItem::ExprWithAlias { expr: e.clone(), alias };
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = sqlparser::ast::VisitMut::visit(ast, &mut Named(written));
     let mut renamed = false;
     let mut fix = |i: &mut Ident| {
         // (An unquoted name is lower-cased by the planner, even when written as the column is.)

@@ -1,7 +1,8 @@
 //! Query shapes DataFusion answers differently from Spark, refused on the parse (before the
 //! planner, which would lose what tells them apart): `EXCEPT ALL` and `INTERSECT ALL` (planned
 //! as semi and anti joins, which lose how often a row occurs), and a `FULL JOIN … USING` whose
-//! join column is read unqualified (Spark's is either side's key, DataFusion's the left one's).
+//! join column is read unqualified (Spark's is either side's key, DataFusion's the left one's);
+//! and a NATURAL semi or anti join, which Spark refuses.
 //! A refusal is an error at the query's line that sends the user to the Spark backend.
 
 use std::ops::ControlFlow;
@@ -19,10 +20,16 @@ pub(crate) fn refusal(body: &sqlparser::ast::SetExpr) -> Option<String> {
              the Spark backend"
         ));
     }
+    if natural_semi_join(body) {
+        return Some(
+            "Spark refuses a NATURAL semi or anti join (\"Unsupported natural join type\"): join ON or USING the keys"
+                .to_string(),
+        );
+    }
     full_join_using(body).then(|| {
-        "a FULL JOIN with USING or NATURAL answers differently here than on Spark where its join columns are read \
-         unqualified or with `*` (they take only the left side's keys): name each side's column, join ON the keys, \
-         or run on the Spark backend"
+        "a FULL or RIGHT JOIN with USING or NATURAL answers differently here than on Spark where its join columns \
+         are read unqualified or with `*` (they take only the left side's keys): name each side's column, join ON \
+         the keys, or run on the Spark backend"
             .to_string()
     })
 }
@@ -44,6 +51,25 @@ fn multiset_operation(body: &sqlparser::ast::SetExpr) -> Option<&'static str> {
     }
 }
 
+/// Whether a SELECT of a query body's set operations has a `NATURAL LEFT SEMI` or `NATURAL LEFT
+/// ANTI` join, which Spark refuses and DataFusion would run.
+fn natural_semi_join(body: &sqlparser::ast::SetExpr) -> bool {
+    use sqlparser::ast::{JoinConstraint, JoinOperator, SetExpr};
+    match body {
+        SetExpr::SetOperation { left, right, .. } => natural_semi_join(left) || natural_semi_join(right),
+        SetExpr::Select(select) => select.from.iter().flat_map(|t| &t.joins).any(|j| {
+            matches!(
+                &j.join_operator,
+                JoinOperator::LeftSemi(JoinConstraint::Natural)
+                    | JoinOperator::LeftAnti(JoinConstraint::Natural)
+                    | JoinOperator::Semi(JoinConstraint::Natural)
+                    | JoinOperator::Anti(JoinConstraint::Natural)
+            )
+        }),
+        _ => false,
+    }
+}
+
 /// Whether a SELECT of a query body's set operations reads the join column of a `FULL JOIN …
 /// USING (…)` (or `NATURAL FULL JOIN`) unqualified, or all columns with `*`: Spark's join column
 /// is the one side's key or the other's, DataFusion's only the left side's. (Qualified
@@ -57,10 +83,14 @@ fn full_join_using(body: &sqlparser::ast::SetExpr) -> bool {
             let mut keys: Vec<String> = Vec::new();
             for j in select.from.iter().flat_map(|t| &t.joins) {
                 match &j.join_operator {
-                    JoinOperator::FullOuter(JoinConstraint::Using(columns)) => {
+                    JoinOperator::FullOuter(JoinConstraint::Using(columns))
+                    | JoinOperator::RightOuter(JoinConstraint::Using(columns))
+                    | JoinOperator::Right(JoinConstraint::Using(columns)) => {
                         keys.extend(columns.iter().map(|c| c.to_string().to_ascii_lowercase()));
                     }
-                    JoinOperator::FullOuter(JoinConstraint::Natural) => natural = true,
+                    JoinOperator::FullOuter(JoinConstraint::Natural)
+                    | JoinOperator::RightOuter(JoinConstraint::Natural)
+                    | JoinOperator::Right(JoinConstraint::Natural) => natural = true,
                     _ => {}
                 }
             }

@@ -10,6 +10,7 @@ pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
 pub(crate) mod mode;
 pub(crate) mod moments;
+pub(crate) mod nullable;
 pub(crate) mod percentiles;
 pub(crate) mod sketches;
 pub(crate) mod spellings;

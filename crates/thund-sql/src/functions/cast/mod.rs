@@ -39,6 +39,8 @@ use datafusion::logical_expr::{
 
 use crate::declare::Function;
 
+pub(crate) mod datetime_numbers;
+
 /// Spark's casts written as functions.
 pub(crate) const FUNCTIONS: &[Function] = &[
     Function::spelled("date", &[(1, "CAST(__a1 AS DATE)")]),
@@ -484,6 +486,7 @@ fn integer_digits(t: &DataType) -> i32 {
         DataType::Int32 => 10,
         DataType::Int64 => 19,
         DataType::Decimal128(p, s) => i32::from(*p) - i32::from(*s),
+        DataType::Decimal256(p, s) => i32::from(*p) - i32::from(*s),
         _ => i32::MAX,
     }
 }

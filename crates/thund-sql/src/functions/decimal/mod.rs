@@ -10,6 +10,8 @@
 //! (`1e3`, `1.5E-2`); its digits are any script's decimal digits (`'１２'` is 12). Digits of a
 //! script not listed here are refused (`Digits::Unknown`), never read as something else.
 
+pub(crate) mod sign;
+
 /// Spark's DECIMAL has no function of its own: this category is how casts and arithmetic read
 /// numbers into one (Java's `BigDecimal`) and round them.
 pub(crate) const FUNCTIONS: &[crate::declare::Function] = &[];

@@ -104,6 +104,8 @@ enum Plan {
     Operator(DataType, DataType, DataType),
     /// Spark's interval arithmetic (`interval_arithmetic`).
     Interval(crate::functions::interval::arithmetic::IntervalPlan),
+    /// Exact DECIMAL arithmetic rounded half up to Spark's result type (`decimal_result_type`).
+    Decimal(u8, i8),
 }
 
 impl Arithmetic {
@@ -173,6 +175,12 @@ impl Arithmetic {
                 crate::types::spark_type_name(r)
             );
         }
+        let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
+        if matches!(self.op, Op::Add | Op::Subtract | Op::Multiply | Op::Mod) && (decimal(l) || decimal(r)) {
+            if let Some(DataType::Decimal128(p, s)) = decimal_result_type(self.op, l, r) {
+                return Ok(Plan::Decimal(p, s));
+            }
+        }
         let op = self.op.operator();
         let coercer = BinaryTypeCoercer::new(l, &op, r);
         let (lt, rt) = coercer.get_input_types()?;
@@ -215,6 +223,7 @@ impl ScalarUDFImpl for Arithmetic {
             Plan::DateDays => DataType::Date32,
             Plan::Operator(_, _, t) => t,
             Plan::Interval(p) => crate::functions::interval::arithmetic::result_type(p),
+            Plan::Decimal(p, s) => DataType::Decimal128(p, s),
         })
     }
 
@@ -296,6 +305,7 @@ impl ScalarUDFImpl for Arithmetic {
                 Arc::new(moved)
             }
             Plan::Interval(_) => return exec_err!("internal error: an interval operation planned twice"),
+            Plan::Decimal(p, s) => self.exact_decimals(&l.to_array(n)?, &r.to_array(n)?, p, s)?,
             Plan::Operator(lt, rt, result) => {
                 let (x, y) = (l.cast(&lt)?, r.cast(&rt)?);
                 // A floating-point remainder by zero is NaN in Arrow, NULL on Spark.
@@ -327,6 +337,72 @@ impl ScalarUDFImpl for Arithmetic {
 }
 
 impl Arithmetic {
+    /// `l op r` over DECIMALs (an integer as the DECIMAL of its type), each row exact in 256 bits
+    /// and rounded half up to the scale `s`, as Spark's `BigDecimal` arithmetic is; a value of
+    /// more than `p` digits is NULL, or fails in ANSI mode.
+    fn exact_decimals(&self, l: &ArrayRef, r: &ArrayRef, p: u8, s: i8) -> Result<ArrayRef> {
+        use arrow::datatypes::{i256, Decimal128Type};
+        let as_decimal = |a: &ArrayRef| -> Result<(PrimitiveArray<Decimal128Type>, i32)> {
+            let (dp, ds) = decimal_of(a.data_type()).unwrap_or((38, 0));
+            let d = arrow::compute::cast(a, &DataType::Decimal128(dp as u8, ds as i8))?;
+            Ok((d.as_primitive::<Decimal128Type>().clone(), ds))
+        };
+        let ((x, sx), (y, sy)) = (as_decimal(l)?, as_decimal(r)?);
+        let ten = |k: i32| i256::from_i128(10).wrapping_pow(k as u32);
+        let bound = i256::from_i128(10).wrapping_pow(u32::from(p));
+        let scale = i32::from(s);
+        let mut out = Vec::with_capacity(x.len());
+        for i in 0..x.len().max(y.len()) {
+            let (a, b) = (x.is_valid(i % x.len()), y.is_valid(i % y.len()));
+            if !a || !b {
+                out.push(None);
+                continue;
+            }
+            let (a, b) = (i256::from_i128(x.value(i % x.len())), i256::from_i128(y.value(i % y.len())));
+            // The exact answer and its scale.
+            let common = sx.max(sy);
+            let align = |v: i256, from: i32| v.wrapping_mul(ten(common - from));
+            let (exact, exact_scale) = match self.op {
+                Op::Add => (align(a, sx).wrapping_add(align(b, sy)), common),
+                Op::Subtract => (align(a, sx).wrapping_sub(align(b, sy)), common),
+                Op::Multiply => (a.wrapping_mul(b), sx + sy),
+                _ => {
+                    let d = align(b, sy);
+                    if d == i256::ZERO {
+                        out.push(None);
+                        continue;
+                    }
+                    (align(a, sx).wrapping_rem(d), common)
+                }
+            };
+            let rounded = if exact_scale > scale {
+                let d = ten(exact_scale - scale);
+                let (q, r) = (exact.wrapping_div(d), exact.wrapping_rem(d));
+                let half_or_more = r.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= d;
+                if half_or_more {
+                    q.wrapping_add(if exact < i256::ZERO { i256::MINUS_ONE } else { i256::ONE })
+                } else {
+                    q
+                }
+            } else {
+                exact.wrapping_mul(ten(scale - exact_scale))
+            };
+            if rounded.wrapping_abs() >= bound {
+                if self.on_failure == OnFailure::Error {
+                    return exec_err!(
+                        "[NUMERIC_VALUE_OUT_OF_RANGE] a value of {} digits cannot be represented as DECIMAL({p},{s}): {}",
+                        rounded.to_string().trim_start_matches('-').len(),
+                        crate::modes::ansi_hint(Some(&format!("try_{}", self.op.function())))
+                    );
+                }
+                out.push(None);
+                continue;
+            }
+            out.push(rounded.to_i128());
+        }
+        Ok(Arc::new(PrimitiveArray::<Decimal128Type>::from(out).with_precision_and_scale(p, s)?))
+    }
+
     /// A DECIMAL answer whose values have at most `precision` digits: Arrow's kernels only fail
     /// when an i128 overflows, so `DECIMAL(38,0)` 10^38 - 1 plus 1 would be an invalid 10^38.
     /// Spark's answer there is NULL, or in ANSI mode `[NUMERIC_VALUE_OUT_OF_RANGE]`.
@@ -511,6 +587,35 @@ pub(crate) fn decimal_quotient_type(l: &DataType, r: &DataType) -> Option<DataTy
     let (p2, s2) = decimal_of(r)?;
     let scale = 6.max(s1 + p2 + 1);
     let precision = p1 - s1 + s2 + scale;
+    let (precision, scale) = if precision > 38 {
+        let integral = precision - scale;
+        (38, (38 - integral).max(scale.min(6)))
+    } else {
+        (precision, scale)
+    };
+    Some(DataType::Decimal128(precision as u8, scale as i8))
+}
+
+/// Spark's type of `l op r` for `+ - * %` where one side is a DECIMAL (an integer counting as
+/// the DECIMAL that holds its type): `+ -` scale max(s1,s2) and precision max(p1-s1,p2-s2) +
+/// scale + 1; `*` precision p1+p2+1 and scale s1+s2; `%` precision min(p1-s1,p2-s2) + scale and
+/// scale max(s1,s2). Over 38 digits the integral digits are kept at the expense of the scale,
+/// down to 6 (`spark.sql.decimalOperations.allowPrecisionLoss`, on by default).
+pub(crate) fn decimal_result_type(op: Op, l: &DataType, r: &DataType) -> Option<DataType> {
+    let (p1, s1) = decimal_of(l)?;
+    let (p2, s2) = decimal_of(r)?;
+    let (precision, scale) = match op {
+        Op::Add | Op::Subtract => {
+            let scale = s1.max(s2);
+            ((p1 - s1).max(p2 - s2) + scale + 1, scale)
+        }
+        Op::Multiply => (p1 + p2 + 1, s1 + s2),
+        Op::Mod => {
+            let scale = s1.max(s2);
+            ((p1 - s1).min(p2 - s2) + scale, scale)
+        }
+        _ => return None,
+    };
     let (precision, scale) = if precision > 38 {
         let integral = precision - scale;
         (38, (38 - integral).max(scale.min(6)))

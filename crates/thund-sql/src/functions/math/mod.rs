@@ -46,3 +46,22 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::spelled("positive", &[(1, "(+__a1)")]),
     Function::builtin("factorial").ints(&[0, 1, 2, 3, 4]),
 ];
+
+/// `round(decimal, d)` in Spark's DECIMAL type (`rewrites::round`), for the rules that type a
+/// plan before the aggregates above it read the type (an `avg` of a rounded DECIMAL).
+pub(crate) fn decimal_round(
+    e: &datafusion::logical_expr::Expr,
+    schema: &datafusion::common::DFSchema,
+) -> datafusion::error::Result<Option<datafusion::logical_expr::Expr>> {
+    use datafusion::logical_expr::{Expr, ExprSchemable};
+    let Expr::ScalarFunction(f) = e else { return Ok(None) };
+    if f.name() != "round"
+        || !matches!(f.args.first().map(|a| a.get_type(schema)), Some(Ok(arrow::datatypes::DataType::Decimal128(..))))
+    {
+        return Ok(None);
+    }
+    let call = crate::declare::Call { func: std::sync::Arc::clone(&f.func), args: f.args.clone() };
+    let again = |e: Expr| Ok(datafusion::common::tree_node::Transformed::no(e));
+    let cx = crate::declare::PlanContext { schema, ansi: true, again: &again };
+    Ok(Some(rewrites::round(call, &cx)?.data))
+}

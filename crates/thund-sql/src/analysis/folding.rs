@@ -1,0 +1,156 @@
+//! Spark evaluates the constant parts of a query while it optimizes it (`ConstantFolding`), and
+//! an error there fails the query — even where no row would reach the expression:
+//! `SELECT CAST('x' AS INT) AS c FROM t WHERE false` fails in ANSI mode on Spark. DataFusion's
+//! simplifier folds constants too but keeps one whose evaluation fails, to fail only if a row
+//! reaches it, so the native engine would answer (no rows) where Spark stops the flow.
+//!
+//! This rule runs last in the session's analyzer, after DataFusion's type coercion and before
+//! its optimizer removes what no row reaches: each constant part of a select list is evaluated
+//! on one row, and its error is the query's. As on Spark, the
+//! branches of a conditional are exempt (`CASE WHEN x THEN 1/0 END`, the later arguments of
+//! `coalesce`, `nvl`, `if`): Spark folds them without failing, since no row may take them.
+
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::Schema;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::DFSchema;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
+use datafusion::optimizer::AnalyzerRule;
+
+/// The rule (see the module): an analyzer rule of the session's.
+#[derive(Debug)]
+pub(crate) struct FoldingErrors;
+
+impl AnalyzerRule for FoldingErrors {
+    fn name(&self) -> &str {
+        "spark_folding_errors"
+    }
+
+    fn analyze(&self, plan: LogicalPlan, _config: &datafusion::config::ConfigOptions) -> Result<LogicalPlan> {
+        let mut failure = None;
+        plan.apply_with_subqueries(|node| {
+            // Select lists only: whether Spark folds a filter's or a join's condition depends on
+            // the order its optimizer meets them in (a filter over literal rows is evaluated
+            // before it is folded, and `AND` stops at its first false side), which a refusal
+            // here could not follow.
+            if !matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_)) {
+                return Ok(TreeNodeRecursion::Continue);
+            }
+            for e in node.expressions() {
+                if let Err(error) = check(&e, false) {
+                    failure = Some(error);
+                    return Ok(TreeNodeRecursion::Stop);
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(plan),
+        }
+    }
+}
+
+/// The error of the first constant part of `e` that fails, outside a conditional's branches;
+/// `branch`: `e` is one.
+fn check(e: &Expr, branch: bool) -> Result<()> {
+    if !branch && !matches!(e, Expr::Literal(..) | Expr::Alias(_)) && constant(e) {
+        return evaluate(e);
+    }
+    match e {
+        Expr::Case(c) => {
+            if let Some(operand) = &c.expr {
+                check(operand, branch)?;
+            }
+            for (i, (when, then)) in c.when_then_expr.iter().enumerate() {
+                check(when, branch || i > 0)?;
+                check(then, true)?;
+            }
+            if let Some(otherwise) = &c.else_expr {
+                check(otherwise, true)?;
+            }
+            Ok(())
+        }
+        Expr::ScalarFunction(f) => {
+            let always = match f.name() {
+                "coalesce" | "nvl" | "ifnull" | "if" | "nvl2" | "nanvl" => 1,
+                _ => f.args.len(),
+            };
+            for (i, a) in f.args.iter().enumerate() {
+                check(a, branch || i >= always)?;
+            }
+            Ok(())
+        }
+        // A subquery's plan is checked as a plan of its own (`apply_with_subqueries`).
+        Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) => Ok(()),
+        other => {
+            let mut result = Ok(());
+            other.apply_children(|child| {
+                result = check(child, branch);
+                Ok(if result.is_err() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+            })?;
+            result
+        }
+    }
+}
+
+/// Whether `e` reads no column, no subquery, no aggregate or window, and no volatile function.
+fn constant(e: &Expr) -> bool {
+    let mut constant = true;
+    let _ = e.apply(|x| {
+        let stop = match x {
+            Expr::Column(_)
+            | Expr::OuterReferenceColumn(..)
+            | Expr::ScalarSubquery(_)
+            | Expr::Exists(_)
+            | Expr::InSubquery(_)
+            | Expr::AggregateFunction(_)
+            | Expr::WindowFunction(_)
+            | Expr::Placeholder(_)
+            | Expr::ScalarVariable(..)
+            | Expr::GroupingSet(_) => true,
+            Expr::ScalarFunction(f) => f.func.signature().volatility == Volatility::Volatile,
+            _ => false,
+        };
+        if stop {
+            constant = false;
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    constant
+}
+
+/// `e` evaluated on one row of no columns: its error, if it fails as a row would.
+fn evaluate(e: &Expr) -> Result<()> {
+    let schema = DFSchema::empty();
+    let Ok(physical) =
+        datafusion::physical_expr::create_physical_expr(e, &schema, &ExecutionProps::new(), &Default::default())
+    else {
+        return Ok(());
+    };
+    let row = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )?;
+    // A function that cannot answer outside a query's rows is no failure of the query's.
+    let Ok(answer) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| physical.evaluate(&row))) else {
+        return Ok(());
+    };
+    match answer {
+        // What a row would fail with; not what this evaluation cannot do.
+        Err(e @ (DataFusionError::Execution(_) | DataFusionError::ArrowError(..))) => Err(e),
+        Err(DataFusionError::Context(c, inner)) => match *inner {
+            e @ (DataFusionError::Execution(_) | DataFusionError::ArrowError(..)) => {
+                Err(DataFusionError::Context(c, Box::new(e)))
+            }
+            _ => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
