@@ -16,7 +16,7 @@ use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow::datatypes::Schema;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::DFSchema;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::context::ExecutionProps;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::optimizer::AnalyzerRule;
@@ -30,7 +30,10 @@ impl AnalyzerRule for FoldingErrors {
         "spark_folding_errors"
     }
 
-    fn analyze(&self, plan: LogicalPlan, _config: &datafusion::config::ConfigOptions) -> Result<LogicalPlan> {
+    fn analyze(&self, plan: LogicalPlan, config: &datafusion::config::ConfigOptions) -> Result<LogicalPlan> {
+        // Functions read the session's settings (its ANSI mode) as they would at execution.
+        let mut props = ExecutionProps::new();
+        props.mark_start_execution(Arc::new(config.clone()));
         let mut failure = None;
         plan.apply_with_subqueries(|node| {
             // Select lists only: whether Spark folds a filter's or a join's condition depends on
@@ -41,7 +44,7 @@ impl AnalyzerRule for FoldingErrors {
                 return Ok(TreeNodeRecursion::Continue);
             }
             for e in node.expressions() {
-                if let Err(error) = check(&e, false) {
+                if let Err(error) = check(&e, false, &props) {
                     failure = Some(error);
                     return Ok(TreeNodeRecursion::Stop);
                 }
@@ -57,21 +60,21 @@ impl AnalyzerRule for FoldingErrors {
 
 /// The error of the first constant part of `e` that fails, outside a conditional's branches;
 /// `branch`: `e` is one.
-fn check(e: &Expr, branch: bool) -> Result<()> {
+fn check(e: &Expr, branch: bool, props: &ExecutionProps) -> Result<()> {
     if !branch && !matches!(e, Expr::Literal(..) | Expr::Alias(_)) && constant(e) {
-        return evaluate(e);
+        return evaluate(e, props);
     }
     match e {
         Expr::Case(c) => {
             if let Some(operand) = &c.expr {
-                check(operand, branch)?;
+                check(operand, branch, props)?;
             }
             for (i, (when, then)) in c.when_then_expr.iter().enumerate() {
-                check(when, branch || i > 0)?;
-                check(then, true)?;
+                check(when, branch || i > 0, props)?;
+                check(then, true, props)?;
             }
             if let Some(otherwise) = &c.else_expr {
-                check(otherwise, true)?;
+                check(otherwise, true, props)?;
             }
             Ok(())
         }
@@ -81,7 +84,7 @@ fn check(e: &Expr, branch: bool) -> Result<()> {
                 _ => f.args.len(),
             };
             for (i, a) in f.args.iter().enumerate() {
-                check(a, branch || i >= always)?;
+                check(a, branch || i >= always, props)?;
             }
             Ok(())
         }
@@ -90,7 +93,7 @@ fn check(e: &Expr, branch: bool) -> Result<()> {
         other => {
             let mut result = Ok(());
             other.apply_children(|child| {
-                result = check(child, branch);
+                result = check(child, branch, props);
                 Ok(if result.is_err() { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
             })?;
             result
@@ -126,11 +129,9 @@ fn constant(e: &Expr) -> bool {
 }
 
 /// `e` evaluated on one row of no columns: its error, if it fails as a row would.
-fn evaluate(e: &Expr) -> Result<()> {
+fn evaluate(e: &Expr, props: &ExecutionProps) -> Result<()> {
     let schema = DFSchema::empty();
-    let Ok(physical) =
-        datafusion::physical_expr::create_physical_expr(e, &schema, &ExecutionProps::new(), &Default::default())
-    else {
+    let Ok(physical) = datafusion::physical_expr::create_physical_expr(e, &schema, props, &Default::default()) else {
         return Ok(());
     };
     let row = RecordBatch::try_new_with_options(
@@ -143,14 +144,33 @@ fn evaluate(e: &Expr) -> Result<()> {
         return Ok(());
     };
     match answer {
-        // What a row would fail with; not what this evaluation cannot do.
-        Err(e @ (DataFusionError::Execution(_) | DataFusionError::ArrowError(..))) => Err(e),
-        Err(DataFusionError::Context(c, inner)) => match *inner {
-            e @ (DataFusionError::Execution(_) | DataFusionError::ArrowError(..)) => {
-                Err(DataFusionError::Context(c, Box::new(e)))
-            }
-            _ => Ok(()),
-        },
+        // Only an error Spark raises too, named by its class (`[CAST_INVALID_INPUT]`,
+        // `[DIVIDE_BY_ZERO]`, …): a function DataFusion means to simplify before it runs may fail
+        // when called directly here, which is no failure of the query's.
+        Err(e) if spark_error_class(&e.to_string()) => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// Whether a message names a Spark error class: `[` upper-case letters, digits or `_`, `]`.
+fn spark_error_class(message: &str) -> bool {
+    message.match_indices('[').any(|(i, _)| {
+        let rest = &message[i + 1..];
+        let class: String =
+            rest.chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect();
+        class.len() >= 3 && rest[class.len()..].starts_with(']')
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spark_error_class;
+
+    #[test]
+    fn only_errors_named_by_a_spark_class_fail_the_query() {
+        assert!(spark_error_class("Execution error: [CAST_INVALID_INPUT] the value 'x' …"));
+        assert!(spark_error_class("[DIVIDE_BY_ZERO] division by zero"));
+        assert!(!spark_error_class("Execution error: invoke should not be called on a simplified base64 function"));
+        assert!(!spark_error_class("a list [1, 2]"));
     }
 }
