@@ -10,11 +10,11 @@
 //! mode is the same test with more queries and another first seed:
 //!
 //! ```text
-//! THUND_GENERATED_QUERIES=25000 THUND_GENERATED_SEED=100000 cargo nextest run -E 'binary(spark_generated)'
+//! THUND_GENERATED_QUERIES=25000 THUND_GENERATED_SEED=100000 cargo nextest run --profile long -E 'binary(spark_generated)'
 //! ```
 //!
 //! A difference prints its seed; `THUND_GENERATED_QUERIES=1 THUND_GENERATED_SEED=<seed>` runs
-//! that query alone.
+//! that query alone. `THUND_GENERATED_THREADS` (1) queries run at a time.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -46,22 +46,18 @@ pub fn query_of(seed: u64) -> String {
     generated::query(&mut Rng::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D)), &tables)
 }
 
-#[test]
-fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        println!("SKIPPED: generated queries (THUND_SKIP_SPARK is set)");
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
-    let count = number("THUND_GENERATED_QUERIES", 1000);
-    let first = number("THUND_GENERATED_SEED", 1);
-    let spark = SparkBackend::new(&url);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let started = std::time::Instant::now();
+/// What one thread's seeds gave: the outcomes per mode, and the differences.
+struct Share {
+    counts: BTreeMap<&'static str, BTreeMap<Outcome, usize>>,
+    different: Vec<String>,
+}
 
-    let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
-    let mut different = Vec::new();
+/// Runs `seeds` on Spark and natively, in both modes.
+fn run(url: &str, seeds: &[u64]) -> Share {
+    let spark = SparkBackend::new(url);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let verbose = std::env::var_os("THUND_GENERATED_VERBOSE").is_some();
+    let mut share = Share { counts: BTreeMap::new(), different: Vec::new() };
     for mode in ["true", "false"] {
         let dir = common::project(&[
             (
@@ -74,7 +70,7 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
         ]);
         let p = common::load(dir.path());
         let label = if mode == "true" { "ansi" } else { "non-ansi" };
-        for seed in first..first + count {
+        for &seed in seeds {
             let sql = query_of(seed);
             let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], &sql).map_err(|e| e.to_string());
             let natively = rt
@@ -82,18 +78,55 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
                 .map(differential::result_batches)
                 .map_err(|e| e.to_string());
             let (o, detail) = outcome(on_spark, natively, ordered(&sql));
-            *counts.entry(label).or_default().entry(o).or_default() += 1;
+            *share.counts.entry(label).or_default().entry(o).or_default() += 1;
             if o == Outcome::Different {
                 println!("DIFFERENT {label} seed {seed}:\n{sql}\n    {detail}\n");
-                different.push(format!("{label} seed {seed}"));
-            } else if matches!(o, Outcome::Refused | Outcome::NamesDiffer)
-                && std::env::var_os("THUND_GENERATED_VERBOSE").is_some()
-            {
+                share.different.push(format!("{label} seed {seed}"));
+            } else if matches!(o, Outcome::Refused | Outcome::NamesDiffer) && verbose {
                 let tail: Vec<&str> = sql.lines().skip(3).collect();
                 println!("{o:?} {label} seed {seed}:\n{}\n    {detail}\n", tail.join("\n"));
             }
         }
     }
+    share
+}
+
+#[test]
+fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused() {
+    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
+        println!("SKIPPED: generated queries (THUND_SKIP_SPARK is set)");
+        return;
+    }
+    let url = std::env::var("THUND_SPARK_REMOTE")
+        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let count = number("THUND_GENERATED_QUERIES", 1000);
+    let first = number("THUND_GENERATED_SEED", 1);
+    // Seeds can be shared out to threads, each with its own connection, for a machine with
+    // cores to spare (on two cores, Spark and the native engine already keep both busy: two
+    // threads ran 200 queries in 56 s, one in 59 s).
+    let threads = number("THUND_GENERATED_THREADS", 1).max(1);
+    let started = std::time::Instant::now();
+    let shares: Vec<Share> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let seeds: Vec<u64> = (first..first + count).filter(|s| s % threads == t).collect();
+                let url = url.as_str();
+                scope.spawn(move || run(url, &seeds))
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
+    let mut different = Vec::new();
+    for share in shares {
+        for (mode, c) in share.counts {
+            for (o, n) in c {
+                *counts.entry(mode).or_default().entry(o).or_default() += n;
+            }
+        }
+        different.extend(share.different);
+    }
+    different.sort();
 
     println!(
         "Spark {url}: {count} generated queries (seeds {first}..={}), each in ANSI and non-ANSI mode, in {:.0} s",

@@ -833,6 +833,10 @@ fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             window_expr.push(e.clone());
             continue;
         };
+        if a.name() == "sum" && p <= 28 {
+            window_expr.push(e.clone());
+            continue;
+        }
         if a.name() == "sum" {
             // Over 256-bit DECIMALs, as an aggregate's (`wide_decimal_sum`).
             let (qualifier, name) = e.qualified_name();
@@ -906,11 +910,16 @@ fn int_literals(e: Expr) -> Result<Expr> {
 
 /// `sum` of a DECIMAL(p,s) is a DECIMAL(p+10,s) (at most 38 digits) on Spark too, but one whose
 /// digits do not fit is NULL, or fails in ANSI mode; DataFusion's adds in 128 bits and wraps
-/// around. The sum is taken over DECIMALs of 256 bits, whose cast back to Spark's type is NULL
-/// or fails (`casts`). The sum and Spark's type, for a DECIMAL sum.
+/// around. A sum of a DECIMAL of more than 28 digits is taken over DECIMALs of 256 bits, whose
+/// cast back to Spark's type is NULL or fails (`casts`). The sum and Spark's type, for such a sum.
 fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema) -> Result<Option<(AggregateFunction, DataType)>> {
     let [arg] = f.params.args.as_slice() else { return Ok(None) };
     let (DataType::Decimal128(p, s), "sum") = (arg.get_type(input)?, f.func.name()) else { return Ok(None) };
+    // Below 29 digits the sum's 38 digits hold the sum of 10^10 rows: it would take more rows
+    // than a table holds to overflow, and the sum stays a DECIMAL of 128 bits.
+    if p <= 28 {
+        return Ok(None);
+    }
     let mut params = f.params.clone();
     params.args = vec![cast(arg.clone(), DataType::Decimal256(p, s))];
     let sum = AggregateFunction { func: Arc::clone(&f.func), params };
