@@ -259,16 +259,7 @@ pub(crate) fn spark_common_number(types: &[DataType]) -> Option<DataType> {
     if types.iter().any(DataType::is_floating) {
         return Some(DataType::Float64);
     }
-    let digits = |t: &DataType| -> Option<(i32, i32)> {
-        Some(match t {
-            DataType::Decimal128(p, s) => (i32::from(*p), i32::from(*s)),
-            DataType::Int8 => (3, 0),
-            DataType::Int16 => (5, 0),
-            DataType::Int32 => (10, 0),
-            DataType::Int64 => (20, 0),
-            _ => return None,
-        })
-    };
+    let digits = crate::functions::math::arithmetic::decimal_of;
     let numbers: Vec<(i32, i32)> = types.iter().filter_map(digits).collect();
     let (mut range, mut scale) = (0, 0);
     for (p, s) in &numbers {

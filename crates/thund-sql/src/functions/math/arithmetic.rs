@@ -586,21 +586,25 @@ pub(crate) fn decimal_quotient_type(l: &DataType, r: &DataType) -> Option<DataTy
     let (p1, s1) = decimal_of(l)?;
     let (p2, s2) = decimal_of(r)?;
     let scale = 6.max(s1 + p2 + 1);
-    let precision = p1 - s1 + s2 + scale;
+    Some(bounded(p1 - s1 + s2 + scale, scale))
+}
+
+/// DECIMAL(precision, scale), and over 38 digits DECIMAL(38, …) keeping the integral digits at
+/// the expense of the scale, down to 6 (`spark.sql.decimalOperations.allowPrecisionLoss`).
+fn bounded(precision: i32, scale: i32) -> DataType {
     let (precision, scale) = if precision > 38 {
         let integral = precision - scale;
         (38, (38 - integral).max(scale.min(6)))
     } else {
         (precision, scale)
     };
-    Some(DataType::Decimal128(precision as u8, scale as i8))
+    DataType::Decimal128(precision as u8, scale as i8)
 }
 
 /// Spark's type of `l op r` for `+ - * %` where one side is a DECIMAL (an integer counting as
 /// the DECIMAL that holds its type): `+ -` scale max(s1,s2) and precision max(p1-s1,p2-s2) +
 /// scale + 1; `*` precision p1+p2+1 and scale s1+s2; `%` precision min(p1-s1,p2-s2) + scale and
-/// scale max(s1,s2). Over 38 digits the integral digits are kept at the expense of the scale,
-/// down to 6 (`spark.sql.decimalOperations.allowPrecisionLoss`, on by default).
+/// scale max(s1,s2); [`bounded`] to 38 digits.
 pub(crate) fn decimal_result_type(op: Op, l: &DataType, r: &DataType) -> Option<DataType> {
     let (p1, s1) = decimal_of(l)?;
     let (p2, s2) = decimal_of(r)?;
@@ -616,17 +620,11 @@ pub(crate) fn decimal_result_type(op: Op, l: &DataType, r: &DataType) -> Option<
         }
         _ => return None,
     };
-    let (precision, scale) = if precision > 38 {
-        let integral = precision - scale;
-        (38, (38 - integral).max(scale.min(6)))
-    } else {
-        (precision, scale)
-    };
-    Some(DataType::Decimal128(precision as u8, scale as i8))
+    Some(bounded(precision, scale))
 }
 
 /// A decimal type's precision and scale; an integer type as the DECIMAL that holds it.
-fn decimal_of(t: &DataType) -> Option<(i32, i32)> {
+pub(crate) fn decimal_of(t: &DataType) -> Option<(i32, i32)> {
     Some(match t {
         DataType::Decimal128(p, s) => (i32::from(*p), i32::from(*s)),
         DataType::Int8 => (3, 0),
