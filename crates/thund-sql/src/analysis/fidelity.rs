@@ -143,7 +143,7 @@ fn ambiguous_references(node: &LogicalPlan) -> Result<()> {
 
 /// `node`'s schema derived again from its expressions and inputs. (A union would keep its
 /// first input's types: it gets its inputs' common types, to which the analyzer casts them.)
-fn refresh_schema(node: LogicalPlan) -> Result<LogicalPlan> {
+pub(super) fn refresh_schema(node: LogicalPlan) -> Result<LogicalPlan> {
     match node {
         LogicalPlan::Union(u) => {
             let schema = Arc::new(coerce_union_schema(&u.inputs)?);
@@ -241,142 +241,6 @@ fn decimal_arithmetic(b: &BinaryExpr, schema: &DFSchema, ansi: bool) -> Result<O
     Ok(None)
 }
 
-/// Spark's common type of numbers where it differs from DataFusion's, for the operands of a
-/// conditional, a comparison, an `IN` list, or a column of a UNION or VALUES:
-/// - a DOUBLE (or FLOAT) with a DECIMAL is a DOUBLE (DataFusion's is a DECIMAL, which rounds the
-///   DOUBLE: `0.8333333333333334` becomes `0.83`, or fails on one a DECIMAL cannot hold);
-/// - DECIMALs of different types (an integer as the DECIMAL of its type) have the scale of the
-///   larger and the integral digits of the larger, and where that is over 38 digits Spark keeps
-///   the integral digits and drops scale (DECIMAL(38,0) with DECIMAL(38,18) is DECIMAL(38,0), so
-///   on Spark `1 = 1.4` there), where DataFusion keeps the scale.
-///
-/// `None` where the types are not so mixed.
-pub(crate) fn spark_common_number(types: &[DataType]) -> Option<DataType> {
-    let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..));
-    if !types.iter().any(decimal) {
-        return None;
-    }
-    if types.iter().any(DataType::is_floating) {
-        return Some(DataType::Float64);
-    }
-    let digits = crate::functions::math::arithmetic::decimal_of;
-    let numbers: Vec<(i32, i32)> = types.iter().filter_map(digits).collect();
-    let (mut range, mut scale) = (0, 0);
-    for (p, s) in &numbers {
-        range = range.max(p - s);
-        scale = scale.max(*s);
-    }
-    let (precision, scale) =
-        if range + scale > 38 { (38, (scale - (range + scale - 38)).max(0)) } else { (range + scale, scale) };
-    let common = DataType::Decimal128(precision as u8, scale as i8);
-    let mixed = types.iter().filter(|t| digits(t).is_some()).any(|t| t != &common);
-    mixed.then_some(common)
-}
-
-/// `x` cast to the common type `to` if it is a number of another type.
-fn to_common(x: Expr, to: &DataType, schema: &DFSchema) -> Result<Expr> {
-    let t = x.get_type(schema)?;
-    Ok(if t.is_numeric() && &t != to { cast(x, to.clone()) } else { x })
-}
-
-/// The operands of a conditional (`CASE`, `IF`, `coalesce`, `nvl`, `greatest`, …), a comparison
-/// or an `IN` list in Spark's common type of numbers (`spark_common_number`).
-fn doubles_over_decimals(e: &Expr, schema: &DFSchema) -> Result<Option<Expr>> {
-    use datafusion::logical_expr::expr::{Case, InList};
-    let common = |exprs: &[&Expr]| -> Result<Option<DataType>> {
-        let types: Vec<DataType> = exprs.iter().map(|x| x.get_type(schema)).collect::<Result<_>>()?;
-        Ok(spark_common_number(&types))
-    };
-    Ok(match e {
-        Expr::Case(c) => {
-            let branches: Vec<&Expr> =
-                c.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(c.else_expr.as_deref()).collect();
-            let operands: Vec<&Expr> =
-                c.expr.as_deref().into_iter().chain(c.when_then_expr.iter().map(|(w, _)| w.as_ref())).collect();
-            let branches = common(&branches)?;
-            let operands = if c.expr.is_some() { common(&operands)? } else { None };
-            if branches.is_none() && operands.is_none() {
-                return Ok(None);
-            }
-            let then = |x: &Expr| match &branches {
-                Some(t) => to_common(x.clone(), t, schema),
-                None => Ok(x.clone()),
-            };
-            let when = |x: &Expr| match &operands {
-                Some(t) => to_common(x.clone(), t, schema),
-                None => Ok(x.clone()),
-            };
-            Some(Expr::Case(Case {
-                expr: c.expr.as_deref().map(when).transpose()?.map(Box::new),
-                when_then_expr: c
-                    .when_then_expr
-                    .iter()
-                    .map(|(w, t)| Ok((Box::new(when(w)?), Box::new(then(t)?))))
-                    .collect::<Result<_>>()?,
-                else_expr: c.else_expr.as_deref().map(then).transpose()?.map(Box::new),
-            }))
-        }
-        Expr::ScalarFunction(f) => {
-            // The arguments that give or compare the answer (`if`'s condition does neither).
-            let from = match f.name() {
-                "coalesce" | "nvl" | "ifnull" | "greatest" | "least" | "nullif" => 0,
-                "if" | "nvl2" => 1,
-                _ => return Ok(None),
-            };
-            let values: Vec<&Expr> = f.args.iter().skip(from).collect();
-            let Some(t) = common(&values)? else { return Ok(None) };
-            let args = f
-                .args
-                .iter()
-                .enumerate()
-                .map(|(i, a)| if i < from { Ok(a.clone()) } else { to_common(a.clone(), &t, schema) })
-                .collect::<Result<_>>()?;
-            Some(Expr::ScalarFunction(ScalarFunction { func: Arc::clone(&f.func), args }))
-        }
-        Expr::BinaryExpr(b)
-            if matches!(
-                b.op,
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom
-            ) =>
-        {
-            // Spark compares no date or timestamp with a number, in either mode.
-            let (lt, rt) = (b.left.get_type(schema)?, b.right.get_type(schema)?);
-            let datetime = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
-            if lt.is_numeric() && datetime(&rt) || datetime(&lt) && rt.is_numeric() {
-                return Err(DataFusionError::Plan(format!(
-                    "[DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES] the operands of `{}` have incompatible types (\"{}\" and \"{}\")",
-                    b.op,
-                    crate::types::spark_type_name(&lt),
-                    crate::types::spark_type_name(&rt)
-                )));
-            }
-            let Some(t) = common(&[b.left.as_ref(), b.right.as_ref()])? else { return Ok(None) };
-            Some(Expr::BinaryExpr(BinaryExpr::new(
-                Box::new(to_common(b.left.as_ref().clone(), &t, schema)?),
-                b.op,
-                Box::new(to_common(b.right.as_ref().clone(), &t, schema)?),
-            )))
-        }
-        Expr::InList(l) => {
-            let all: Vec<&Expr> = std::iter::once(l.expr.as_ref()).chain(&l.list).collect();
-            let Some(t) = common(&all)? else { return Ok(None) };
-            Some(Expr::InList(InList {
-                expr: Box::new(to_common(l.expr.as_ref().clone(), &t, schema)?),
-                list: l.list.iter().map(|x| to_common(x.clone(), &t, schema)).collect::<Result<_>>()?,
-                negated: l.negated,
-            }))
-        }
-        _ => None,
-    })
-}
-
 /// A correlated scalar subquery whose aggregates are all planned as ones that may be NULL, so that
 /// the value of a count on no rows survives its decorrelation (`aggregate::nullable`).
 fn counts_may_be_null(sq: &datafusion::logical_expr::Subquery) -> Result<Transformed<Expr>> {
@@ -438,7 +302,7 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
 }
 
 fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
-    if let Some(doubles) = doubles_over_decimals(&e, schema)? {
+    if let Some(doubles) = super::common_types::doubles_over_decimals(&e, schema)? {
         return Ok(Transformed::yes(doubles));
     }
     if let Some(text) = crate::functions::string::text_arguments::unwrap(&e, schema) {
@@ -539,38 +403,6 @@ fn decimal_literal(e: &Expr) -> Option<Expr> {
     Some(Expr::Literal(ScalarValue::Decimal128(Some(i128::from(v)), digits, 0), None))
 }
 
-/// The rows of VALUES where a column mixes DOUBLEs and DECIMALs, as DOUBLEs: Spark's common type
-/// (`spark_common_number`), where DataFusion's planner cast the DOUBLEs to a DECIMAL; `planned`
-/// are the column types the planner gave. (A cast the planner added cannot be told from one the
-/// user wrote to the same type: only casts of floating point are read through.)
-fn values_doubles_over_decimals(values: &mut [Vec<Expr>], planned: &[DataType]) -> Result<()> {
-    let empty = DFSchema::empty();
-    for (i, column_type) in planned.iter().enumerate() {
-        if !matches!(column_type, DataType::Decimal128(..)) {
-            continue;
-        }
-        let own = |e: &Expr| match e {
-            Expr::Cast(c)
-                if c.field.data_type() == column_type && c.expr.get_type(&empty).is_ok_and(|t| t.is_floating()) =>
-            {
-                c.expr.as_ref().clone()
-            }
-            other => other.clone(),
-        };
-        let types: Vec<DataType> =
-            values.iter().filter_map(|r| r.get(i)).map(|e| own(e).get_type(&empty)).collect::<Result<_>>()?;
-        if !(types.iter().any(DataType::is_floating) && types.iter().any(|t| matches!(t, DataType::Decimal128(..)))) {
-            continue;
-        }
-        for row in values.iter_mut() {
-            if let Some(e) = row.get_mut(i) {
-                *e = to_common(own(e), &DataType::Float64, &empty)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Output names stay what the planner named them, so the nodes above still find their columns.
 fn spark_types(plan: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
     Ok(plan.transform_up_with_subqueries(|node| retype(node, ansi))?.data)
@@ -591,7 +423,7 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
             let mut values: Vec<Vec<Expr>> =
                 v.values.iter().map(|row| row.iter().map(untyped).collect::<Result<_>>()).collect::<Result<_>>()?;
             let planned: Vec<DataType> = v.schema.fields().iter().map(|f| f.data_type().clone()).collect();
-            values_doubles_over_decimals(&mut values, &planned)?;
+            super::common_types::values_doubles_over_decimals(&mut values, &planned)?;
             if values == v.values {
                 return Ok(Transformed::no(LogicalPlan::Values(v)));
             }
@@ -629,7 +461,7 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
                             return Ok(Transformed::yes(decimal));
                         }
                     }
-                    Ok(match doubles_over_decimals(&e, &schema)? {
+                    Ok(match super::common_types::doubles_over_decimals(&e, &schema)? {
                         Some(common) => Transformed::yes(common),
                         None => Transformed::no(e),
                     })
@@ -641,7 +473,7 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
         other => other,
     };
     let node = refresh_schema(node)?;
-    let node = set_operation_types(node, ansi)?;
+    let node = super::common_types::set_operation_types(node, ansi)?;
     if let LogicalPlan::Aggregate(_) = &node {
         return aggregate_types(node, ansi);
     }
@@ -649,149 +481,6 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
         return window_types(node);
     }
     Ok(Transformed::yes(node))
-}
-
-/// `INTERSECT` and `EXCEPT` (planned as a semi or anti join on every column, NULLs equal) in the
-/// types a `UNION` of the two sides has, as on Spark (`99` INTERSECT `99.0` is a DECIMAL);
-/// DataFusion's keeps the left side's types.
-fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<LogicalPlan> {
-    use datafusion::common::{Column, NullEquality};
-    use datafusion::logical_expr::JoinType;
-    let inputs: Vec<&Arc<LogicalPlan>> = match &node {
-        LogicalPlan::Union(u) => u.inputs.iter().collect(),
-        LogicalPlan::Join(j)
-            if matches!(
-                j.join_type,
-                datafusion::logical_expr::JoinType::LeftSemi | datafusion::logical_expr::JoinType::LeftAnti
-            ) && j.null_equality == NullEquality::NullEqualsNull
-                && j.filter.is_none()
-                && j.on.len() == j.left.schema().fields().len()
-                && j.on.len() == j.right.schema().fields().len() =>
-        {
-            vec![&j.left, &j.right]
-        }
-        _ => vec![],
-    };
-    incompatible_columns(&inputs)?;
-    if let LogicalPlan::Union(u) = &node {
-        let common = common_columns(u.inputs.iter().map(|i| i.schema().as_ref()), ansi);
-        if common.iter().all(Option::is_none) {
-            return Ok(node);
-        }
-        let to = |i: usize, f: &Field| match &common[i] {
-            Some(t) if f.data_type() != t => Some(t.clone()),
-            _ => None,
-        };
-        let inputs = u.inputs.iter().map(|i| cast_columns(i, to).map(Arc::new)).collect::<Result<Vec<_>>>()?;
-        return refresh_schema(LogicalPlan::Union(Union { inputs, schema: Arc::clone(&u.schema) }));
-    }
-    let LogicalPlan::Join(j) = &node else { return Ok(node) };
-    let width = j.left.schema().fields().len();
-    let set_operation = matches!(j.join_type, JoinType::LeftSemi | JoinType::LeftAnti)
-        && j.null_equality == NullEquality::NullEqualsNull
-        && j.filter.is_none()
-        && j.on.len() == width
-        && width == j.right.schema().fields().len();
-    if !set_operation {
-        return Ok(node);
-    }
-    if ansi {
-        // Spark casts the text to the other side's type, failing on a row that is not one, even
-        // where the other side has no rows (where the join here would not read the text).
-        for (l, r) in j.left.schema().fields().iter().zip(j.right.schema().fields()) {
-            let (l, r) = (l.data_type(), r.data_type());
-            let other = |t: &DataType| {
-                t.is_numeric() || matches!(t, DataType::Boolean | DataType::Date32 | DataType::Timestamp(..))
-            };
-            if l != r && (l.is_string() && other(r) || r.is_string() && other(l)) {
-                return Err(crate::declare::refused(
-                    "INTERSECT / EXCEPT",
-                    "in ANSI mode Spark casts the text to the other side's type; cast one side explicitly",
-                ));
-            }
-        }
-    }
-    let numbers = common_columns([j.left.schema().as_ref(), j.right.schema().as_ref()].into_iter(), ansi);
-    let common: Vec<DataType> = coerce_union_schema(&[Arc::clone(&j.left), Arc::clone(&j.right)])?
-        .fields()
-        .iter()
-        .zip(numbers)
-        .map(|(f, number)| number.unwrap_or_else(|| f.data_type().clone()))
-        .collect();
-    let same = |side: &LogicalPlan| side.schema().fields().iter().zip(&common).all(|(a, b)| a.data_type() == b);
-    if same(&j.left) && same(&j.right) {
-        return Ok(node);
-    }
-    let to_common = |i: usize, f: &Field| (f.data_type() != &common[i]).then(|| common[i].clone());
-    let columns = |plan: &LogicalPlan| -> Vec<Column> { plan.schema().columns() };
-    let (left, right) = (cast_columns(&j.left, to_common)?, cast_columns(&j.right, to_common)?);
-    let keys = (columns(&left), columns(&right));
-    LogicalPlanBuilder::from(left).join_detailed(right, j.join_type, keys, None, NullEquality::NullEqualsNull)?.build()
-}
-
-/// Spark refuses a set operation whose columns have no common type in either mode: a number
-/// with a date, a timestamp or a BOOLEAN (DataFusion would cast one to the other).
-fn incompatible_columns(inputs: &[&Arc<LogicalPlan>]) -> Result<()> {
-    let Some(first) = inputs.first() else { return Ok(()) };
-    for (i, field) in first.schema().fields().iter().enumerate() {
-        let types: Vec<&DataType> =
-            inputs.iter().filter_map(|p| p.schema().fields().get(i)).map(|f| f.data_type()).collect();
-        let number = types.iter().find(|t| t.is_numeric());
-        let other = types.iter().find(|t| matches!(t, DataType::Date32 | DataType::Timestamp(..) | DataType::Boolean));
-        if let (Some(number), Some(other)) = (number, other) {
-            return Err(DataFusionError::Plan(format!(
-                "[INCOMPATIBLE_COLUMN_TYPE] a set operation's column `{}` is {} on one side and {} on another: \
-                 they have no common type",
-                field.name(),
-                crate::types::spark_type_name(number),
-                crate::types::spark_type_name(other)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// For each column of inputs that are combined (a UNION's, the sides of an INTERSECT), Spark's
-/// common type where it differs from DataFusion's: of numbers (`spark_common_number`), and
-/// without ANSI mode, of text with a date or timestamp, which is text on Spark too (DataFusion's
-/// common type is the date).
-fn common_columns<'a>(schemas: impl Iterator<Item = &'a DFSchema>, ansi: bool) -> Vec<Option<DataType>> {
-    let mut columns: Vec<Vec<DataType>> = Vec::new();
-    for schema in schemas {
-        for (i, f) in schema.fields().iter().enumerate() {
-            if columns.len() <= i {
-                columns.push(Vec::new());
-            }
-            columns[i].push(f.data_type().clone());
-        }
-    }
-    let datetime = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
-    columns
-        .iter()
-        .map(|types| {
-            spark_common_number(types).or_else(|| {
-                (!ansi && types.iter().any(DataType::is_string) && types.iter().any(datetime)).then_some(DataType::Utf8)
-            })
-        })
-        .collect()
-}
-
-/// `plan` under a projection that casts each column to the type `to` gives for it (none: as it
-/// is), keeping their names.
-fn cast_columns(plan: &Arc<LogicalPlan>, to: impl Fn(usize, &Field) -> Option<DataType>) -> Result<LogicalPlan> {
-    let exprs = plan
-        .schema()
-        .iter()
-        .enumerate()
-        .map(|(i, (q, f))| {
-            let column = Expr::from((q, f));
-            match to(i, f) {
-                Some(t) => cast(column, t).alias_qualified(q.cloned(), f.name()),
-                None => column,
-            }
-        })
-        .collect();
-    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::clone(plan))?))
 }
 
 /// Spark's types of window functions where DataFusion's differ, cast in a projection above the
