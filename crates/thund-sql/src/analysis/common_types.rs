@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field};
-use datafusion::common::DFSchema;
+use datafusion::common::{DFSchema, TableReference};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{
@@ -212,11 +212,12 @@ pub(super) fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<Logic
         if common.iter().all(Option::is_none) {
             return Ok(node);
         }
-        let to = |i: usize, f: &Field| match &common[i] {
+        let to = |i: usize, _: Option<&TableReference>, f: &Field| match &common[i] {
             Some(t) if f.data_type() != t => Some(t.clone()),
             _ => None,
         };
-        let inputs = u.inputs.iter().map(|i| cast_columns(i, to).map(Arc::new)).collect::<Result<Vec<_>>>()?;
+        let inputs =
+            u.inputs.iter().map(|i| cast_columns(Arc::clone(i), to).map(Arc::new)).collect::<Result<Vec<_>>>()?;
         return refresh_schema(LogicalPlan::Union(Union { inputs, schema: Arc::clone(&u.schema) }));
     }
     let LogicalPlan::Join(j) = &node else { return Ok(node) };
@@ -256,9 +257,10 @@ pub(super) fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<Logic
     if same(&j.left) && same(&j.right) {
         return Ok(node);
     }
-    let to_common = |i: usize, f: &Field| (f.data_type() != &common[i]).then(|| common[i].clone());
+    let to_common =
+        |i: usize, _: Option<&TableReference>, f: &Field| (f.data_type() != &common[i]).then(|| common[i].clone());
     let columns = |plan: &LogicalPlan| -> Vec<Column> { plan.schema().columns() };
-    let (left, right) = (cast_columns(&j.left, to_common)?, cast_columns(&j.right, to_common)?);
+    let (left, right) = (cast_columns(Arc::clone(&j.left), to_common)?, cast_columns(Arc::clone(&j.right), to_common)?);
     let keys = (columns(&left), columns(&right));
     LogicalPlanBuilder::from(left).join_detailed(right, j.join_type, keys, None, NullEquality::NullEqualsNull)?.build()
 }
@@ -310,20 +312,24 @@ fn common_columns<'a>(schemas: impl Iterator<Item = &'a DFSchema>, ansi: bool) -
         .collect()
 }
 
-/// `plan` under a projection that casts each column to the type `to` gives for it (none: as it
-/// is), keeping their names.
-fn cast_columns(plan: &Arc<LogicalPlan>, to: impl Fn(usize, &Field) -> Option<DataType>) -> Result<LogicalPlan> {
+/// `plan` under a projection that casts each column to the type `to` gives for it (by position,
+/// qualifier and field; none: as it is), keeping their names so that the nodes above still find
+/// them.
+pub(super) fn cast_columns(
+    plan: Arc<LogicalPlan>,
+    to: impl Fn(usize, Option<&TableReference>, &Field) -> Option<DataType>,
+) -> Result<LogicalPlan> {
     let exprs = plan
         .schema()
         .iter()
         .enumerate()
         .map(|(i, (q, f))| {
             let column = Expr::from((q, f));
-            match to(i, f) {
+            match to(i, q, f) {
                 Some(t) => cast(column, t).alias_qualified(q.cloned(), f.name()),
                 None => column,
             }
         })
         .collect();
-    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::clone(plan))?))
+    Ok(LogicalPlan::Projection(Projection::try_new(exprs, plan)?))
 }

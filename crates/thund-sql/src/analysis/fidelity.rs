@@ -19,8 +19,8 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
-    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection,
-    Union, WindowFunctionDefinition,
+    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union,
+    WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 
@@ -548,33 +548,13 @@ fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     if averages.is_empty() && !node.schema().fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
         return Ok(Transformed::yes(node));
     }
-    let spark_type = |q: Option<&TableReference>, f: &Field| {
+    let spark_type = |_: usize, q: Option<&TableReference>, f: &Field| {
         if f.data_type() == &DataType::UInt64 {
             return Some(DataType::Int32);
         }
         averages.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()).map(|(_, _, t)| t.clone())
     };
-    cast_outputs(node, spark_type).map(Transformed::yes)
-}
-
-/// `node` under a projection that casts the outputs `spark_type` names a type for, keeping their
-/// names so that the nodes above still find them; the other outputs pass through.
-fn cast_outputs(
-    node: LogicalPlan,
-    spark_type: impl Fn(Option<&TableReference>, &Field) -> Option<DataType>,
-) -> Result<LogicalPlan> {
-    let exprs = node
-        .schema()
-        .iter()
-        .map(|(q, f)| {
-            let column = Expr::from((q, f));
-            match spark_type(q, f) {
-                Some(t) => cast(column, t).alias_qualified(q.cloned(), f.name()),
-                None => column,
-            }
-        })
-        .collect();
-    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(node))?))
+    super::common_types::cast_columns(Arc::new(node), spark_type).map(Transformed::yes)
 }
 
 /// `e` with its integer literals that fit in 32 bits typed INT.
@@ -678,8 +658,8 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
-    let spark_type = |q: Option<&TableReference>, f: &Field| {
+    let spark_type = |_: usize, q: Option<&TableReference>, f: &Field| {
         spark_types.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()).map(|(_, _, t)| t.clone())
     };
-    cast_outputs(agg, spark_type).map(Transformed::yes)
+    super::common_types::cast_columns(Arc::new(agg), spark_type).map(Transformed::yes)
 }
