@@ -45,11 +45,11 @@ pub fn spark_state_builder(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> S
     for rule in crate::analysis::session_analyzer_rules() {
         builder = builder.with_analyzer_rule(rule);
     }
-    // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them).
-    builder
-        .expr_planners()
-        .get_or_insert_with(Vec::new)
-        .insert(0, Arc::new(crate::functions::interval::arithmetic::IntervalPlanner { ansi }));
+    // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them);
+    // before them, Spark's casts of a text operand.
+    let planners = builder.expr_planners().get_or_insert_with(Vec::new);
+    planners.insert(0, Arc::new(crate::functions::interval::arithmetic::IntervalPlanner { ansi }));
+    planners.insert(0, Arc::new(crate::analysis::text_operands::TextOperandPlanner { ansi }));
     builder
 }
 

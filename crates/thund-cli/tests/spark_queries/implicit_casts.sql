@@ -102,3 +102,15 @@ SELECT format_string('%s', 12.50) AS e;
 SELECT format_string('%.2f', x) AS a FROM VALUES (CAST(1.005 AS DECIMAL(10,3))) AS t(x);
 -- Without ANSI mode Spark finds no common type of a BOOLEAN and text
 SELECT nvl(b, 'x') AS n FROM VALUES (true) AS t(b);
+
+-- Text met by a number, a boolean or a date in a comparison or arithmetic: the text is cast as
+-- Spark's coercion casts it (in ANSI mode to BIGINT against an integer and failing on a text that
+-- does not read; without it to the integer's own type, NULL for that row).
+SELECT s = 10 AS e, s > 2 AS g, s <=> CAST(5 AS TINYINT) AS n FROM VALUES ('10'), (' 1.5'), ('x'), ('300'), (NULL) AS t(s);
+SELECT s FROM VALUES ('10'), ('2'), ('1e0') AS t(s) WHERE s > 2L;
+SELECT '1.25' = 1.3 AS d, '1.25' = 1.25d AS f, '1.25' < 2.0f AS r;
+SELECT s + 1 AS a, s - 1.5 AS b, 2 * s AS c, s / 4 AS d, s % 4 AS e FROM VALUES ('10'), (' 7 '), ('x') AS t(s);
+SELECT '1' + '2' AS a;
+SELECT s = true AS a, s <=> false AS b FROM VALUES ('true'), ('no'), ('t'), ('maybe') AS t(s);
+SELECT s > DATE'2024-01-01' AS a, s = TIMESTAMP'2024-01-01 10:00:00' AS b FROM VALUES ('2024-01-01 10:00'), ('2024-01-02'), ('x') AS t(s);
+SELECT sum(s + 0) AS a, max(s * 1) AS b FROM VALUES ('1'), ('2.5'), (NULL) AS t(s);

@@ -30,6 +30,7 @@ pub(crate) mod resolution;
 pub(crate) mod shapes;
 pub(crate) mod spellings;
 pub(crate) mod string_literals;
+pub(crate) mod text_operands;
 pub(crate) mod using_joins;
 
 use std::ops::ControlFlow;
