@@ -8,6 +8,7 @@
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
+pub(crate) mod filtered;
 pub(crate) mod mode;
 pub(crate) mod moments;
 pub(crate) mod nullable;

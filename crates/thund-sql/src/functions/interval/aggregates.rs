@@ -206,7 +206,9 @@ impl AggregateUDFImpl for IntervalAggregate {
         &self,
         args: AccumulatorArgs,
     ) -> Result<Box<dyn datafusion::logical_expr::GroupsAccumulator>> {
-        self.inner.create_groups_accumulator(args)
+        // The built-in `avg` ignores the FILTER it is handed (`aggregate::filtered`).
+        let inner = self.inner.create_groups_accumulator(args)?;
+        Ok(Box::new(crate::functions::aggregate::filtered::Filtered { inner }))
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
