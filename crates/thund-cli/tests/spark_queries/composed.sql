@@ -98,3 +98,22 @@ SELECT avg(round(CAST(-853.25 AS DECIMAL(10,2)), 1)) AS a, avg(x / CAST(-56 AS B
 SELECT x * x AS p FROM VALUES (CAST(1.5 AS DECIMAL(38,18))) AS t(x) UNION ALL SELECT CAST(NULL AS BIGINT);
 -- A derived table's duplicate column name is ambiguous where it is read.
 SELECT s.id FROM (SELECT * FROM VALUES (1) AS a(id) CROSS JOIN VALUES (2) AS b(id)) AS s;
+-- Logarithms of what is not positive are NULL; `log(x)` is the natural logarithm.
+SELECT ln(x) AS a, log10(x) AS b, log2(x) AS c, log(x) AS d, log(2, x) AS e, log(x, 8) AS f FROM VALUES (-4.5D), (0D), (2D), (CAST('NaN' AS DOUBLE)), (NULL) AS t(x);
+-- A DECIMAL met by floating point in `%` and `/` is computed as a DOUBLE, a zero divisor included.
+SELECT CAST(29.261 AS DECIMAL(5,3)) % y AS m, CAST(29.261 AS DECIMAL(5,3)) / y AS d FROM VALUES (0D), (4.75D) AS t(y);
+-- Every NaN sorts as one value above all numbers, and -0.0 with 0.0, in ORDER BY and windows.
+SELECT x, rank() OVER (ORDER BY x) AS r FROM VALUES (CAST('NaN' AS DOUBLE)), (0D), (-CAST('NaN' AS DOUBLE)), (CAST('Infinity' AS DOUBLE) % CAST('Infinity' AS DOUBLE)), (1D), (CAST('-Infinity' AS DOUBLE)) AS t(x) ORDER BY x, r;
+-- A CASE of INT and DOUBLE branches is a DOUBLE below a window or an aggregate, rows or none.
+SELECT sum(CASE WHEN k >= id THEN id ELSE -9.5D END) OVER (PARTITION BY k) AS s FROM VALUES (1, 2), (2, 1) AS t(id, k) ORDER BY s;
+SELECT sum(CASE WHEN k >= id THEN id ELSE -9.5D END) OVER (PARTITION BY k) AS s FROM VALUES (1, 2), (2, 1) AS t(id, k) WHERE id > 5;
+-- Dates with timestamps in a set operation: TIMESTAMP where one is.
+SELECT DATE'2024-02-29' AS c EXCEPT SELECT TIMESTAMP'2024-01-01 10:00:00';
+SELECT DATE'2024-02-29' AS c UNION ALL SELECT TIMESTAMP_NTZ'2024-01-01 10:00:00';
+-- A predicate on no column above an aggregate without GROUP BY removes its one row.
+SELECT count(*) AS n FROM VALUES (1) AS t(x) HAVING (SELECT max(y) FROM VALUES (5) AS u(y)) > 10;
+SELECT count(*) AS n FROM VALUES (1) AS t(x) HAVING 1 = 0;
+SELECT s FROM (SELECT sum(x) AS s FROM VALUES (1) AS t(x) WHERE x > 5) WHERE (SELECT max(y) FROM VALUES (5) AS u(y)) = 4;
+-- A grouped `avg` keeps only the rows of its FILTER.
+SELECT a, avg(x) FILTER (WHERE b > 0) AS v, median(x) FILTER (WHERE b > 0) AS m, sum(x) FILTER (WHERE b > 0) AS s FROM VALUES (1, NULL, 5), (1, 2, 7), (2, NULL, 1) AS t(a, b, x) GROUP BY a ORDER BY a;
+SELECT a, avg(x) FILTER (WHERE b > 0) AS v FROM VALUES (1, NULL, 5), (1, 2, 7), (2, NULL, 1) AS t(a, b, x) GROUP BY a GROUPING SETS ((a), ()) ORDER BY a;

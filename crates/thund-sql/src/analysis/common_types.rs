@@ -305,11 +305,31 @@ fn common_columns<'a>(schemas: impl Iterator<Item = &'a DFSchema>, ansi: bool) -
     columns
         .iter()
         .map(|types| {
-            spark_common_number(types).or_else(|| {
-                (!ansi && types.iter().any(DataType::is_string) && types.iter().any(datetime)).then_some(DataType::Utf8)
-            })
+            spark_common_number(types)
+                .or_else(|| {
+                    (!ansi && types.iter().any(DataType::is_string) && types.iter().any(datetime))
+                        .then_some(DataType::Utf8)
+                })
+                .or_else(|| common_datetime(types))
         })
         .collect()
+}
+
+/// Dates with timestamps: Spark's TIMESTAMP where one is (in microseconds and the session's
+/// zone), else TIMESTAMP_NTZ (DataFusion's common type is a timestamp in nanoseconds without a
+/// zone). `None` where they are not all dates and timestamps, or are all of one type.
+fn common_datetime(types: &[DataType]) -> Option<DataType> {
+    let known: Vec<&DataType> = types.iter().filter(|t| !t.is_null()).collect();
+    if known.windows(2).all(|w| w[0] == w[1])
+        || !known.iter().all(|t| matches!(t, DataType::Date32 | DataType::Timestamp(..)))
+    {
+        return None;
+    }
+    let zone = known.iter().find_map(|t| match t {
+        DataType::Timestamp(_, Some(zone)) => Some(Arc::clone(zone)),
+        _ => None,
+    });
+    Some(DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone))
 }
 
 /// `plan` under a projection that casts each column to the type `to` gives for it (by position,

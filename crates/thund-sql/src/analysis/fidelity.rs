@@ -65,7 +65,9 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
             // Every node's schema is derived again: a rewrite below may have changed a type.
             keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?
                 .map_data(refresh_schema)?
-                .transform_data(no_rows_from_no_rows)
+                .transform_data(no_rows_from_no_rows)?
+                .transform_data(crate::functions::window::float_keys::sort_keys)?
+                .transform_data(super::global_filters::kept_above_global_aggregates)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal
@@ -344,6 +346,11 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         let branches = case.when_then_expr.iter().map(|(_, t)| t.as_ref()).chain(case.else_expr.as_deref());
         crate::types::text_and_number("CASE", branches.filter_map(|b| b.get_type(schema).ok()))?;
     }
+    if let Expr::Case(case) = &e {
+        if let Some(typed) = case_branches(case, schema)? {
+            return Ok(Transformed::yes(typed));
+        }
+    }
     if let Expr::BinaryExpr(b) = &e {
         if let Some(decimal) = decimal_arithmetic(b, schema, ansi)? {
             return Ok(Transformed::yes(decimal));
@@ -356,7 +363,18 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         let typed = |x: &Expr, p: fn(&DataType) -> bool| x.get_type(schema).is_ok_and(|t| p(&t));
         let integers = typed(&b.left, DataType::is_integer) && typed(&b.right, DataType::is_integer);
         let float_or_int = |t: &DataType| t.is_integer() || t.is_floating();
-        let numbers = typed(&b.left, float_or_int) && typed(&b.right, float_or_int);
+        // A DECIMAL met by floating point is computed as a DOUBLE, as Spark computes it.
+        let floating = typed(&b.left, DataType::is_floating) || typed(&b.right, DataType::is_floating);
+        let decimal = |t: &DataType| matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+        let number = |t: &DataType| float_or_int(t) || (floating && decimal(t));
+        let numbers = [&b.left, &b.right].iter().all(|x| x.get_type(schema).is_ok_and(|t| number(&t)));
+        let as_double = |x: &Expr| {
+            if typed(x, decimal) {
+                cast(x.clone(), DataType::Float64)
+            } else {
+                x.clone()
+            }
+        };
         let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
         let op = match b.op {
             Operator::Divide if numbers => Some((Op::Divide, on_failure)),
@@ -368,7 +386,7 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         };
         if let Some((op, on_failure)) = op {
             let udf = Arc::new(crate::functions::math::arithmetic::operator(op, on_failure));
-            let args = vec![b.left.as_ref().clone(), b.right.as_ref().clone()];
+            let args = vec![as_double(&b.left), as_double(&b.right)];
             return Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction { func: udf, args })));
         }
         return Ok(Transformed::no(e));
@@ -388,6 +406,34 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         }
         None => call.unchanged(),
     }
+}
+
+/// A CASE whose branches are of different types, each cast to their common type here rather
+/// than by DataFusion's type coercion at execution: a CASE is typed by its first branch until
+/// then, so an aggregate or a window over it (`sum(CASE … THEN int ELSE double END)`) would be
+/// planned with a type the rows do not have. `None` when the branches agree.
+fn case_branches(case: &datafusion::logical_expr::expr::Case, schema: &DFSchema) -> Result<Option<Expr>> {
+    let then_types = case.when_then_expr.iter().map(|(_, then)| then.get_type(schema)).collect::<Result<Vec<_>>>()?;
+    let else_type = case.else_expr.as_ref().map(|e| e.get_type(schema)).transpose()?;
+    let typed: Vec<&DataType> = then_types.iter().chain(else_type.as_ref()).filter(|t| !t.is_null()).collect();
+    if typed.windows(2).all(|w| w[0] == w[1]) {
+        return Ok(None);
+    }
+    let Some(common) = datafusion::logical_expr::type_coercion::other::get_coerce_type_for_case_expression(
+        &then_types,
+        else_type.as_ref(),
+    ) else {
+        return Ok(None);
+    };
+    let to_common = |e: &Expr, t: &DataType| if t == &common { e.clone() } else { cast(e.clone(), common.clone()) };
+    let mut case = case.clone();
+    for ((_, then), t) in case.when_then_expr.iter_mut().zip(&then_types) {
+        **then = to_common(then, t);
+    }
+    if let (Some(e), Some(t)) = (case.else_expr.as_mut(), else_type.as_ref()) {
+        **e = to_common(e, t);
+    }
+    Ok(Some(Expr::Case(case)))
 }
 
 /// An integer literal as the narrowest DECIMAL that holds it (Spark's `DecimalType.fromLiteral`).

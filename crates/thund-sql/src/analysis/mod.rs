@@ -22,6 +22,7 @@
 pub(crate) mod common_types;
 pub(crate) mod fidelity;
 pub(crate) mod folding;
+pub(crate) mod global_filters;
 pub(crate) mod grouping;
 pub(crate) mod lateral;
 pub(crate) mod named_windows;

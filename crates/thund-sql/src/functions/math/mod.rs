@@ -41,6 +41,15 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::builtin("round").plan(rewrites::round),
     Function::spelled("sign", &[(1, "CAST(signum(__a1) AS DOUBLE)")]),
     Function::builtin("signum").templates(&[(1, "CAST(signum(__a1) AS DOUBLE)")]),
+    // Spark's logarithms are NULL where the argument (or the base) is not positive (DataFusion's:
+    // NaN or an infinity), and its `log(x)` is the natural one (DataFusion's: base 10).
+    Function::builtin("ln").templates(&[(1, "CASE WHEN __a1 <= 0 THEN NULL ELSE ln(__a1) END")]),
+    Function::builtin("log10").templates(&[(1, "CASE WHEN __a1 <= 0 THEN NULL ELSE log10(__a1) END")]),
+    Function::builtin("log2").templates(&[(1, "CASE WHEN __a1 <= 0 THEN NULL ELSE log2(__a1) END")]),
+    Function::builtin("log").templates(&[
+        (1, "CASE WHEN __a1 <= 0 THEN NULL ELSE ln(__a1) END"),
+        (2, "CASE WHEN __a1 <= 0 OR __a2 <= 0 THEN NULL ELSE log(CAST(__a1 AS DOUBLE), CAST(__a2 AS DOUBLE)) END"),
+    ]),
     Function::spelled("e", &[(0, "exp(CAST(1 AS DOUBLE))")]),
     Function::builtin("rint").templates(&[(1, "rint(CAST(__a1 AS DOUBLE))")]),
     Function::spelled("positive", &[(1, "(+__a1)")]),

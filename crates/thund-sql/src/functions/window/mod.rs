@@ -1,10 +1,12 @@
 //! Spark's window functions where DataFusion spells them otherwise.
 
-use datafusion::common::{DFSchema, Result, ScalarValue};
-use datafusion::logical_expr::{lit, Expr as Planned, ExprSchemable};
+use datafusion::common::{DFSchema, Result};
+use datafusion::logical_expr::Expr as Planned;
 use sqlparser::ast::{Expr, FunctionArguments};
 
 use crate::declare::Function;
+
+pub(crate) mod float_keys;
 
 /// Spark's window functions, as they run here.
 pub(crate) const FUNCTIONS: &[Function] = &[
@@ -29,20 +31,12 @@ fn rank_arguments(expr: &Expr) -> Option<Expr> {
 }
 
 /// A window function whose PARTITION BY or ORDER BY keys of floating point read `-0.0` as
-/// `0.0`, as Spark normalizes them (`-0.0` and `0.0` are one partition there and rank equal;
-/// DataFusion's window keys tell them apart, its GROUP BY does not): each such key plus `0.0`,
-/// which is `0.0` for `-0.0` and the key itself otherwise. `None` when it has no such key.
+/// `0.0` and every NaN as one, as Spark normalizes them (`-0.0` and `0.0` are one partition
+/// there and rank equal; DataFusion's window keys tell them apart, its GROUP BY does not): each
+/// such key read through `float_keys`. `None` when it has no such key.
 pub(crate) fn zero_keys(e: &Planned, schema: &DFSchema) -> Result<Option<Planned>> {
     let Planned::WindowFunction(w) = e else { return Ok(None) };
-    let float = |x: &Planned| x.get_type(schema).ok().filter(|t| t.is_floating());
-    let normalized = |x: &Planned| -> Result<Option<Planned>> {
-        let Some(t) = float(x) else { return Ok(None) };
-        if matches!(x, Planned::BinaryExpr(b) if b.op == datafusion::logical_expr::Operator::Plus && matches!(b.right.as_ref(), Planned::Literal(v, _) if v == &ScalarValue::new_zero(&t).unwrap_or(ScalarValue::Null)))
-        {
-            return Ok(None);
-        }
-        Ok(Some(x.clone() + lit(ScalarValue::new_zero(&t)?)))
-    };
+    let normalized = |x: &Planned| -> Result<Option<Planned>> { Ok(float_keys::float_key(x, schema)) };
     let mut w = w.as_ref().clone();
     let mut changed = false;
     for key in w.params.partition_by.iter_mut() {

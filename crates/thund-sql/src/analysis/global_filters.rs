@@ -1,0 +1,48 @@
+//! A filter that reads no column (`HAVING 1 = 0`, `WHERE (SELECT max(x) FROM t) > 10`) above an
+//! aggregate without GROUP BY: on Spark it removes the aggregate's one row, or keeps it.
+//! DataFusion's filter pushdown moves a predicate that names only grouping columns below the
+//! aggregate, and one that names no column qualifies vacuously: below an aggregate without
+//! groups it removes the input rows instead, and the aggregate of no rows is still one row
+//! (`count(*)` 0 where Spark has no row at all).
+//!
+//! Such a predicate is put on a one-row relation joined to the aggregate instead: it decides,
+//! as on Spark, whether the row is kept, and no rule moves it past the aggregate.
+
+use std::sync::Arc;
+
+use datafusion::common::tree_node::Transformed;
+use datafusion::common::DFSchema;
+use datafusion::error::Result;
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
+use datafusion::logical_expr::{EmptyRelation, Filter, LogicalPlan, LogicalPlanBuilder};
+
+/// `node` with the column-free part of its predicate on a one-row relation joined to its
+/// input, when it is a filter above an aggregate without groups.
+pub(super) fn kept_above_global_aggregates(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Filter(filter) = &node else { return Ok(Transformed::no(node)) };
+    if !reaches_global_aggregate(&filter.input) {
+        return Ok(Transformed::no(node));
+    }
+    let (free, bound): (Vec<_>, Vec<_>) =
+        split_conjunction(&filter.predicate).into_iter().cloned().partition(|p| p.column_refs().is_empty());
+    let Some(free) = conjunction(free) else { return Ok(Transformed::no(node)) };
+    let one_row =
+        LogicalPlan::EmptyRelation(EmptyRelation { produce_one_row: true, schema: Arc::new(DFSchema::empty()) });
+    let gate = LogicalPlanBuilder::from(one_row).filter(free)?.build()?;
+    let joined = LogicalPlanBuilder::from(filter.input.as_ref().clone()).cross_join(gate)?.build()?;
+    Ok(Transformed::yes(match conjunction(bound) {
+        Some(rest) => LogicalPlan::Filter(Filter::try_new(rest, Arc::new(joined))?),
+        None => joined,
+    }))
+}
+
+/// Whether filter pushdown would reach an aggregate without groups below `plan`.
+fn reaches_global_aggregate(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Aggregate(a) => a.group_expr.is_empty(),
+        LogicalPlan::Projection(_) | LogicalPlan::SubqueryAlias(_) | LogicalPlan::Filter(_) | LogicalPlan::Sort(_) => {
+            plan.inputs().into_iter().any(reaches_global_aggregate)
+        }
+        _ => false,
+    }
+}
