@@ -41,6 +41,7 @@ pub fn spark_state_builder(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> S
         .with_runtime_env(runtime)
         .with_default_features()
         .with_spark_features()
+        .with_optimizer_rules(crate::analysis::global_filters::optimizer_rules())
         .with_physical_optimizer_rules(crate::functions::higher_order::physical_optimizer_rules());
     for rule in crate::analysis::session_analyzer_rules() {
         builder = builder.with_analyzer_rule(rule);

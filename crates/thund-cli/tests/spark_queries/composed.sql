@@ -117,3 +117,12 @@ SELECT s FROM (SELECT sum(x) AS s FROM VALUES (1) AS t(x) WHERE x > 5) WHERE (SE
 -- A grouped `avg` keeps only the rows of its FILTER.
 SELECT a, avg(x) FILTER (WHERE b > 0) AS v, median(x) FILTER (WHERE b > 0) AS m, sum(x) FILTER (WHERE b > 0) AS s FROM VALUES (1, NULL, 5), (1, 2, 7), (2, NULL, 1) AS t(a, b, x) GROUP BY a ORDER BY a;
 SELECT a, avg(x) FILTER (WHERE b > 0) AS v FROM VALUES (1, NULL, 5), (1, 2, 7), (2, NULL, 1) AS t(a, b, x) GROUP BY a GROUPING SETS ((a), ()) ORDER BY a;
+-- `/` of integers is a DOUBLE, and a CASE of INT and DOUBLE branches one, before a set operation reads their types.
+SELECT 7 / 2 AS a UNION ALL SELECT CAST(1.5 AS DECIMAL(10,2));
+SELECT CASE WHEN x > 0 THEN 1 ELSE 2.5D END AS a FROM VALUES (1), (0) AS t(x) UNION ALL SELECT CAST(1.5 AS DECIMAL(10,2));
+-- A predicate the optimizer finds never true, above an aggregate without GROUP BY.
+SELECT * FROM (SELECT count(*) AS c FROM VALUES (1) AS t(x)) WHERE c NOT IN (CAST(NULL AS BIGINT), 47);
+-- An operator after a predicate without parentheses is not read as Spark reads it: refused (parentheses are read alike).
+SELECT 1 IS NULL <=> NULL AS a;
+SELECT (1 IS NULL) <=> NULL AS a, (2 IN (1, 2)) = true AS b;
+SELECT x IN (1, 2) = true AS a FROM VALUES (1) AS t(x);

@@ -415,16 +415,18 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
 fn case_branches(case: &datafusion::logical_expr::expr::Case, schema: &DFSchema) -> Result<Option<Expr>> {
     let then_types = case.when_then_expr.iter().map(|(_, then)| then.get_type(schema)).collect::<Result<Vec<_>>>()?;
     let else_type = case.else_expr.as_ref().map(|e| e.get_type(schema)).transpose()?;
-    let typed: Vec<&DataType> = then_types.iter().chain(else_type.as_ref()).filter(|t| !t.is_null()).collect();
-    if typed.windows(2).all(|w| w[0] == w[1]) {
+    let typed: Vec<DataType> = then_types.iter().chain(else_type.as_ref()).filter(|t| !t.is_null()).cloned().collect();
+    // Text with other types is left to the rules on text (a refusal in ANSI mode).
+    if typed.windows(2).all(|w| w[0] == w[1]) || typed.iter().any(DataType::is_string) {
         return Ok(None);
     }
-    let Some(common) = datafusion::logical_expr::type_coercion::other::get_coerce_type_for_case_expression(
-        &then_types,
-        else_type.as_ref(),
-    ) else {
-        return Ok(None);
-    };
+    let common = super::common_types::spark_common_number(&typed).or_else(|| {
+        datafusion::logical_expr::type_coercion::other::get_coerce_type_for_case_expression(
+            &then_types,
+            else_type.as_ref(),
+        )
+    });
+    let Some(common) = common else { return Ok(None) };
     let to_common = |e: &Expr, t: &DataType| if t == &common { e.clone() } else { cast(e.clone(), common.clone()) };
     let mut case = case.clone();
     for ((_, then), t) in case.when_then_expr.iter_mut().zip(&then_types) {
@@ -506,10 +508,26 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
                         if let Some(decimal) = decimal_arithmetic(b, &schema, ansi)? {
                             return Ok(Transformed::yes(decimal));
                         }
+                        // `/` of integers is a DOUBLE on Spark (computed by `rewrite` below).
+                        let integer = |x: &Expr| x.get_type(&schema).is_ok_and(|t| t.is_integer());
+                        if b.op == Operator::Divide && integer(&b.left) && integer(&b.right) {
+                            let double = |x: &Expr| cast(x.clone(), DataType::Float64);
+                            return Ok(Transformed::yes(Expr::BinaryExpr(BinaryExpr::new(
+                                Box::new(double(&b.left)),
+                                Operator::Divide,
+                                Box::new(double(&b.right)),
+                            ))));
+                        }
                     }
-                    Ok(match super::common_types::doubles_over_decimals(&e, &schema)? {
-                        Some(common) => Transformed::yes(common),
-                        None => Transformed::no(e),
+                    if let Some(common) = super::common_types::doubles_over_decimals(&e, &schema)? {
+                        return Ok(Transformed::yes(common));
+                    }
+                    Ok(match &e {
+                        Expr::Case(case) => match case_branches(case, &schema)? {
+                            Some(typed) => Transformed::yes(typed),
+                            None => Transformed::no(e),
+                        },
+                        _ => Transformed::no(e),
                     })
                 })?
                 .data)

@@ -6,7 +6,10 @@
 //! (`count(*)` 0 where Spark has no row at all).
 //!
 //! Such a predicate is put on a one-row relation joined to the aggregate instead: it decides,
-//! as on Spark, whether the row is kept, and no rule moves it past the aggregate.
+//! as on Spark, whether the row is kept, and no rule moves it past the aggregate. It is done
+//! where the query is planned, and again by an optimizer rule just before the pushdown
+//! ([`KeptAboveGlobalAggregates`]): the simplifier makes predicates column-free too (`c NOT
+//! IN (NULL, 47)` is never true: `false`).
 
 use std::sync::Arc;
 
@@ -15,10 +18,43 @@ use datafusion::common::DFSchema;
 use datafusion::error::Result;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{EmptyRelation, Filter, LogicalPlan, LogicalPlanBuilder};
+use datafusion::optimizer::optimizer::ApplyOrder;
+use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
+
+/// The session's optimizer rules: DataFusion's, with [`KeptAboveGlobalAggregates`] right
+/// before its filter pushdown.
+pub(crate) fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
+    let mut rules = datafusion::optimizer::Optimizer::new().rules;
+    let at = rules.iter().position(|r| r.name() == "push_down_filter").unwrap_or(rules.len());
+    rules.insert(at, Arc::new(KeptAboveGlobalAggregates));
+    rules
+}
+
+/// [`kept_above_global_aggregates`] as an optimizer rule, on every node.
+#[derive(Debug)]
+pub(crate) struct KeptAboveGlobalAggregates;
+
+impl OptimizerRule for KeptAboveGlobalAggregates {
+    fn name(&self) -> &str {
+        "kept_above_global_aggregates"
+    }
+
+    fn apply_order(&self) -> Option<ApplyOrder> {
+        Some(ApplyOrder::TopDown)
+    }
+
+    fn supports_rewrite(&self) -> bool {
+        true
+    }
+
+    fn rewrite(&self, plan: LogicalPlan, _: &dyn OptimizerConfig) -> Result<Transformed<LogicalPlan>> {
+        kept_above_global_aggregates(plan)
+    }
+}
 
 /// `node` with the column-free part of its predicate on a one-row relation joined to its
 /// input, when it is a filter above an aggregate without groups.
-pub(super) fn kept_above_global_aggregates(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+pub(crate) fn kept_above_global_aggregates(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Filter(filter) = &node else { return Ok(Transformed::no(node)) };
     if !reaches_global_aggregate(&filter.input) {
         return Ok(Transformed::no(node));

@@ -27,6 +27,7 @@ pub(crate) mod grouping;
 pub(crate) mod lateral;
 pub(crate) mod named_windows;
 pub(crate) mod names;
+pub(crate) mod predicates;
 pub(crate) mod resolution;
 pub(crate) mod shapes;
 pub(crate) mod spellings;
@@ -52,9 +53,12 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 11] = [
+pub(crate) const QUERY_RULES: [QueryRule; 12] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
+    // While the tree is as written: an operator after a predicate without parentheses, which
+    // Spark's grammar reads otherwise.
+    QueryRule { name: "predicate_operands", apply: predicates::refuse_rule },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
     // treat as any other.
     QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },
