@@ -14,9 +14,9 @@
 //!                ─spark_context→ SessionContext with every function of `functions` registered
 //!
 //!  sqlparser AST (parsed once, by knut-thund's front-end; tables registered by the caller)
-//!     ─plan_query→ analysis: QUERY_RULES on the tree (literals, time windows, grouping sets,
-//!                  named windows, shapes, names, Spark's spellings, lateral views, datetime
-//!                  types, text arguments)
+//!     ─plan_query→ analysis: QUERY_RULES on the tree (literals, predicate operands, time
+//!                  windows, grouping sets, named windows, shapes, names, Spark's spellings,
+//!                  lateral views, datetime types, text arguments)
 //!                  → DataFusion's planner, names resolved ignoring case (resolution)
 //!                  → plan rules (fidelity: Spark's types and answers, or a refusal)
 //!     ─▶ LogicalPlan, or SqlError::Plan with the reason

@@ -126,3 +126,6 @@ SELECT * FROM (SELECT count(*) AS c FROM VALUES (1) AS t(x)) WHERE c NOT IN (CAS
 SELECT 1 IS NULL <=> NULL AS a;
 SELECT (1 IS NULL) <=> NULL AS a, (2 IN (1, 2)) = true AS b;
 SELECT x IN (1, 2) = true AS a FROM VALUES (1) AS t(x);
+-- `split` by an empty pattern splits between characters, with no trailing empty piece; a NULL order of `sort_array` is NULL.
+SELECT split('abc', '') AS a, split('abc', '', 2) AS b, split('', '') AS c, split('aé,b', '', 0) AS d, split(s, '') AS e FROM VALUES ('xy'), (NULL) AS t(s);
+SELECT sort_array(array(3, 1, 2), NULL) AS a, sort_array(array(3, 1, NULL), false) AS b, sort_array(array(3, 1, NULL)) AS c;

@@ -39,15 +39,15 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     // NULL array gives NULL.
     Function::builtin("array_prepend")
         .templates(&[(2, "CASE WHEN __a1 IS NULL THEN NULL ELSE array_prepend(__a2, __a1) END")]),
-    // Ascending puts NULL first, descending last.
+    // Ascending puts NULL first, descending last; a NULL order gives NULL.
     Function::spelled(
         "sort_array",
         &[
             (1, "array_sort(__a1, 'ASC', 'NULLS FIRST')"),
             (
                 2,
-                "CASE WHEN __a2 THEN array_sort(__a1, 'ASC', 'NULLS FIRST') ELSE array_sort(__a1, 'DESC', 'NULLS LAST') \
-                 END",
+                "CASE WHEN __a2 IS NULL THEN NULL WHEN __a2 THEN array_sort(__a1, 'ASC', 'NULLS FIRST') \
+                 ELSE array_sort(__a1, 'DESC', 'NULLS LAST') END",
             ),
         ],
     ),

@@ -173,7 +173,7 @@ impl ScalarUDFImpl for RegexpFunction {
                     let re = compiled.get(pattern.value(i), self.name())?;
                     let s = subject.value(i);
                     if self.kind == Kind::Split {
-                        for piece in java_split(s, re, n) {
+                        for piece in spark_split(s, pattern.value(i), re, n) {
                             out.values().append_value(piece);
                         }
                     } else {
@@ -228,6 +228,26 @@ fn group_index(re: &Regex, idx: i64, function: &str) -> Result<usize> {
     }
 }
 
+/// Spark's `split(s, regex, limit)`: Java's, except that an empty pattern splits between
+/// characters and leaves no trailing empty piece (`split('abc', '')` is `[a, b, c]`, Java's
+/// `[a, b, c, ""]`); with a positive limit the last piece holds the rest (`[a, bc]` for 2).
+fn spark_split<'a>(s: &'a str, pattern: &str, re: &Regex, limit: i64) -> Vec<&'a str> {
+    if !pattern.is_empty() {
+        return java_split(s, re, limit);
+    }
+    if s.is_empty() {
+        return vec![s];
+    }
+    let starts: Vec<usize> = s.char_indices().map(|(i, _)| i).collect();
+    let pieces = match usize::try_from(limit) {
+        Ok(n) if n > 0 && n < starts.len() => n,
+        _ => starts.len(),
+    };
+    let mut out: Vec<&str> = starts.windows(2).take(pieces - 1).map(|w| &s[w[0]..w[1]]).collect();
+    out.push(&s[starts[pieces - 1]..]);
+    out
+}
+
 /// Java's `String.split(regex, limit)`.
 fn java_split<'a>(s: &'a str, re: &Regex, limit: i64) -> Vec<&'a str> {
     let mut out = Vec::new();
@@ -264,5 +284,11 @@ mod tests {
         assert_eq!(java_split("a,b,,", &re(","), 0), ["a", "b"]);
         assert_eq!(java_split("abc", &re(""), -1), ["a", "b", "c", ""]);
         assert_eq!(java_split("", &re(","), -1), [""]);
+        // Spark's own for an empty pattern.
+        assert_eq!(spark_split("abc", "", &re(""), -1), ["a", "b", "c"]);
+        assert_eq!(spark_split("abc", "", &re(""), 2), ["a", "bc"]);
+        assert_eq!(spark_split("abc", "", &re(""), 5), ["a", "b", "c"]);
+        assert_eq!(spark_split("", "", &re(""), -1), [""]);
+        assert_eq!(spark_split("aé,b", "", &re(""), 0), ["a", "é", ",", "b"]);
     }
 }
