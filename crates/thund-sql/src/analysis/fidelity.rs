@@ -66,8 +66,7 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
             keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?
                 .map_data(refresh_schema)?
                 .transform_data(no_rows_from_no_rows)?
-                .transform_data(crate::functions::window::float_keys::sort_keys)?
-                .transform_data(super::global_filters::kept_above_global_aggregates)
+                .transform_data(crate::functions::window::float_keys::sort_keys)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal

@@ -6,10 +6,10 @@
 //! (`count(*)` 0 where Spark has no row at all).
 //!
 //! Such a predicate is put on a one-row relation joined to the aggregate instead: it decides,
-//! as on Spark, whether the row is kept, and no rule moves it past the aggregate. It is done
-//! where the query is planned, and again by an optimizer rule just before the pushdown
-//! ([`KeptAboveGlobalAggregates`]): the simplifier makes predicates column-free too (`c NOT
-//! IN (NULL, 47)` is never true: `false`).
+//! as on Spark, whether the row is kept, and no rule moves it past the aggregate. It is an
+//! optimizer rule right before the pushdown ([`KeptAboveGlobalAggregates`]) rather than a rule
+//! on the planned query: the simplifier makes predicates column-free too (`c NOT IN (NULL,
+//! 47)` is never true: `false`), and the planned query keeps the shape the user wrote.
 
 use std::sync::Arc;
 
@@ -54,7 +54,7 @@ impl OptimizerRule for KeptAboveGlobalAggregates {
 
 /// `node` with the column-free part of its predicate on a one-row relation joined to its
 /// input, when it is a filter above an aggregate without groups.
-pub(crate) fn kept_above_global_aggregates(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+fn kept_above_global_aggregates(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Filter(filter) = &node else { return Ok(Transformed::no(node)) };
     if !reaches_global_aggregate(&filter.input) {
         return Ok(Transformed::no(node));
