@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider};
 use datafusion::common::TableReference;
 use datafusion::datasource::file_format::options::{CsvReadOptions, JsonReadOptions, ParquetReadOptions};
@@ -308,8 +308,50 @@ impl VisitorMut for Sources<'_> {
     }
 }
 
+/// A boolean option, its name read as Spark reads it (in any case).
 fn truthy(options: &BTreeMap<String, String>, key: &str) -> Option<bool> {
-    options.get(key).map(|v| v.eq_ignore_ascii_case("true"))
+    options.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.eq_ignore_ascii_case("true"))
+}
+
+/// The columns of a CSV source read without a declared schema, as Spark's reader gives them:
+/// named `_c0, _c1, …` without a header; every column STRING when `inferSchema` is false (the
+/// DataFrame reader's default), else inferred — an integer column INT where every value fits,
+/// as Spark infers it (DataFusion infers BIGINT); without the option (`read_files`), inferred.
+async fn csv_schema(
+    ctx: &SessionContext,
+    url: &str,
+    o: &CsvReadOptions<'_>,
+    header: bool,
+    infer: Option<bool>,
+) -> Result<SchemaRef> {
+    let df = ctx.read_csv(url, o.clone()).await?;
+    let inferred: Vec<Field> = df.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields = Vec::with_capacity(inferred.len());
+    for (i, f) in inferred.iter().enumerate() {
+        let name = if header { f.name().clone() } else { format!("_c{i}") };
+        let data_type = match (infer, f.data_type()) {
+            (Some(false), _) => DataType::Utf8,
+            (Some(true), DataType::Int64) => {
+                use datafusion::functions_aggregate::expr_fn::{max, min};
+                let c = datafusion::prelude::col(datafusion::common::Column::new_unqualified(f.name()));
+                let range = df.clone().aggregate(vec![], vec![min(c.clone()), max(c)])?.collect().await?;
+                let fits = range.first().is_some_and(|b| {
+                    (0..2).all(|j| {
+                        let a = b.column(j).as_any().downcast_ref::<arrow::array::Int64Array>();
+                        a.is_some_and(|a| arrow::array::Array::is_null(a, 0) || i32::try_from(a.value(0)).is_ok())
+                    })
+                });
+                if fits {
+                    DataType::Int32
+                } else {
+                    DataType::Int64
+                }
+            }
+            (_, t) => t.clone(),
+        };
+        fields.push(Field::new(name, data_type, true));
+    }
+    Ok(Arc::new(Schema::new(fields)))
 }
 
 /// Registers a batch file source as table `name` in the session's default schema.
@@ -353,21 +395,11 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
             if let Some(s) = &declared {
                 o = o.schema(s);
             }
-            if header || declared.is_some() {
-                ctx.register_csv(name, &url, o).await?;
-            } else {
-                // Spark names header-less CSV columns _c0, _c1, …
-                let df = ctx.read_csv(&url, o.clone()).await?;
-                let fields: Vec<Field> = df
-                    .schema()
-                    .fields()
-                    .iter()
-                    .enumerate()
-                    .map(|(i, fl)| Field::new(format!("_c{i}"), fl.data_type().clone(), true))
-                    .collect();
-                let schema = Schema::new(fields);
-                ctx.register_csv(name, &url, o.schema(&schema).has_header(false)).await?;
-            }
+            let schema = match &declared {
+                Some(s) => Arc::clone(s),
+                None => csv_schema(ctx, &url, &o, header, truthy(&f.options, "inferSchema")).await?,
+            };
+            ctx.register_csv(name, &url, o.schema(&schema)).await?;
         }
         "json" => {
             let mut o = JsonReadOptions::default();

@@ -141,11 +141,23 @@ struct Frag {
     ids: Vec<i64>,
     /// For a FROM item: which alias each plan id's columns are under.
     scope: Vec<(i64, String)>,
+    /// For a join of two derived tables: its shape, so that a column of one side can be dropped
+    /// (`joined.drop(right["k"])`) while the other side's column of that name stays.
+    join: Option<JoinShape>,
+}
+
+/// A join of two derived tables, each under one alias.
+#[derive(Clone)]
+struct JoinShape {
+    kind: pb::join::JoinType,
+    /// Each side's alias, the query that selects its columns, and its plan ids.
+    sides: [(String, String, Vec<i64>); 2],
+    using: Vec<String>,
 }
 
 impl Frag {
     fn query(sql: String, ids: Vec<i64>) -> Frag {
-        Frag { sql, from_item: false, filters: Vec::new(), ids, scope: Vec::new() }
+        Frag { sql, from_item: false, filters: Vec::new(), ids, scope: Vec::new(), join: None }
     }
 }
 
@@ -215,14 +227,14 @@ impl Translator<'_> {
                 let child = self.input(&f.input)?;
                 let ids = with_own(child.ids.clone());
                 let cond = f.condition.as_ref().ok_or_else(|| Untranslatable("a filter without condition".into()))?;
-                let (sql, mut filters, scope) = if child.from_item {
-                    (child.sql, child.filters, child.scope)
+                let (sql, mut filters, scope, join) = if child.from_item {
+                    (child.sql, child.filters, child.scope, child.join)
                 } else {
                     let (from, scope) = self.derived(child);
-                    (from, Vec::new(), scope)
+                    (from, Vec::new(), scope, None)
                 };
                 filters.push(format!("({})", expr(cond, &scope)?));
-                Frag { sql, from_item: true, filters, ids, scope }
+                Frag { sql, from_item: true, filters, ids, scope, join }
             }
             RelType::Join(j) => self.join(j, own)?,
             RelType::SetOp(s) => {
@@ -335,7 +347,14 @@ impl Translator<'_> {
                 let child = self.as_query(child);
                 let alias = quote_identifier(&s.alias);
                 let scope = ids.iter().map(|id| (*id, alias.clone())).collect();
-                Frag { sql: format!("({child}) AS {alias}"), from_item: true, filters: Vec::new(), ids, scope }
+                Frag {
+                    sql: format!("({child}) AS {alias}"),
+                    from_item: true,
+                    filters: Vec::new(),
+                    ids,
+                    scope,
+                    join: None,
+                }
             }
             RelType::ToDf(t) => {
                 let child = self.input(&t.input)?;
@@ -402,24 +421,49 @@ impl Translator<'_> {
             RelType::Drop(d) => {
                 let child = self.input(&d.input)?;
                 let ids = with_own(child.ids.clone());
-                let (from, filters, _) = self.open(child);
-                let input = format!("SELECT * FROM {from}{filters}");
-                let mut dropped = d.column_names.clone();
+                // By name (`drop("k")`, `drop(F.col("k"))`: every column of that name), or a
+                // DataFrame's own column (`drop(right["k"])`: that one only).
+                let mut dropped: Vec<(String, Option<i64>)> =
+                    d.column_names.iter().map(|c| (c.clone(), None)).collect();
                 for c in &d.columns {
                     match &c.expr_type {
                         Some(pb::expression::ExprType::UnresolvedAttribute(a)) => {
-                            dropped.push(a.unparsed_identifier.rsplit('.').next().unwrap_or_default().replace('`', ""))
+                            let name = a.unparsed_identifier.rsplit('.').next().unwrap_or_default().replace('`', "");
+                            dropped.push((name, a.plan_id))
                         }
                         _ => return refuse("drop of an expression that is not a column"),
                     }
                 }
+                let join = child.join.clone().filter(|_| child.from_item);
+                let (from, filters, _) = self.open(child);
+                if let Some(join) = join.filter(|j| dropped.iter().any(|(_, id)| id.is_some_and(|id| j.holds(id)))) {
+                    let Some(items) = self.join_columns_without(&join, &dropped)? else {
+                        return Ok(Frag::query(format!("SELECT * FROM {from}{filters}"), ids));
+                    };
+                    if items.is_empty() {
+                        return refuse("drop of every column");
+                    }
+                    return Ok(Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids));
+                }
+                let input = format!("SELECT * FROM {from}{filters}");
                 match self.columns_of(&input)? {
                     None => Frag::query(input, ids),
                     Some(columns) => {
+                        // A DataFrame's column where two columns have its name, and which is which
+                        // is not known here (the join is below another operation): refused rather
+                        // than both dropped.
+                        for (name, id) in &dropped {
+                            let same = columns.iter().filter(|c| c.eq_ignore_ascii_case(name)).count();
+                            if id.is_some() && same > 1 {
+                                return refuse(format!(
+                                    "drop of one of the {same} columns named `{name}` below another operation than a join"
+                                ));
+                            }
+                        }
                         // A name that is not a column drops nothing, as on Spark.
                         let kept: Vec<String> = columns
                             .into_iter()
-                            .filter(|c| !dropped.iter().any(|x| x.eq_ignore_ascii_case(c)))
+                            .filter(|c| !dropped.iter().any(|(x, _)| x.eq_ignore_ascii_case(c)))
                             .collect();
                         if kept.is_empty() {
                             return refuse("drop of every column");
@@ -443,6 +487,61 @@ impl Translator<'_> {
                 refuse("the columns of an input are needed")
             }
         }
+    }
+
+    /// The select list of a join's columns, as Spark lists them (a USING join's keys first, then
+    /// the left's columns and the right's), without the dropped ones: a name drops every column
+    /// of that name, a DataFrame's column only the column of that side. A USING key is the left's
+    /// column in an inner or left join, the right's in a right join and neither side's in a full
+    /// one. `None` when translating without columns.
+    fn join_columns_without(
+        &mut self,
+        join: &JoinShape,
+        dropped: &[(String, Option<i64>)],
+    ) -> Result<Option<Vec<String>>> {
+        use pb::join::JoinType;
+        let mut sides = Vec::new();
+        for (alias, query, ids) in &join.sides {
+            let Some(columns) = self.columns_of(query)? else { return Ok(None) };
+            sides.push((alias.clone(), columns, ids.clone()));
+        }
+        let drops = |name: &str, ids: &[i64]| {
+            dropped.iter().any(|(n, id)| n.eq_ignore_ascii_case(name) && id.is_none_or(|id| ids.contains(&id)))
+        };
+        let semi = matches!(join.kind, JoinType::LeftSemi | JoinType::LeftAnti);
+        let is_key = |c: &str| join.using.iter().any(|k| k.eq_ignore_ascii_case(c));
+        let mut items = Vec::new();
+        for key in &join.using {
+            let [(l, _, l_ids), (r, _, r_ids)] = [&sides[0], &sides[1]];
+            let k = quote_identifier(key);
+            let (item, owner): (String, Option<&[i64]>) = match join.kind {
+                JoinType::RightOuter => (format!("{r}.{k}"), Some(r_ids)),
+                JoinType::FullOuter => (format!("coalesce({l}.{k}, {r}.{k}) AS {k}"), None),
+                _ => (format!("{l}.{k}"), Some(l_ids)),
+            };
+            let gone = dropped.iter().any(|(n, id)| {
+                n.eq_ignore_ascii_case(key)
+                    && match (id, owner) {
+                        (None, _) => true,
+                        (Some(id), Some(ids)) => ids.contains(id),
+                        (Some(_), None) => false,
+                    }
+            });
+            if !gone {
+                items.push(item);
+            }
+        }
+        for (i, (alias, columns, ids)) in sides.iter().enumerate() {
+            if i == 1 && semi {
+                break;
+            }
+            for c in columns {
+                if !is_key(c) && !drops(c, ids) {
+                    items.push(format!("{alias}.{}", quote_identifier(c)));
+                }
+            }
+        }
+        Ok(Some(items))
     }
 
     /// `frag` as a query (a FROM item is selected from).
@@ -481,6 +580,15 @@ impl Translator<'_> {
                     }
                     args.push(format!("{k} => {}", string_literal(v)));
                 }
+                // The DataFrame reader reads CSV columns as STRING unless told to infer their
+                // types (`read_files` infers them by default).
+                let declared = d.schema.as_ref().is_some_and(|s| !s.trim().is_empty());
+                if format.eq_ignore_ascii_case("csv")
+                    && !declared
+                    && !d.options.keys().any(|k| k.eq_ignore_ascii_case("inferSchema"))
+                {
+                    args.push("inferSchema => 'false'".into());
+                }
                 Ok(format!("SELECT * FROM {}", stream(format!("read_files({})", args.join(", ")))))
             }
             None => refuse("a read of nothing"),
@@ -494,8 +602,21 @@ impl Translator<'_> {
         let mut ids = left.ids.clone();
         ids.extend(right.ids.iter().copied());
         ids.extend(own);
+        let (left_ids, right_ids) = (left.ids.clone(), right.ids.clone());
         let (l, mut scope) = self.derived(left);
         let (r, right_scope) = self.derived(right);
+        // Each side under one alias (a derived table): its columns can be told from the other's.
+        let one_alias = |scope: &[(i64, String)]| match scope.first() {
+            Some((_, a)) if scope.iter().all(|(_, b)| b == a) => Some(a.clone()),
+            _ => None,
+        };
+        let sides = match (one_alias(&scope), one_alias(&right_scope)) {
+            (Some(la), Some(ra)) => Some([
+                (la.clone(), format!("SELECT {la}.* FROM {l}"), left_ids),
+                (ra.clone(), format!("SELECT {ra}.* FROM {r}"), right_ids),
+            ]),
+            _ => None,
+        };
         scope.extend(right_scope);
         let kind = match JoinType::try_from(j.join_type) {
             Ok(JoinType::Inner) | Ok(JoinType::Unspecified) => "JOIN",
@@ -517,7 +638,15 @@ impl Translator<'_> {
         } else {
             " ON TRUE".into()
         };
-        Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope })
+        let join_type = JoinType::try_from(j.join_type).unwrap_or(JoinType::Inner);
+        let join = sides.map(|sides| JoinShape { kind: join_type, sides, using: j.using_columns.clone() });
+        Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope, join })
+    }
+}
+
+impl JoinShape {
+    fn holds(&self, id: i64) -> bool {
+        self.sides.iter().any(|(_, _, ids)| ids.contains(&id))
     }
 }
 

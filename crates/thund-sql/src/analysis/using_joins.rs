@@ -1,5 +1,5 @@
 //! Spark's join columns of `JOIN … USING (k)`: one column `k` per key, first in `SELECT *`,
-//! then the left side's other columns, then the right side's; and read unqualified, `k` is the
+//! then the left side's other columns, then the right side's (none in a semi or anti join); and read unqualified, `k` is the
 //! left side's key in an inner or left join, the right side's in a right join, and the one that
 //! is not NULL in a full join. DataFusion's planner puts the keys where the left side has them,
 //! and reads `k` as the left side's key in every join (NULL for a right join's unmatched rows).
@@ -50,6 +50,8 @@ enum Kind {
     Left,
     Right,
     Full,
+    /// A left semi or anti join: the left side's columns only, its keys first.
+    Semi,
 }
 
 fn rewrite_select(select: &mut Select) {
@@ -66,6 +68,10 @@ fn rewrite_select(select: &mut Select) {
             (Kind::Right, k)
         }
         JoinOperator::FullOuter(JoinConstraint::Using(k)) => (Kind::Full, k),
+        JoinOperator::LeftSemi(JoinConstraint::Using(k))
+        | JoinOperator::LeftAnti(JoinConstraint::Using(k))
+        | JoinOperator::Semi(JoinConstraint::Using(k))
+        | JoinOperator::Anti(JoinConstraint::Using(k)) => (Kind::Semi, k),
         _ => return,
     };
     let (Some(l), Some(r)) = (name_of(&from.relation), name_of(&join.relation)) else { return };
@@ -75,7 +81,7 @@ fn rewrite_select(select: &mut Select) {
     let key_expr = |id: &Ident| -> Expr {
         let side = |q: &Ident| Expr::CompoundIdentifier(vec![q.clone(), id.clone()]);
         match kind {
-            Kind::Inner | Kind::Left => side(&l),
+            Kind::Inner | Kind::Left | Kind::Semi => side(&l),
             Kind::Right => side(&r),
             Kind::Full => crate::syntax::function("coalesce", vec![side(&l), side(&r)]),
         }
@@ -88,7 +94,8 @@ fn rewrite_select(select: &mut Select) {
                 for k in &keys {
                     projection.push(SelectItem::ExprWithAlias { expr: key_expr(k), alias: k.clone() });
                 }
-                for side in [&l, &r] {
+                let sides = if kind == Kind::Semi { vec![&l] } else { vec![&l, &r] };
+                for side in sides {
                     let mut options = WildcardAdditionalOptions::default();
                     // (As written: EXCEPT matches a column's name by case.)
                     let written: Vec<Ident> = keys.iter().map(|k| Ident::with_quote('`', k.value.clone())).collect();
@@ -105,7 +112,7 @@ fn rewrite_select(select: &mut Select) {
                 }
             }
             SelectItem::UnnamedExpr(Expr::Identifier(id))
-                if kind != Kind::Inner && kind != Kind::Left && is_key(&id) =>
+                if matches!(kind, Kind::Right | Kind::Full) && is_key(&id) =>
             {
                 projection.push(SelectItem::ExprWithAlias { expr: key_expr(&id), alias: id });
             }
@@ -113,7 +120,7 @@ fn rewrite_select(select: &mut Select) {
         }
     }
     select.projection = projection;
-    if matches!(kind, Kind::Inner | Kind::Left) {
+    if matches!(kind, Kind::Inner | Kind::Left | Kind::Semi) {
         return;
     }
     // An unqualified key anywhere else in this SELECT (not in its subqueries' own FROMs).
@@ -187,6 +194,8 @@ mod tests {
         assert_eq!(right, "SELECT r.id AS id, x FROM a AS l RIGHT JOIN b AS r USING(id) WHERE r.id > 1");
         let full = rewritten_by(rewrite_rule, "SELECT id FROM a FULL JOIN b USING (id)").unwrap();
         assert_eq!(full, "SELECT coalesce(a.id, b.id) AS id FROM a FULL JOIN b USING(id)");
+        let semi = rewritten_by(rewrite_rule, "SELECT * FROM a LEFT SEMI JOIN b USING (k, id)").unwrap();
+        assert_eq!(semi, "SELECT a.k AS k, a.id AS id, a.* EXCEPT (`k`, `id`) FROM a LEFT SEMI JOIN b USING(k, id)");
         // Two joins: DataFusion's reading, unchanged.
         let two = "SELECT * FROM a JOIN b USING (id) JOIN c USING (id)";
         assert_eq!(rewritten_by(rewrite_rule, two).unwrap(), two.replace("USING (id)", "USING(id)"));
