@@ -211,7 +211,12 @@ async fn dataframe_query(
                     }
                 }
                 let plan = Box::pin(plan_query_with_streams(ctx, &sub, root, &sub_streams)).await?;
-                let columns = plan.schema().fields().iter().map(|f| f.name().clone()).collect();
+                let columns = plan
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| (f.name().clone(), thund_sql::spark_type_name(f.data_type())))
+                    .collect();
                 known.insert(input, columns);
             }
         }
@@ -319,11 +324,23 @@ fn truthy(options: &BTreeMap<String, String>, key: &str) -> Option<bool> {
 /// as Spark infers it (DataFusion infers BIGINT); without the option (`read_files`), inferred.
 async fn csv_schema(
     ctx: &SessionContext,
+    path: &Path,
     url: &str,
     o: &CsvReadOptions<'_>,
     header: bool,
     infer: Option<bool>,
 ) -> Result<SchemaRef> {
+    if infer == Some(false) {
+        // Only the columns are needed: the first line of the first file has them (DataFusion's
+        // inference can fail on a header-less file whose columns start empty).
+        let names = csv_first_line(path, o.delimiter)?;
+        let fields: Vec<Field> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Field::new(if header { n.clone() } else { format!("_c{i}") }, DataType::Utf8, true))
+            .collect();
+        return Ok(Arc::new(Schema::new(fields)));
+    }
     let df = ctx.read_csv(url, o.clone()).await?;
     let inferred: Vec<Field> = df.schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     let mut fields = Vec::with_capacity(inferred.len());
@@ -352,6 +369,35 @@ async fn csv_schema(
         fields.push(Field::new(name, data_type, true));
     }
     Ok(Arc::new(Schema::new(fields)))
+}
+
+/// The fields of the first line of a CSV file, or of the first file of a folder (by name, as
+/// Spark lists them; hidden and `_` files skipped).
+fn csv_first_line(path: &Path, delimiter: u8) -> Result<Vec<String>> {
+    let file = if path.is_dir() {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| NativeError::Execution(format!("{}: {e}", path.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.is_file()
+                    && p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| !n.starts_with('.') && !n.starts_with('_'))
+            })
+            .collect();
+        files.sort();
+        match files.into_iter().next() {
+            Some(f) => f,
+            None => return Ok(Vec::new()),
+        }
+    } else {
+        path.to_path_buf()
+    };
+    let reader = std::fs::File::open(&file).map_err(|e| NativeError::Execution(format!("{}: {e}", file.display())))?;
+    let format = arrow::csv::reader::Format::default().with_header(true).with_delimiter(delimiter);
+    let (schema, _) =
+        format.infer_schema(reader, Some(0)).map_err(|e| NativeError::Execution(format!("{}: {e}", file.display())))?;
+    Ok(schema.fields().iter().map(|f| f.name().clone()).collect())
 }
 
 /// Registers a batch file source as table `name` in the session's default schema.
@@ -397,7 +443,7 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
             }
             let schema = match &declared {
                 Some(s) => Arc::clone(s),
-                None => csv_schema(ctx, &url, &o, header, truthy(&f.options, "inferSchema")).await?,
+                None => csv_schema(ctx, &path, &url, &o, header, truthy(&f.options, "inferSchema")).await?,
             };
             ctx.register_csv(name, &url, o.schema(&schema)).await?;
         }

@@ -97,3 +97,54 @@ pub(crate) fn int_arguments(f: &sqlparser::ast::Function, positions: &[usize]) -
     call.args = FunctionArguments::List(list);
     changed.then_some(call)
 }
+
+/// `SELECT items FROM from` as a query, every other clause empty.
+pub(crate) fn select_query(
+    projection: Vec<sqlparser::ast::SelectItem>,
+    from: Vec<sqlparser::ast::TableWithJoins>,
+) -> sqlparser::ast::Query {
+    use sqlparser::ast::{GroupByExpr, Select, SelectFlavor, SetExpr};
+    let select = Select {
+        select_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        optimizer_hints: Vec::new(),
+        distinct: None,
+        select_modifiers: None,
+        top: None,
+        top_before_distinct: false,
+        projection,
+        exclude: None,
+        into: None,
+        from,
+        lateral_views: Vec::new(),
+        prewhere: None,
+        selection: None,
+        connect_by: Vec::new(),
+        group_by: GroupByExpr::Expressions(Vec::new(), Vec::new()),
+        cluster_by: Vec::new(),
+        distribute_by: Vec::new(),
+        sort_by: Vec::new(),
+        having: None,
+        named_window: Vec::new(),
+        qualify: None,
+        window_before_qualify: false,
+        value_table_mode: None,
+        flavor: SelectFlavor::Standard,
+    };
+    query(SetExpr::Select(Box::new(select)))
+}
+
+/// `body` as a query, every other clause empty.
+pub(crate) fn query(body: sqlparser::ast::SetExpr) -> sqlparser::ast::Query {
+    sqlparser::ast::Query {
+        with: None,
+        body: Box::new(body),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    }
+}

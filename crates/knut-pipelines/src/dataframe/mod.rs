@@ -10,10 +10,13 @@
 //!
 //! The relations whose meaning depends on their input's columns (`withColumn` replaces a column
 //! in place or appends one, `withColumnRenamed` and `drop` ignore names that are not columns,
-//! `dropDuplicates` keeps every column) are translated in two steps: first with `SELECT *`
-//! standing in, which reads what the final query reads (enough for the dependency graph and
-//! validation), then, when the engine can plan the inputs, with their columns
-//! ([`relation_sql_with_columns`]).
+//! `dropDuplicates` keeps every column, `fillna` and `dropna` act on columns by their type,
+//! `unionByName(allowMissingColumns=True)` pads each side with the other's columns) are
+//! translated in two steps: first with `SELECT *` standing in, which reads what the final query
+//! reads (enough for the dependency graph and validation), then, when the engine can plan the
+//! inputs, with their columns and types ([`relation_sql_with_columns`]). A join of two derived
+//! tables keeps its shape (`JoinShape`), so that `joined.drop(right["k"])` drops the right
+//! side's `k` only, as Spark resolves a DataFrame's column by the plan it came from.
 //!
 //! What is not translated is refused, never approximated: a relation that holds a field or kind
 //! our protocol subset does not declare does not survive a decode/encode round trip (protobuf
@@ -43,8 +46,9 @@ pub(crate) fn refuse<T>(what: impl Into<String>) -> Result<T> {
     Err(Untranslatable(what.into()))
 }
 
-/// The column names of queries, by their SQL text, as the engine that runs them planned them.
-pub type KnownColumns = BTreeMap<String, Vec<String>>;
+/// The columns of queries, by their SQL text, as the engine that runs them planned them: each
+/// column's name and Spark's name of its type (`DOUBLE`, `DECIMAL(10,2)`).
+pub type KnownColumns = BTreeMap<String, Vec<(String, String)>>;
 
 /// A DataFrame's relation as Spark SQL, translated without knowing any input's columns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +246,7 @@ impl Translator<'_> {
                 let left = self.input(&s.left_input)?;
                 let right = self.input(&s.right_input)?;
                 if s.allow_missing_columns == Some(true) {
-                    return refuse("unionByName(allowMissingColumns=True)");
+                    return self.union_with_missing_columns(left, right, s, own);
                 }
                 let kind = match SetOpType::try_from(s.set_op_type) {
                     Ok(SetOpType::Union) => "UNION",
@@ -418,6 +422,33 @@ impl Translator<'_> {
                     }
                 }
             }
+            RelType::FillNa(f) => {
+                let child = self.input(&f.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                let input = format!("SELECT * FROM {from}{filters}");
+                match self.typed_columns_of(&input)? {
+                    None => Frag::query(input, ids),
+                    Some(columns) => {
+                        let items = fill_na_items(&columns, f)?;
+                        Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids)
+                    }
+                }
+            }
+            RelType::DropNa(d) => {
+                let child = self.input(&d.input)?;
+                let ids = with_own(child.ids.clone());
+                let (from, filters, _) = self.open(child);
+                let input = format!("SELECT * FROM {from}{filters}");
+                match self.typed_columns_of(&input)? {
+                    None => Frag::query(input, ids),
+                    Some(columns) => {
+                        let condition = drop_na_condition(&columns, d)?;
+                        let alias = self.alias();
+                        Frag::query(format!("SELECT * FROM ({input}) AS {alias} WHERE {condition}"), ids)
+                    }
+                }
+            }
             RelType::Drop(d) => {
                 let child = self.input(&d.input)?;
                 let ids = with_own(child.ids.clone());
@@ -478,6 +509,11 @@ impl Translator<'_> {
     /// The columns of query `sql`: `None` when translating without columns, an error (and
     /// `needs`) when they are not known yet.
     fn columns_of(&mut self, sql: &str) -> Result<Option<Vec<String>>> {
+        Ok(self.typed_columns_of(sql)?.map(|columns| columns.into_iter().map(|(name, _)| name).collect()))
+    }
+
+    /// The columns of query `sql` with their Spark type names, as [`Self::columns_of`].
+    fn typed_columns_of(&mut self, sql: &str) -> Result<Option<Vec<(String, String)>>> {
         self.schema_dependent = true;
         let Some(known) = self.known else { return Ok(None) };
         match known.get(sql) {
@@ -544,6 +580,50 @@ impl Translator<'_> {
         Ok(Some(items))
     }
 
+    /// `unionByName(other, allowMissingColumns=True)`: the left's columns, then the right's that
+    /// the left lacks; each side gives NULL for the columns it lacks.
+    fn union_with_missing_columns(
+        &mut self,
+        left: Frag,
+        right: Frag,
+        s: &pb::SetOperation,
+        own: Vec<i64>,
+    ) -> Result<Frag> {
+        let mut ids = left.ids.clone();
+        ids.extend(own);
+        let l = self.as_query(left);
+        let r = self.as_query(right);
+        let kind = match pb::set_operation::SetOpType::try_from(s.set_op_type) {
+            Ok(pb::set_operation::SetOpType::Union) => "UNION",
+            _ => return refuse("allowMissingColumns on a set operation other than a union"),
+        };
+        let all = if s.is_all == Some(true) { " ALL" } else { " DISTINCT" };
+        let (Some(lc), Some(rc)) = (self.columns_of(&l)?, self.columns_of(&r)?) else {
+            return Ok(Frag::query(format!("({l}) {kind}{all} ({r})"), ids));
+        };
+        let has = |cs: &[String], c: &str| cs.iter().any(|x| x.eq_ignore_ascii_case(c));
+        let extra: Vec<&String> = rc.iter().filter(|c| !has(&lc, c)).collect();
+        let mut left_items: Vec<String> = lc.iter().map(|c| quote_identifier(c)).collect();
+        left_items.extend(extra.iter().map(|c| format!("NULL AS {}", quote_identifier(c))));
+        let mut right_items: Vec<String> = lc
+            .iter()
+            .map(|c| match rc.iter().find(|x| x.eq_ignore_ascii_case(c)) {
+                Some(x) => format!("{} AS {}", quote_identifier(x), quote_identifier(c)),
+                None => format!("NULL AS {}", quote_identifier(c)),
+            })
+            .collect();
+        right_items.extend(extra.iter().map(|c| quote_identifier(c)));
+        let (la, ra) = (self.alias(), self.alias());
+        Ok(Frag::query(
+            format!(
+                "(SELECT {} FROM ({l}) AS {la}) {kind}{all} (SELECT {} FROM ({r}) AS {ra})",
+                left_items.join(", "),
+                right_items.join(", ")
+            ),
+            ids,
+        ))
+    }
+
     /// `frag` as a query (a FROM item is selected from).
     fn as_query(&mut self, frag: Frag) -> String {
         if frag.from_item {
@@ -580,14 +660,17 @@ impl Translator<'_> {
                     }
                     args.push(format!("{k} => {}", string_literal(v)));
                 }
-                // The DataFrame reader reads CSV columns as STRING unless told to infer their
-                // types (`read_files` infers them by default).
+                // The DataFrame reader reads CSV without a header line and its columns as STRING
+                // unless told otherwise (`read_files`, Auto Loader, assumes a header and infers).
                 let declared = d.schema.as_ref().is_some_and(|s| !s.trim().is_empty());
-                if format.eq_ignore_ascii_case("csv")
-                    && !declared
-                    && !d.options.keys().any(|k| k.eq_ignore_ascii_case("inferSchema"))
-                {
-                    args.push("inferSchema => 'false'".into());
+                let given = |key: &str| d.options.keys().any(|k| k.eq_ignore_ascii_case(key));
+                if format.eq_ignore_ascii_case("csv") {
+                    if !given("header") {
+                        args.push("header => 'false'".into());
+                    }
+                    if !declared && !given("inferSchema") {
+                        args.push("inferSchema => 'false'".into());
+                    }
                 }
                 Ok(format!("SELECT * FROM {}", stream(format!("read_files({})", args.join(", ")))))
             }
@@ -601,7 +684,7 @@ impl Translator<'_> {
         let right = self.input(&j.right)?;
         let mut ids = left.ids.clone();
         ids.extend(right.ids.iter().copied());
-        ids.extend(own);
+        ids.extend(own.iter().copied());
         let (left_ids, right_ids) = (left.ids.clone(), right.ids.clone());
         let (l, mut scope) = self.derived(left);
         let (r, right_scope) = self.derived(right);
@@ -639,6 +722,14 @@ impl Translator<'_> {
             " ON TRUE".into()
         };
         let join_type = JoinType::try_from(j.join_type).unwrap_or(JoinType::Inner);
+        // A semi or anti join's columns are its left side's: a column the join itself names
+        // (`semi["k"]`) is the left side's.
+        if let (JoinType::LeftSemi | JoinType::LeftAnti, Some(sides)) = (join_type, &sides) {
+            let left_alias = sides[0].0.clone();
+            for &id in &own {
+                scope.push((id, left_alias.clone()));
+            }
+        }
         let join = sides.map(|sides| JoinShape { kind: join_type, sides, using: j.using_columns.clone() });
         Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope, join })
     }
@@ -673,8 +764,138 @@ fn streams(r: &pb::Relation) -> bool {
         Some(RelType::WithColumnsRenamed(x)) => child(&x.input),
         Some(RelType::Drop(x)) => child(&x.input),
         Some(RelType::WithColumns(x)) => child(&x.input),
+        Some(RelType::FillNa(x)) => child(&x.input),
+        Some(RelType::DropNa(x)) => child(&x.input),
         Some(RelType::Range(_)) | None => false,
     }
+}
+
+/// What kind of column a `fillna` value fills: Spark fills a number into numeric columns, text
+/// into STRING ones and a boolean into BOOLEAN ones.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FillKind {
+    Number,
+    Text,
+    Boolean,
+}
+
+fn fill_kind_of_value(l: &pb::expression::Literal) -> Result<FillKind> {
+    use pb::expression::literal::LiteralType;
+    Ok(match &l.literal_type {
+        Some(
+            LiteralType::Byte(_)
+            | LiteralType::Short(_)
+            | LiteralType::Integer(_)
+            | LiteralType::Long(_)
+            | LiteralType::Float(_)
+            | LiteralType::Double(_)
+            | LiteralType::Decimal(_),
+        ) => FillKind::Number,
+        Some(LiteralType::String(_)) => FillKind::Text,
+        Some(LiteralType::Boolean(_)) => FillKind::Boolean,
+        _ => return refuse("fillna with a value that is not a number, a string or a boolean"),
+    })
+}
+
+fn fill_kind_of_column(spark_type: &str) -> Option<FillKind> {
+    let t = spark_type.to_ascii_uppercase();
+    if ["TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE"].contains(&t.as_str()) || t.starts_with("DECIMAL") {
+        Some(FillKind::Number)
+    } else if t == "STRING" {
+        Some(FillKind::Text)
+    } else if t == "BOOLEAN" {
+        Some(FillKind::Boolean)
+    } else {
+        None
+    }
+}
+
+fn floating(spark_type: &str) -> bool {
+    spark_type.eq_ignore_ascii_case("DOUBLE") || spark_type.eq_ignore_ascii_case("FLOAT")
+}
+
+/// `fillna` / `na.fill`: each filled column as `coalesce(c, value)`, the value cast to the
+/// column's type, and a NaN of a floating column filled too (Spark's `nanvl`). One value without
+/// columns fills every column of its kind; with columns, those of them of its kind; a dict gives
+/// each column its value.
+fn fill_na_items(columns: &[(String, String)], f: &pb::NaFill) -> Result<Vec<String>> {
+    let lit = |l: &pb::expression::Literal| {
+        expression_sql(&pb::Expression { common: None, expr_type: Some(pb::expression::ExprType::Literal(l.clone())) })
+    };
+    let value_of = |name: &str, spark_type: &str| -> Result<Option<String>> {
+        let kind = fill_kind_of_column(spark_type);
+        match (f.cols.as_slice(), f.values.as_slice()) {
+            ([], [v]) => Ok((kind == Some(fill_kind_of_value(v)?)).then(|| lit(v)).transpose()?),
+            (cols, [v]) if cols.iter().any(|c| c.eq_ignore_ascii_case(name)) => {
+                Ok((kind == Some(fill_kind_of_value(v)?)).then(|| lit(v)).transpose()?)
+            }
+            (cols, values) if cols.len() == values.len() && values.len() > 1 => {
+                match cols.iter().position(|c| c.eq_ignore_ascii_case(name)) {
+                    None => Ok(None),
+                    Some(i) if kind == Some(fill_kind_of_value(&values[i])?) => Ok(Some(lit(&values[i])?)),
+                    Some(_) => {
+                        refuse(format!("fillna of the {spark_type} column `{name}` with a value of another kind"))
+                    }
+                }
+            }
+            (_, [_]) => Ok(None),
+            _ => refuse("fillna with other than one value, or one per column"),
+        }
+    };
+    for c in &f.cols {
+        if !columns.iter().any(|(n, _)| n.eq_ignore_ascii_case(c)) {
+            return refuse(format!("fillna of `{c}`, which is not a column"));
+        }
+    }
+    columns
+        .iter()
+        .map(|(name, spark_type)| {
+            let q = quote_identifier(name);
+            Ok(match value_of(name, spark_type)? {
+                None => q,
+                Some(v) if floating(spark_type) => format!(
+                    "CASE WHEN isnan({q}) THEN CAST({v} AS {spark_type}) ELSE coalesce({q}, CAST({v} AS {spark_type})) END AS {q}"
+                ),
+                Some(v) => format!("coalesce({q}, CAST({v} AS {spark_type})) AS {q}"),
+            })
+        })
+        .collect()
+}
+
+/// `dropna` / `na.drop`: rows with at least `min_non_nulls` (every one, by default) of the
+/// columns neither NULL nor NaN, as Spark counts them.
+fn drop_na_condition(columns: &[(String, String)], d: &pb::NaDrop) -> Result<String> {
+    let mut chosen = Vec::new();
+    if d.cols.is_empty() {
+        chosen.extend(columns.iter().cloned());
+    } else {
+        for c in &d.cols {
+            match columns.iter().find(|(n, _)| n.eq_ignore_ascii_case(c)) {
+                Some(col) => chosen.push(col.clone()),
+                None => return refuse(format!("dropna of `{c}`, which is not a column")),
+            }
+        }
+    }
+    let present: Vec<String> = chosen
+        .iter()
+        .map(|(name, spark_type)| {
+            let q = quote_identifier(name);
+            if floating(spark_type) {
+                format!("{q} IS NOT NULL AND NOT isnan({q})")
+            } else {
+                format!("{q} IS NOT NULL")
+            }
+        })
+        .collect();
+    let needed = d.min_non_nulls.map_or(present.len(), |n| usize::try_from(n).unwrap_or(0));
+    if needed == 0 || present.is_empty() {
+        return Ok("TRUE".into());
+    }
+    if needed == present.len() {
+        return Ok(present.iter().map(|p| format!("({p})")).collect::<Vec<_>>().join(" AND "));
+    }
+    let counts: Vec<String> = present.iter().map(|p| format!("CASE WHEN {p} THEN 1 ELSE 0 END")).collect();
+    Ok(format!("({}) >= {needed}", counts.join(" + ")))
 }
 
 /// A reader's schema as DDL: pyspark sends a `StructType` as its JSON form, a string as written.

@@ -29,8 +29,6 @@ const UNDECLARED: &[(u64, &str)] = &[
     (43, "a table-valued function"),
     (44, "a lateral join"),
     (45, "a chunked local relation"),
-    (90, "fillna"),
-    (91, "dropna"),
     (92, "replace"),
     (100, "summary"),
     (101, "crosstab"),
@@ -61,6 +59,8 @@ pub(super) fn unknown_operation(bytes: &[u8]) -> Option<&'static str> {
         (19, &[1]),
         (21, &[1]),
         (23, &[1]),
+        (90, &[1]),
+        (91, &[1]),
     ];
     for (field, payload) in length_delimited_fields(bytes) {
         if let Some((_, name)) = UNDECLARED.iter().find(|(f, _)| *f == field) {

@@ -56,7 +56,7 @@ pub enum DataFrameStep {
 /// their SQL text). An error says why the DataFrame cannot be translated.
 pub fn dataframe_step(
     df: &crate::ir::DataFrameRelation,
-    known: &std::collections::BTreeMap<String, Vec<String>>,
+    known: &std::collections::BTreeMap<String, Vec<(String, String)>>,
 ) -> std::result::Result<DataFrameStep, String> {
     #[cfg(feature = "spark")]
     {

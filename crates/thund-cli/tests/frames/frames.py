@@ -465,6 +465,9 @@ class Program:
         for src, (c, t) in [(left, x) for x in left.cols] + [(right, x) for x in right.cols]:
             if c.lower() in dups:
                 alias = f"{c}_{'l' if src is left else 'r'}"
+                while alias.lower() in taken or alias.lower() in (n.lower() for n in out.names()):
+                    alias += "_"
+                taken.add(alias.lower())
                 items.append(f'{src.var}["{c}"].alias("{alias}")')
                 cols.append((alias, t))
             elif c.lower() not in taken:
@@ -621,11 +624,14 @@ class Program:
         cols = f.unique_cols()
         name, ty = rng.choice(cols)
         items = [f'"{c}"' for c, _ in cols if c != name]
-        e = {"string": f"upper({name}) AS u", "boolean": f"NOT {name} AS u", "date": f"date_add({name}, 1) AS u"}.get(ty, f"{name} * 2 AS u")
-        items.append(f'"{e}"')
+        u = "u"
+        while u in (c.lower() for c, _ in cols if c != name):
+            u += "_"
+        e = {"string": f"upper({name})", "boolean": f"NOT {name}", "date": f"date_add({name}, 1)"}.get(ty, f"{name} * 2")
+        items.append(f'"{e} AS {u}"')
         self.emit(f"{v} = {f.var}.selectExpr({', '.join(items)})")
         out = [(c, t) for c, t in cols if c != name]
-        return Frame(v, out + [("u", ty)])
+        return Frame(v, out + [(u, ty)])
 
     def fill(self, f):
         rng = self.rng

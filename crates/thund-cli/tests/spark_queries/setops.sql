@@ -41,3 +41,13 @@ SELECT col1, col2 FROM VALUES (1, 'a'), (2, 'b');
 SELECT * FROM VALUES (1, 2.5), (2, 3) AS t(a, b);
 SELECT * FROM VALUES (1, NULL), (2, 'x') AS t(a, b);
 SELECT * FROM VALUES (array(1, 2)), (array(3)) AS t(a);
+-- EXCEPT ALL and INTERSECT ALL count each row's occurrences (NULLs, NaN and -0.0 alike).
+SELECT * FROM VALUES (1),(2),(2),(3),(NULL),(NULL),(2) t(a) INTERSECT ALL SELECT * FROM VALUES (2),(3),(2),(NULL),(NULL) u(a);
+SELECT * FROM VALUES (1),(2),(2),(3),(NULL),(NULL) t(a) EXCEPT ALL SELECT * FROM VALUES (2),(3),(4),(NULL) u(a);
+SELECT * FROM VALUES (1.0D),(CAST('NaN' AS DOUBLE)),(-0.0D),(0.0D) t(x) INTERSECT ALL SELECT * FROM VALUES (0.0D),(CAST('NaN' AS DOUBLE)) u(x);
+SELECT a, b FROM VALUES (1,'x'),(1,'x'),(2,'y') t(a,b) EXCEPT ALL SELECT * FROM VALUES (1,'x') u(a,b) UNION ALL SELECT 9, 'z';
+SELECT 1 AS a EXCEPT ALL SELECT 1L;
+SELECT x FROM VALUES (1),(1),(2) t(x) EXCEPT ALL SELECT x FROM VALUES (1) u(x) ORDER BY x;
+-- A semi or anti join USING its keys lists the keys first.
+SELECT * FROM VALUES (1,'a',5) AS b(id,k,w) LEFT SEMI JOIN VALUES ('a',1) AS a(k,id) USING (k, id);
+SELECT * FROM VALUES (1,'a',5),(2,'b',6) AS b(id,k,w) LEFT ANTI JOIN VALUES ('a',1) AS a(k,id) USING (k, id);

@@ -161,7 +161,7 @@ fn derived(
     alias: &sqlparser::ast::Ident,
 ) -> Vec<sqlparser::ast::TableWithJoins> {
     use sqlparser::ast::{TableAlias, TableFactor, TableWithJoins};
-    let query = select_query(items, from);
+    let query = crate::syntax::select_query(items, from);
     vec![TableWithJoins {
         relation: TableFactor::Derived {
             lateral: false,
@@ -189,50 +189,4 @@ fn rename_references<T: sqlparser::ast::VisitMut>(node: &mut T, renames: &Rename
         }
         std::ops::ControlFlow::<()>::Continue(())
     });
-}
-
-/// `SELECT items FROM from` as a query, every other clause empty.
-fn select_query(
-    projection: Vec<sqlparser::ast::SelectItem>,
-    from: Vec<sqlparser::ast::TableWithJoins>,
-) -> sqlparser::ast::Query {
-    use sqlparser::ast::{GroupByExpr, Select, SelectFlavor, SetExpr};
-    let select = Select {
-        select_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
-        optimizer_hints: Vec::new(),
-        distinct: None,
-        select_modifiers: None,
-        top: None,
-        top_before_distinct: false,
-        projection,
-        exclude: None,
-        into: None,
-        from,
-        lateral_views: Vec::new(),
-        prewhere: None,
-        selection: None,
-        connect_by: Vec::new(),
-        group_by: GroupByExpr::Expressions(Vec::new(), Vec::new()),
-        cluster_by: Vec::new(),
-        distribute_by: Vec::new(),
-        sort_by: Vec::new(),
-        having: None,
-        named_window: Vec::new(),
-        qualify: None,
-        window_before_qualify: false,
-        value_table_mode: None,
-        flavor: SelectFlavor::Standard,
-    };
-    sqlparser::ast::Query {
-        with: None,
-        body: Box::new(SetExpr::Select(Box::new(select))),
-        order_by: None,
-        limit_clause: None,
-        fetch: None,
-        locks: Vec::new(),
-        for_clause: None,
-        settings: None,
-        format_clause: None,
-        pipe_operators: Vec::new(),
-    }
 }

@@ -25,6 +25,7 @@ pub(crate) mod folding;
 pub(crate) mod global_filters;
 pub(crate) mod grouping;
 pub(crate) mod lateral;
+pub(crate) mod multisets;
 pub(crate) mod named_windows;
 pub(crate) mod names;
 pub(crate) mod predicates;
@@ -53,7 +54,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 12] = [
+pub(crate) const QUERY_RULES: [QueryRule; 13] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
@@ -69,6 +70,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 12] = [
     // A USING join's keys as Spark reads them (before `query_shapes`, which refuses the shapes
     // this rule leaves as DataFusion reads them).
     QueryRule { name: "using_joins", apply: using_joins::rewrite_rule },
+    // `EXCEPT ALL` / `INTERSECT ALL`, marked for `multisets::CountedMultisets`, which counts
+    // their rows.
+    QueryRule { name: "multiset_operations", apply: multisets::mark_rule },
     QueryRule { name: "query_shapes", apply: refuse_shapes },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
@@ -82,7 +86,7 @@ pub(crate) const QUERY_RULES: [QueryRule; 12] = [
 /// The rules on a planned query, in the order they run (DataFusion `AnalyzerRule`s, run by
 /// `plan::plan_query` right after planning).
 pub(crate) fn plan_rules() -> Vec<Arc<dyn AnalyzerRule + Send + Sync>> {
-    vec![Arc::new(fidelity::SparkSemantics)]
+    vec![Arc::new(fidelity::SparkSemantics), Arc::new(multisets::CountedMultisets)]
 }
 
 /// The rules the session's own analyzer runs after DataFusion's, at execution.

@@ -1,6 +1,5 @@
 //! Query shapes DataFusion answers differently from Spark, refused on the parse (before the
-//! planner, which would lose what tells them apart): `EXCEPT ALL` and `INTERSECT ALL` (planned
-//! as semi and anti joins, which lose how often a row occurs), and a `FULL JOIN … USING` whose
+//! planner, which would lose what tells them apart): a `FULL JOIN … USING` whose
 //! join column is read unqualified (Spark's is either side's key, DataFusion's the left one's);
 //! and a NATURAL semi or anti join, which Spark refuses.
 //! A refusal is an error at the query's line that sends the user to the Spark backend.
@@ -12,14 +11,6 @@ use sqlparser::ast::Expr;
 /// Why a query body (its set operations, not its subqueries, which are queries of their own)
 /// would answer differently here, if it would.
 pub(crate) fn refusal(body: &sqlparser::ast::SetExpr) -> Option<String> {
-    if let Some(op) = multiset_operation(body) {
-        // DataFusion plans both as a semi/anti join, which loses how often a row occurs:
-        // `{1,2,2,3} EXCEPT ALL {2,3,4}` would be {1}, not Spark's {1,2}.
-        return Some(format!(
-            "`{op} ALL` answers differently here than on Spark (it keeps no count of duplicate rows): it runs on \
-             the Spark backend"
-        ));
-    }
     if natural_semi_join(body) {
         return Some(
             "Spark refuses a NATURAL semi or anti join (\"Unsupported natural join type\"): join ON or USING the keys"
@@ -32,23 +23,6 @@ pub(crate) fn refusal(body: &sqlparser::ast::SetExpr) -> Option<String> {
          the keys, or run on the Spark backend"
             .to_string()
     })
-}
-
-/// `EXCEPT ALL` or `INTERSECT ALL` in a query body's set operations (not in its subqueries,
-/// which are queries of their own).
-fn multiset_operation(body: &sqlparser::ast::SetExpr) -> Option<&'static str> {
-    use sqlparser::ast::{SetExpr, SetOperator, SetQuantifier};
-    match body {
-        SetExpr::SetOperation { op, set_quantifier, left, right } => {
-            let all = matches!(set_quantifier, SetQuantifier::All | SetQuantifier::AllByName);
-            match op {
-                SetOperator::Except | SetOperator::Minus if all => Some("EXCEPT"),
-                SetOperator::Intersect if all => Some("INTERSECT"),
-                _ => multiset_operation(left).or_else(|| multiset_operation(right)),
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Whether a SELECT of a query body's set operations has a `NATURAL LEFT SEMI` or `NATURAL LEFT
