@@ -65,6 +65,10 @@ fn ids(dir: &Path, table: &str) -> Vec<u64> {
 /// killed run's first flow starts RUNNING (in microseconds).
 struct KillWindow {
     len: u64,
+    /// The share of `len` kills aim at: halved after a kill that came after the run ended (a
+    /// machine busier than when the window was measured runs slower, or faster once caches are
+    /// warm), restored after a kill that hit, so the schedule stays random and keeps hitting.
+    scale: f64,
 }
 
 impl KillWindow {
@@ -79,11 +83,17 @@ impl KillWindow {
         }
         assert!(child.wait().unwrap().success());
         let ran = first_running.expect("a flow ran").elapsed().as_micros() as u64;
-        KillWindow { len: ran + 1 }
+        KillWindow { len: ran + 1, scale: 1.0 }
     }
 
     fn pick(&self, rng: &mut Lcg) -> Duration {
-        Duration::from_micros(rng.next() % self.len)
+        let len = ((self.len as f64 * self.scale) as u64).max(1);
+        Duration::from_micros(rng.next() % len)
+    }
+
+    /// Whether the last kill hit a running flow.
+    fn record(&mut self, hit: bool) {
+        self.scale = if hit { (self.scale * 2.0).min(1.0) } else { self.scale / 2.0 };
     }
 }
 
@@ -135,14 +145,16 @@ fn killing_runs_at_random_moments_loses_and_duplicates_nothing() {
     write_batch(dir, 0);
     assert!(thund(dir).status().unwrap().success());
     write_batch(dir, 1);
-    let window = KillWindow::measure(dir);
+    let mut window = KillWindow::measure(dir);
 
     let seed = seed();
     let mut rng = Lcg(seed);
     let mut kills_during_run = 0;
     for i in 2..=21 {
         write_batch(dir, i);
-        kills_during_run += usize::from(kill_after(dir, window.pick(&mut rng)));
+        let hit = kill_after(dir, window.pick(&mut rng));
+        window.record(hit);
+        kills_during_run += usize::from(hit);
     }
     eprintln!("{kills_during_run} of 20 kills hit a running flow (seed {seed})");
     // Recovery run: finishes whatever the killed runs left.
@@ -227,8 +239,9 @@ fn uninterrupted(dir: &Path, batches: u64, write: fn(&Path, u64)) -> KillWindow 
 
 /// Starts a run, kills it (SIGKILL) at a random moment of `window`, then runs to the end.
 /// Whether the kill hit a running flow.
-fn kill_then_finish(dir: &Path, rng: &mut Lcg, window: &KillWindow, seed: u64) -> bool {
+fn kill_then_finish(dir: &Path, rng: &mut Lcg, window: &mut KillWindow, seed: u64) -> bool {
     let hit = kill_after(dir, window.pick(rng));
+    window.record(hit);
     assert!(thund(dir).status().unwrap().success(), "run after a kill failed (seed {seed})");
     hit
 }
@@ -238,7 +251,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
     let (killed, calm) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     sql_project(killed.path(), WINDOWS);
     sql_project(calm.path(), WINDOWS);
-    let window = uninterrupted(calm.path(), 12, write_events);
+    let mut window = uninterrupted(calm.path(), 12, write_events);
 
     let seed = seed();
     let mut rng = Lcg(seed);
@@ -248,7 +261,7 @@ fn killed_runs_of_windowed_aggregations_end_with_the_tables_of_uninterrupted_run
         // Each batch is killed once at a random moment, then finished, so every batch of input is
         // one batch of the windowed flows, as in the uninterrupted runs (the watermark moves per
         // batch: merging two batches into one would change which rows are late).
-        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &window, seed));
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &mut window, seed));
     }
     eprintln!("{kills_during_run} of 12 kills hit a running flow (seed {seed})");
     for sql in [
@@ -298,7 +311,7 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     for d in [&killed, &failed, &calm] {
         sql_project(d.path(), CDC);
     }
-    let window = uninterrupted(calm.path(), 10, write_changes);
+    let mut window = uninterrupted(calm.path(), 10, write_changes);
 
     let seed = seed();
     let mut rng = Lcg(seed);
@@ -315,7 +328,7 @@ fn killed_runs_of_auto_cdc_flows_end_with_the_tables_of_uninterrupted_runs() {
     ];
     for i in 0..10 {
         write_changes(killed.path(), i);
-        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &window, seed));
+        kills_during_run += usize::from(kill_then_finish(killed.path(), &mut rng, &mut window, seed));
 
         // The same batch dies exactly at one step (abort, as a kill), then runs to the end.
         write_changes(failed.path(), i);

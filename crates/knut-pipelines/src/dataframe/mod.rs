@@ -259,6 +259,25 @@ impl Translator<'_> {
                 let ids = with_own(left.ids.clone());
                 let l = self.as_query(left);
                 let r = self.as_query(right);
+                if s.by_name == Some(true) {
+                    // Spark fails a union by name of DataFrames with different columns (the
+                    // engine's `BY NAME` would pad them with NULLs).
+                    if let (Some(lc), Some(rc)) = (self.columns_of(&l)?, self.columns_of(&r)?) {
+                        let names = |cs: &[String]| {
+                            let mut v: Vec<String> = cs.iter().map(|c| c.to_ascii_lowercase()).collect();
+                            v.sort();
+                            v
+                        };
+                        if names(&lc) != names(&rc) {
+                            return refuse(format!(
+                                "unionByName of DataFrames with different columns ({} and {}), which Spark fails \
+                                 without allowMissingColumns=True",
+                                lc.join(", "),
+                                rc.join(", ")
+                            ));
+                        }
+                    }
+                }
                 Frag::query(format!("({l}) {kind}{all}{by_name} ({r})"), ids)
             }
             RelType::Sort(s) => {
