@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use arrow::array::RecordBatch;
-use differential::{outcome, Outcome, OUTCOMES};
+use differential::{outcome, Outcome};
 use thund_native::EngineOptions;
 
 fn number(var: &str, default: u64) -> u64 {
@@ -162,26 +162,7 @@ fn generated_dataframe_programs_give_sparks_answers_natively_or_are_refused() {
         first + count - 1,
         started.elapsed().as_secs_f64()
     );
-    let n = |o: Outcome| counts.get(&o).copied().unwrap_or(0);
-    let share = |o: Outcome| 100.0 * n(o) as f64 / count as f64;
-    println!("{:>7} {:>7} {:>9} {:>8} {:>10}", "equal", "names", "both fail", "refused", "DIFFERENT");
-    println!(
-        "{:>6.1}% {:>6.1}% {:>8.1}% {:>7.1}% {:>9.1}%",
-        share(Outcome::Equal),
-        share(Outcome::NamesDiffer),
-        share(Outcome::BothFail),
-        share(Outcome::Refused),
-        share(Outcome::Different)
-    );
-    println!(
-        "{:>7} {:>7} {:>9} {:>8} {:>10}",
-        n(Outcome::Equal),
-        n(Outcome::NamesDiffer),
-        n(Outcome::BothFail),
-        n(Outcome::Refused),
-        n(Outcome::Different)
-    );
-    assert_eq!(OUTCOMES.iter().map(|o| n(*o)).sum::<usize>(), count as usize);
+    differential::print_shares("", &BTreeMap::from([("programs", counts)]), count as usize);
     assert!(
         wrong.is_empty(),
         "{} generated DataFrame programs answer differently from Spark without an error: {}",

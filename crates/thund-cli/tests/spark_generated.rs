@@ -25,7 +25,7 @@ mod generated;
 
 use std::collections::BTreeMap;
 
-use differential::{ordered, outcome, Outcome, OUTCOMES};
+use differential::{ordered, outcome, Outcome};
 use generated::Rng;
 use knut_thund::spark::SparkBackend;
 use thund_native::EngineOptions;
@@ -133,29 +133,7 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
         first + count - 1,
         started.elapsed().as_secs_f64()
     );
-    println!("{:10} {:>7} {:>7} {:>9} {:>8} {:>10}", "mode", "equal", "names", "both fail", "refused", "DIFFERENT");
-    for (mode, c) in &counts {
-        let n = |o: Outcome| c.get(&o).copied().unwrap_or(0);
-        let share = |o: Outcome| 100.0 * n(o) as f64 / count as f64;
-        println!(
-            "{mode:10} {:>6.1}% {:>6.1}% {:>8.1}% {:>7.1}% {:>9.1}%",
-            share(Outcome::Equal),
-            share(Outcome::NamesDiffer),
-            share(Outcome::BothFail),
-            share(Outcome::Refused),
-            share(Outcome::Different)
-        );
-        println!(
-            "{:10} {:>7} {:>7} {:>9} {:>8} {:>10}",
-            "",
-            n(Outcome::Equal),
-            n(Outcome::NamesDiffer),
-            n(Outcome::BothFail),
-            n(Outcome::Refused),
-            n(Outcome::Different)
-        );
-        assert_eq!(OUTCOMES.iter().map(|o| n(*o)).sum::<usize>(), count as usize);
-    }
+    differential::print_shares("mode", &counts, count as usize);
     assert!(
         different.is_empty(),
         "{} generated queries answer differently from Spark without an error: {}",

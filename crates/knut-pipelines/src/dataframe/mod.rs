@@ -441,33 +441,13 @@ impl Translator<'_> {
                     }
                 }
             }
-            RelType::FillNa(f) => {
-                let child = self.input(&f.input)?;
-                let ids = with_own(child.ids.clone());
-                let (from, filters, _) = self.open(child);
-                let input = format!("SELECT * FROM {from}{filters}");
-                match self.typed_columns_of(&input)? {
-                    None => Frag::query(input, ids),
-                    Some(columns) => {
-                        let items = fill_na_items(&columns, f)?;
-                        Frag::query(format!("SELECT {} FROM {from}{filters}", items.join(", ")), ids)
-                    }
-                }
-            }
-            RelType::DropNa(d) => {
-                let child = self.input(&d.input)?;
-                let ids = with_own(child.ids.clone());
-                let (from, filters, _) = self.open(child);
-                let input = format!("SELECT * FROM {from}{filters}");
-                match self.typed_columns_of(&input)? {
-                    None => Frag::query(input, ids),
-                    Some(columns) => {
-                        let condition = drop_na_condition(&columns, d)?;
-                        let alias = self.alias();
-                        Frag::query(format!("SELECT * FROM ({input}) AS {alias} WHERE {condition}"), ids)
-                    }
-                }
-            }
+            RelType::FillNa(f) => self.with_typed_columns(&f.input, own.clone(), |from, filters, columns| {
+                Ok(format!("SELECT {} FROM {from}{filters}", fill_na_items(columns, f)?.join(", ")))
+            })?,
+            RelType::DropNa(d) => self.with_typed_columns(&d.input, own.clone(), |from, filters, columns| {
+                let and = if filters.is_empty() { " WHERE" } else { " AND" };
+                Ok(format!("SELECT * FROM {from}{filters}{and} ({})", drop_na_condition(columns, d)?))
+            })?,
             RelType::Drop(d) => {
                 let child = self.input(&d.input)?;
                 let ids = with_own(child.ids.clone());
@@ -542,6 +522,25 @@ impl Translator<'_> {
                 refuse("the columns of an input are needed")
             }
         }
+    }
+
+    /// `input` as the query `make` writes from its FROM item, WHERE clause and typed columns
+    /// (`SELECT *` standing in while they are not known).
+    fn with_typed_columns(
+        &mut self,
+        input: &Option<Box<pb::Relation>>,
+        own: Vec<i64>,
+        make: impl FnOnce(&str, &str, &[(String, String)]) -> Result<String>,
+    ) -> Result<Frag> {
+        let child = self.input(input)?;
+        let mut ids = child.ids.clone();
+        ids.extend(own);
+        let (from, filters, _) = self.open(child);
+        let query = format!("SELECT * FROM {from}{filters}");
+        Ok(match self.typed_columns_of(&query)? {
+            None => Frag::query(query, ids),
+            Some(columns) => Frag::query(make(&from, &filters, &columns)?, ids),
+        })
     }
 
     /// The select list of a join's columns, as Spark lists them (a USING join's keys first, then
@@ -995,6 +994,34 @@ mod tests {
         assert_eq!(identifier("`a.b`.c").unwrap(), "`a.b`.`c`");
         assert_eq!(identifier("`a``b`").unwrap(), "`a``b`");
         assert!(identifier("a.").is_err());
+    }
+
+    #[test]
+    fn fillna_and_dropna_act_on_columns_by_their_type() {
+        use pb::expression::literal::LiteralType;
+        let lit = |t: LiteralType| pb::expression::Literal { literal_type: Some(t) };
+        let columns: Vec<(String, String)> = [("id", "INT"), ("x", "DOUBLE"), ("k", "STRING"), ("d", "DECIMAL(10,2)")]
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .to_vec();
+        let fill = pb::NaFill { input: None, cols: vec![], values: vec![lit(LiteralType::Long(0))] };
+        assert_eq!(
+            fill_na_items(&columns, &fill).unwrap(),
+            [
+                "coalesce(`id`, CAST(CAST(0 AS BIGINT) AS INT)) AS `id`",
+                "CASE WHEN isnan(`x`) THEN CAST(CAST(0 AS BIGINT) AS DOUBLE) ELSE coalesce(`x`, CAST(CAST(0 AS BIGINT) AS DOUBLE)) END AS `x`",
+                "`k`",
+                "coalesce(`d`, CAST(CAST(0 AS BIGINT) AS DECIMAL(10,2))) AS `d`",
+            ]
+        );
+        let text = pb::NaFill { input: None, cols: vec![], values: vec![lit(LiteralType::String("?".into()))] };
+        assert_eq!(fill_na_items(&columns, &text).unwrap()[2], "coalesce(`k`, CAST('?' AS STRING)) AS `k`");
+        let drop = pb::NaDrop { input: None, cols: vec!["x".into(), "k".into()], min_non_nulls: Some(1) };
+        assert_eq!(
+            drop_na_condition(&columns, &drop).unwrap(),
+            "(CASE WHEN `x` IS NOT NULL AND NOT isnan(`x`) THEN 1 ELSE 0 END + CASE WHEN `k` IS NOT NULL THEN 1 ELSE 0 END) >= 1"
+        );
+        let missing = pb::NaDrop { input: None, cols: vec!["nope".into()], min_non_nulls: None };
+        assert!(drop_na_condition(&columns, &missing).unwrap_err().0.contains("not a column"));
     }
 
     #[test]

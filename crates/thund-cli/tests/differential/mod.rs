@@ -2,6 +2,7 @@
 //! result's column names, Spark's names of its column types and its rows as text.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
@@ -122,5 +123,20 @@ pub fn outcome(
         (false, _) => {
             (Outcome::Different, format!("native {:?} {:?}, Spark {:?} {:?}", native.1, native.2, spark.1, spark.2))
         }
+    }
+}
+
+/// Prints the share of each outcome of `count` runs, a row of shares and a row of counts per
+/// label (a mode), and checks that each label's outcomes add up to `count`.
+pub fn print_shares(label: &str, counts: &BTreeMap<&str, BTreeMap<Outcome, usize>>, count: usize) {
+    println!("{label:10} {:>7} {:>7} {:>9} {:>8} {:>10}", "equal", "names", "both fail", "refused", "DIFFERENT");
+    for (mode, c) in counts {
+        let n = |o: Outcome| c.get(&o).copied().unwrap_or(0);
+        let share = |o: Outcome| 100.0 * n(o) as f64 / count as f64;
+        let shares = OUTCOMES.map(|o| format!("{:.1}%", share(o)));
+        let ns = OUTCOMES.map(n);
+        println!("{mode:10} {:>7} {:>7} {:>9} {:>8} {:>10}", shares[0], shares[1], shares[2], shares[3], shares[4]);
+        println!("{:10} {:>7} {:>7} {:>9} {:>8} {:>10}", "", ns[0], ns[1], ns[2], ns[3], ns[4]);
+        assert_eq!(ns.iter().sum::<usize>(), count, "{mode}: outcomes do not add up");
     }
 }
