@@ -10,7 +10,8 @@
 //! DataFrame's names are the table's).
 //!
 //! CI runs seeds `1..=THUND_FRAMES_PROGRAMS` (400 by default). A difference prints its seed and
-//! program; `THUND_FRAMES_PROGRAMS=1 THUND_FRAMES_SEED=<seed>` runs that program alone.
+//! program. The input tables come from the run's first seed (`THUND_FRAMES_SEED`), so a
+//! difference reruns with the same first seed; a longer run takes `--profile long`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
