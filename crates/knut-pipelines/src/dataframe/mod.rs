@@ -28,11 +28,17 @@ use std::collections::BTreeMap;
 use prost::Message;
 
 mod expression;
+mod join;
+mod na;
+mod schema;
 mod wire;
 
 use crate::proto::spark::connect as pb;
 use crate::registration::quote_identifier;
 use expression::{expr, identifier, identifier_parts, select_item, sort_order, string_literal};
+use join::JoinShape;
+use na::{drop_na_condition, fill_na_items};
+use schema::schema_ddl;
 use wire::unknown_operation;
 
 /// Why a DataFrame cannot be translated: the operation, in pyspark's words.
@@ -148,15 +154,6 @@ struct Frag {
     /// For a join of two derived tables: its shape, so that a column of one side can be dropped
     /// (`joined.drop(right["k"])`) while the other side's column of that name stays.
     join: Option<JoinShape>,
-}
-
-/// A join of two derived tables, each under one alias.
-#[derive(Clone)]
-struct JoinShape {
-    kind: pb::join::JoinType,
-    /// Each side's alias, the query that selects its columns, and its plan ids.
-    sides: [(String, String, Vec<i64>); 2],
-    using: Vec<String>,
 }
 
 impl Frag {
@@ -543,61 +540,6 @@ impl Translator<'_> {
         })
     }
 
-    /// The select list of a join's columns, as Spark lists them (a USING join's keys first, then
-    /// the left's columns and the right's), without the dropped ones: a name drops every column
-    /// of that name, a DataFrame's column only the column of that side. A USING key is the left's
-    /// column in an inner or left join, the right's in a right join and neither side's in a full
-    /// one. `None` when translating without columns.
-    fn join_columns_without(
-        &mut self,
-        join: &JoinShape,
-        dropped: &[(String, Option<i64>)],
-    ) -> Result<Option<Vec<String>>> {
-        use pb::join::JoinType;
-        let mut sides = Vec::new();
-        for (alias, query, ids) in &join.sides {
-            let Some(columns) = self.columns_of(query)? else { return Ok(None) };
-            sides.push((alias.clone(), columns, ids.clone()));
-        }
-        let drops = |name: &str, ids: &[i64]| {
-            dropped.iter().any(|(n, id)| n.eq_ignore_ascii_case(name) && id.is_none_or(|id| ids.contains(&id)))
-        };
-        let semi = matches!(join.kind, JoinType::LeftSemi | JoinType::LeftAnti);
-        let is_key = |c: &str| join.using.iter().any(|k| k.eq_ignore_ascii_case(c));
-        let mut items = Vec::new();
-        for key in &join.using {
-            let [(l, _, l_ids), (r, _, r_ids)] = [&sides[0], &sides[1]];
-            let k = quote_identifier(key);
-            let (item, owner): (String, Option<&[i64]>) = match join.kind {
-                JoinType::RightOuter => (format!("{r}.{k}"), Some(r_ids)),
-                JoinType::FullOuter => (format!("coalesce({l}.{k}, {r}.{k}) AS {k}"), None),
-                _ => (format!("{l}.{k}"), Some(l_ids)),
-            };
-            let gone = dropped.iter().any(|(n, id)| {
-                n.eq_ignore_ascii_case(key)
-                    && match (id, owner) {
-                        (None, _) => true,
-                        (Some(id), Some(ids)) => ids.contains(id),
-                        (Some(_), None) => false,
-                    }
-            });
-            if !gone {
-                items.push(item);
-            }
-        }
-        for (i, (alias, columns, ids)) in sides.iter().enumerate() {
-            if i == 1 && semi {
-                break;
-            }
-            for c in columns {
-                if !is_key(c) && !drops(c, ids) {
-                    items.push(format!("{alias}.{}", quote_identifier(c)));
-                }
-            }
-        }
-        Ok(Some(items))
-    }
-
     /// `unionByName(other, allowMissingColumns=True)`: the left's columns, then the right's that
     /// the left lacks; each side gives NULL for the columns it lacks.
     fn union_with_missing_columns(
@@ -695,68 +637,6 @@ impl Translator<'_> {
             None => refuse("a read of nothing"),
         }
     }
-
-    fn join(&mut self, j: &pb::Join, own: Vec<i64>) -> Result<Frag> {
-        use pb::join::JoinType;
-        let left = self.input(&j.left)?;
-        let right = self.input(&j.right)?;
-        let mut ids = left.ids.clone();
-        ids.extend(right.ids.iter().copied());
-        ids.extend(own.iter().copied());
-        let (left_ids, right_ids) = (left.ids.clone(), right.ids.clone());
-        let (l, mut scope) = self.derived(left);
-        let (r, right_scope) = self.derived(right);
-        // Each side under one alias (a derived table): its columns can be told from the other's.
-        let one_alias = |scope: &[(i64, String)]| match scope.first() {
-            Some((_, a)) if scope.iter().all(|(_, b)| b == a) => Some(a.clone()),
-            _ => None,
-        };
-        let sides = match (one_alias(&scope), one_alias(&right_scope)) {
-            (Some(la), Some(ra)) => Some([
-                (la.clone(), format!("SELECT {la}.* FROM {l}"), left_ids),
-                (ra.clone(), format!("SELECT {ra}.* FROM {r}"), right_ids),
-            ]),
-            _ => None,
-        };
-        scope.extend(right_scope);
-        let kind = match JoinType::try_from(j.join_type) {
-            Ok(JoinType::Inner) | Ok(JoinType::Unspecified) => "JOIN",
-            Ok(JoinType::FullOuter) => "FULL OUTER JOIN",
-            Ok(JoinType::LeftOuter) => "LEFT OUTER JOIN",
-            Ok(JoinType::RightOuter) => "RIGHT OUTER JOIN",
-            Ok(JoinType::LeftAnti) => "LEFT ANTI JOIN",
-            Ok(JoinType::LeftSemi) => "LEFT SEMI JOIN",
-            Ok(JoinType::Cross) => "CROSS JOIN",
-            Err(_) => return refuse("a join of unknown type"),
-        };
-        let on = if !j.using_columns.is_empty() {
-            let cols: Vec<String> = j.using_columns.iter().map(|c| quote_identifier(c)).collect();
-            format!(" USING ({})", cols.join(", "))
-        } else if let Some(cond) = &j.join_condition {
-            format!(" ON {}", expr(cond, &scope)?)
-        } else if kind == "CROSS JOIN" {
-            String::new()
-        } else {
-            " ON TRUE".into()
-        };
-        let join_type = JoinType::try_from(j.join_type).unwrap_or(JoinType::Inner);
-        // A semi or anti join's columns are its left side's: a column the join itself names
-        // (`semi["k"]`) is the left side's.
-        if let (JoinType::LeftSemi | JoinType::LeftAnti, Some(sides)) = (join_type, &sides) {
-            let left_alias = sides[0].0.clone();
-            for &id in &own {
-                scope.push((id, left_alias.clone()));
-            }
-        }
-        let join = sides.map(|sides| JoinShape { kind: join_type, sides, using: j.using_columns.clone() });
-        Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope, join })
-    }
-}
-
-impl JoinShape {
-    fn holds(&self, id: i64) -> bool {
-        self.sides.iter().any(|(_, _, ids)| ids.contains(&id))
-    }
 }
 
 /// Whether a relation reads a stream.
@@ -788,187 +668,6 @@ fn streams(r: &pb::Relation) -> bool {
     }
 }
 
-/// What kind of column a `fillna` value fills: Spark fills a number into numeric columns, text
-/// into STRING ones and a boolean into BOOLEAN ones.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum FillKind {
-    Number,
-    Text,
-    Boolean,
-}
-
-fn fill_kind_of_value(l: &pb::expression::Literal) -> Result<FillKind> {
-    use pb::expression::literal::LiteralType;
-    Ok(match &l.literal_type {
-        Some(
-            LiteralType::Byte(_)
-            | LiteralType::Short(_)
-            | LiteralType::Integer(_)
-            | LiteralType::Long(_)
-            | LiteralType::Float(_)
-            | LiteralType::Double(_)
-            | LiteralType::Decimal(_),
-        ) => FillKind::Number,
-        Some(LiteralType::String(_)) => FillKind::Text,
-        Some(LiteralType::Boolean(_)) => FillKind::Boolean,
-        _ => return refuse("fillna with a value that is not a number, a string or a boolean"),
-    })
-}
-
-fn fill_kind_of_column(spark_type: &str) -> Option<FillKind> {
-    let t = spark_type.to_ascii_uppercase();
-    if ["TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE"].contains(&t.as_str()) || t.starts_with("DECIMAL") {
-        Some(FillKind::Number)
-    } else if t == "STRING" {
-        Some(FillKind::Text)
-    } else if t == "BOOLEAN" {
-        Some(FillKind::Boolean)
-    } else {
-        None
-    }
-}
-
-fn floating(spark_type: &str) -> bool {
-    spark_type.eq_ignore_ascii_case("DOUBLE") || spark_type.eq_ignore_ascii_case("FLOAT")
-}
-
-/// `fillna` / `na.fill`: each filled column as `coalesce(c, value)`, the value cast to the
-/// column's type, and a NaN of a floating column filled too (Spark's `nanvl`). One value without
-/// columns fills every column of its kind; with columns, those of them of its kind; a dict gives
-/// each column its value.
-fn fill_na_items(columns: &[(String, String)], f: &pb::NaFill) -> Result<Vec<String>> {
-    let lit = |l: &pb::expression::Literal| {
-        expression_sql(&pb::Expression { common: None, expr_type: Some(pb::expression::ExprType::Literal(l.clone())) })
-    };
-    let value_of = |name: &str, spark_type: &str| -> Result<Option<String>> {
-        let kind = fill_kind_of_column(spark_type);
-        match (f.cols.as_slice(), f.values.as_slice()) {
-            ([], [v]) => Ok((kind == Some(fill_kind_of_value(v)?)).then(|| lit(v)).transpose()?),
-            (cols, [v]) if cols.iter().any(|c| c.eq_ignore_ascii_case(name)) => {
-                Ok((kind == Some(fill_kind_of_value(v)?)).then(|| lit(v)).transpose()?)
-            }
-            (cols, values) if cols.len() == values.len() && values.len() > 1 => {
-                match cols.iter().position(|c| c.eq_ignore_ascii_case(name)) {
-                    None => Ok(None),
-                    Some(i) if kind == Some(fill_kind_of_value(&values[i])?) => Ok(Some(lit(&values[i])?)),
-                    Some(_) => {
-                        refuse(format!("fillna of the {spark_type} column `{name}` with a value of another kind"))
-                    }
-                }
-            }
-            (_, [_]) => Ok(None),
-            _ => refuse("fillna with other than one value, or one per column"),
-        }
-    };
-    for c in &f.cols {
-        if !columns.iter().any(|(n, _)| n.eq_ignore_ascii_case(c)) {
-            return refuse(format!("fillna of `{c}`, which is not a column"));
-        }
-    }
-    columns
-        .iter()
-        .map(|(name, spark_type)| {
-            let q = quote_identifier(name);
-            Ok(match value_of(name, spark_type)? {
-                None => q,
-                Some(v) if floating(spark_type) => format!(
-                    "CASE WHEN isnan({q}) THEN CAST({v} AS {spark_type}) ELSE coalesce({q}, CAST({v} AS {spark_type})) END AS {q}"
-                ),
-                Some(v) => format!("coalesce({q}, CAST({v} AS {spark_type})) AS {q}"),
-            })
-        })
-        .collect()
-}
-
-/// `dropna` / `na.drop`: rows with at least `min_non_nulls` (every one, by default) of the
-/// columns neither NULL nor NaN, as Spark counts them.
-fn drop_na_condition(columns: &[(String, String)], d: &pb::NaDrop) -> Result<String> {
-    let mut chosen = Vec::new();
-    if d.cols.is_empty() {
-        chosen.extend(columns.iter().cloned());
-    } else {
-        for c in &d.cols {
-            match columns.iter().find(|(n, _)| n.eq_ignore_ascii_case(c)) {
-                Some(col) => chosen.push(col.clone()),
-                None => return refuse(format!("dropna of `{c}`, which is not a column")),
-            }
-        }
-    }
-    let present: Vec<String> = chosen
-        .iter()
-        .map(|(name, spark_type)| {
-            let q = quote_identifier(name);
-            if floating(spark_type) {
-                format!("{q} IS NOT NULL AND NOT isnan({q})")
-            } else {
-                format!("{q} IS NOT NULL")
-            }
-        })
-        .collect();
-    let needed = d.min_non_nulls.map_or(present.len(), |n| usize::try_from(n).unwrap_or(0));
-    if needed == 0 || present.is_empty() {
-        return Ok("TRUE".into());
-    }
-    if needed == present.len() {
-        return Ok(present.iter().map(|p| format!("({p})")).collect::<Vec<_>>().join(" AND "));
-    }
-    let counts: Vec<String> = present.iter().map(|p| format!("CASE WHEN {p} THEN 1 ELSE 0 END")).collect();
-    Ok(format!("({}) >= {needed}", counts.join(" + ")))
-}
-
-/// A reader's schema as DDL: pyspark sends a `StructType` as its JSON form, a string as written.
-fn schema_ddl(schema: &str) -> Result<String> {
-    if !schema.trim_start().starts_with('{') {
-        return Ok(schema.to_string());
-    }
-    let json: serde_json::Value =
-        serde_json::from_str(schema).map_err(|e| Untranslatable(format!("a schema that is not a StructType: {e}")))?;
-    if json["type"] != "struct" {
-        return refuse("a schema that is not a StructType");
-    }
-    // A table's columns are `name TYPE`; a STRUCT's fields `name: TYPE`.
-    Ok(json_fields(&json["fields"], " ")?.join(", "))
-}
-
-fn json_fields(fields: &serde_json::Value, sep: &str) -> Result<Vec<String>> {
-    fields
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|f| {
-            let name = f["name"].as_str().ok_or_else(|| Untranslatable("a schema field without name".into()))?;
-            let not_null = if f["nullable"] == serde_json::Value::Bool(false) { " NOT NULL" } else { "" };
-            Ok(format!("{}{sep}{}{not_null}", quote_identifier(name), json_type(&f["type"])?))
-        })
-        .collect()
-}
-
-/// A type in Spark's JSON schema form (`"long"`, `{"type": "array", …}`) as a Spark SQL type.
-fn json_type(t: &serde_json::Value) -> Result<String> {
-    use serde_json::Value;
-    Ok(match t {
-        Value::String(name) => match name.as_str() {
-            "long" => "BIGINT".into(),
-            "integer" => "INT".into(),
-            "short" => "SMALLINT".into(),
-            "byte" => "TINYINT".into(),
-            "string" | "boolean" | "double" | "float" | "date" | "timestamp" | "timestamp_ntz" | "binary" => {
-                name.to_ascii_uppercase()
-            }
-            "null" | "void" => "VOID".into(),
-            d if d.starts_with("decimal(") => d.to_ascii_uppercase(),
-            other => return refuse(format!("the schema type `{other}`")),
-        },
-        Value::Object(o) => match o.get("type").and_then(Value::as_str) {
-            Some("array") => format!("ARRAY<{}>", json_type(&t["elementType"])?),
-            Some("map") => format!("MAP<{}, {}>", json_type(&t["keyType"])?, json_type(&t["valueType"])?),
-            Some("struct") => format!("STRUCT<{}>", json_fields(&t["fields"], ": ")?.join(", ")),
-            _ => return refuse(format!("the schema type `{t}`")),
-        },
-        _ => return refuse(format!("the schema type `{t}`")),
-    })
-}
-
 fn quoted_list(columns: &[String]) -> String {
     columns.iter().map(|c| quote_identifier(c)).collect::<Vec<_>>().join(", ")
 }
@@ -994,34 +693,6 @@ mod tests {
         assert_eq!(identifier("`a.b`.c").unwrap(), "`a.b`.`c`");
         assert_eq!(identifier("`a``b`").unwrap(), "`a``b`");
         assert!(identifier("a.").is_err());
-    }
-
-    #[test]
-    fn fillna_and_dropna_act_on_columns_by_their_type() {
-        use pb::expression::literal::LiteralType;
-        let lit = |t: LiteralType| pb::expression::Literal { literal_type: Some(t) };
-        let columns: Vec<(String, String)> = [("id", "INT"), ("x", "DOUBLE"), ("k", "STRING"), ("d", "DECIMAL(10,2)")]
-            .map(|(n, t)| (n.to_string(), t.to_string()))
-            .to_vec();
-        let fill = pb::NaFill { input: None, cols: vec![], values: vec![lit(LiteralType::Long(0))] };
-        assert_eq!(
-            fill_na_items(&columns, &fill).unwrap(),
-            [
-                "coalesce(`id`, CAST(CAST(0 AS BIGINT) AS INT)) AS `id`",
-                "CASE WHEN isnan(`x`) THEN CAST(CAST(0 AS BIGINT) AS DOUBLE) ELSE coalesce(`x`, CAST(CAST(0 AS BIGINT) AS DOUBLE)) END AS `x`",
-                "`k`",
-                "coalesce(`d`, CAST(CAST(0 AS BIGINT) AS DECIMAL(10,2))) AS `d`",
-            ]
-        );
-        let text = pb::NaFill { input: None, cols: vec![], values: vec![lit(LiteralType::String("?".into()))] };
-        assert_eq!(fill_na_items(&columns, &text).unwrap()[2], "coalesce(`k`, CAST('?' AS STRING)) AS `k`");
-        let drop = pb::NaDrop { input: None, cols: vec!["x".into(), "k".into()], min_non_nulls: Some(1) };
-        assert_eq!(
-            drop_na_condition(&columns, &drop).unwrap(),
-            "(CASE WHEN `x` IS NOT NULL AND NOT isnan(`x`) THEN 1 ELSE 0 END + CASE WHEN `k` IS NOT NULL THEN 1 ELSE 0 END) >= 1"
-        );
-        let missing = pb::NaDrop { input: None, cols: vec!["nope".into()], min_non_nulls: None };
-        assert!(drop_na_condition(&columns, &missing).unwrap_err().0.contains("not a column"));
     }
 
     #[test]
