@@ -10,8 +10,8 @@
 //! DataFrame's names are the table's).
 //!
 //! CI runs seeds `1..=THUND_FRAMES_PROGRAMS` (400 by default). A difference prints its seed and
-//! program. The input tables come from the run's first seed (`THUND_FRAMES_SEED`), so a
-//! difference reruns with the same first seed; a longer run takes `--profile long`.
+//! program. Each block of 100 seeds reads input tables of its own, so a difference reruns
+//! alone (`THUND_FRAMES_SEED=61 THUND_FRAMES_PROGRAMS=1`); a longer run takes `--profile long`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 

@@ -3,13 +3,13 @@
 #   python frames.py generate FIRST_SEED COUNT DIR   writes a pipeline project into DIR
 #   python frames.py spark URL DIR OUT                runs DIR's programs on Spark into OUT
 #
-# `generate` writes seeded random input tables (as SQL both sides run, and as CSV and JSON files
-# for the readers), and one Python definition file per seed: a materialized view whose query
-# function is a random DataFrame program that composes what users write — joins with `on` as a
-# string, a list or a Column and every `how`, `drop` by name and by column, `withColumn(s)` and
-# `withColumnRenamed` after joins, `orderBy` + `limit`, `union` / `unionByName`, set operations,
-# `groupBy().agg` with pyspark's result names, window functions, `selectExpr`, `na.fill`, and the
-# readers with their options. `programs.json` lists each program's body.
+# `generate` writes seeded random input tables, one set per block of 100 seeds (as SQL both
+# sides run, and as CSV and JSON files for the readers), and one Python definition file per
+# seed: a materialized view whose query function is a random DataFrame program that composes
+# what users write — joins with `on` as a string, a list or a Column and every `how`, `drop` by
+# name and by column, `withColumn(s)` and `withColumnRenamed` after joins, `orderBy` + `limit`,
+# `union` / `unionByName`, set operations, `groupBy().agg` with pyspark's result names, window
+# functions, `selectExpr`, `na.fill`, and the readers with their options. `programs.json` lists each program's body.
 #
 # `spark` runs each body with pyspark against a Spark Connect server, the input tables being
 # temporary views of the same SQL, and writes its result as an Arrow IPC file (OUT/NAME.arrow) or
@@ -119,11 +119,17 @@ class Frame:
 
 
 class Program:
-    def __init__(self, rng, data):
+    def __init__(self, rng, data, block):
         self.rng = rng
         self.data = data
+        # The input tables of the seed's block (`a_<block>`, …): a program's tables depend on its
+        # seed alone, so one seed reruns as it ran among others.
+        self.block = block
         self.lines = []
         self.n = 0
+
+    def table_name(self, name):
+        return f"{name}_{self.block}"
 
     def var(self):
         self.n += 1
@@ -229,6 +235,11 @@ class Program:
             out = {"decimal(30,3)": "decimal"}.get(target, target)
             if ty in ("date", "boolean", "string") and target != "string":
                 target, out = "string", "string"
+            # A NaN or a too-large DOUBLE cast to BIGINT fails in ANSI mode, on rows Spark may
+            # evaluate where a later `limit(0)` or join left them out natively (or the reverse):
+            # whether both fail depends on each engine's order of evaluation, not on answers.
+            if ty in ("double", "decimal") and target == "bigint":
+                target, out = "double", "double"
             return f'{c}.cast("{target}")', out
         if r < 0.9:
             return self.condition_column(f), "boolean"
@@ -251,12 +262,12 @@ class Program:
         r = rng.random()
         if r < 0.8:
             name = rng.choice(list(TABLES))
-            self.emit(f'{v} = spark.read.table("{name}")')
+            self.emit(f'{v} = spark.read.table("{self.table_name(name)}")')
             return Frame(v, TABLES[name])
         name = "a"
         cols = TABLES[name]
         kind = rng.choice(["csv_header", "csv_infer", "csv_plain", "csv_schema", "json", "format_csv"])
-        path = f'DATA + "/{name}'
+        path = f'DATA + "/b{self.block}/{name}'
         if kind == "csv_header":
             self.emit(f'{v} = spark.read.option("header", "true").csv({path}.csv")')
             return Frame(v, [(c, "string") for c, _ in cols])
@@ -434,7 +445,7 @@ class Program:
     def table(self):
         name = self.rng.choice(list(TABLES))
         v = self.var()
-        self.emit(f'{v} = spark.read.table("{name}")')
+        self.emit(f'{v} = spark.read.table("{self.table_name(name)}")')
         return Frame(v, TABLES[name])
 
     def after_condition_join(self, v, f, other, how):
@@ -566,7 +577,8 @@ class Program:
             same = [t for t, cols in TABLES.items() if len(cols) == len(f.cols)]
             if same and rng.random() < 0.4:
                 other = Frame(self.var(), TABLES[rng.choice(same)])
-                self.emit(f'{other.var} = spark.read.table("{[t for t in same if TABLES[t] == other.cols][0]}")')
+                table = [t for t in same if TABLES[t] == other.cols][0]
+                self.emit(f'{other.var} = spark.read.table("{self.table_name(table)}")')
             else:
                 other = Frame(self.var(), f.cols)
                 self.emit(f"{other.var} = {f.var}.filter({self.condition(f)})")
@@ -661,9 +673,13 @@ def agg_type(fn, ty):
     return ty
 
 
+# Seeds that share input tables.
+BLOCK = 100
+
+
 def program(seed, data):
     rng = random.Random(seed * 7919 + 17)
-    p = Program(rng, data)
+    p = Program(rng, data, seed // BLOCK)
     f = p.source()
     for _ in range(rng.randint(1, 4)):
         f = p.step(f)
@@ -688,10 +704,11 @@ DATA = {data!r}
 """
 
 
-def write_data(root, rows):
+def write_data(root, rows, block):
     import csv
 
-    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    folder = os.path.join(root, "data", f"b{block}")
+    os.makedirs(folder, exist_ok=True)
     cols = TABLES["a"]
 
     def text(v, ty):
@@ -704,13 +721,13 @@ def write_data(root, rows):
         return str(v)
 
     for name, header in (("a.csv", True), ("a_raw.csv", False)):
-        with open(os.path.join(root, "data", name), "w", newline="") as out:
+        with open(os.path.join(folder, name), "w", newline="") as out:
             w = csv.writer(out)
             if header:
                 w.writerow([c for c, _ in cols])
             for r in rows["a"]:
                 w.writerow([text(v, ty) for v, (_, ty) in zip(r, cols)])
-    with open(os.path.join(root, "data", "a.json"), "w") as out:
+    with open(os.path.join(folder, "a.json"), "w") as out:
         for r in rows["a"]:
             obj = {}
             for v, (c, ty) in zip(r, cols):
@@ -721,10 +738,12 @@ def write_data(root, rows):
 
 
 def generate(first, count, root):
-    rows = table_rows(first)
     data = os.path.join(os.path.abspath(root), "data")
-    write_data(root, rows)
-    tables = {name: table_sql(name, r) for name, r in rows.items()}
+    tables = {}
+    for block in sorted({seed // BLOCK for seed in range(first, first + count)}):
+        rows = table_rows(block)
+        write_data(root, rows, block)
+        tables.update({f"{name}_{block}": table_sql(name, r) for name, r in rows.items()})
     os.makedirs(os.path.join(root, "transformations"), exist_ok=True)
     with open(os.path.join(root, "transformations", "inputs.sql"), "w") as out:
         for name, sql in tables.items():

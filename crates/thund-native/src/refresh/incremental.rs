@@ -249,7 +249,7 @@ impl IncrementalView {
         let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
         let mut keys = Vec::new();
         for (i, g) in agg.group_expr.iter().enumerate() {
-            keys.push(g.clone().alias(format!("k{i}")));
+            keys.push(unalias(g).clone().alias(format!("k{i}")));
         }
         let mut states = Vec::new();
         for (i, (e, kind)) in agg.aggr_expr.iter().zip(&partials).enumerate() {

@@ -63,10 +63,22 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
             ambiguous_references(&node)?;
             let schema = crate::declare::merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
-            keeping_names(node, |e| Ok(e.transform_up(|e| rewrite(e, &schema, ansi))?.data))?
-                .map_data(refresh_schema)?
-                .transform_data(no_rows_from_no_rows)?
-                .transform_data(crate::functions::window::float_keys::sort_keys)
+            keeping_names(node, |e| {
+                Ok(e.transform_up(|e| {
+                    rewrite(e, &schema, ansi)?.transform_data(|e| {
+                        Ok(match crate::functions::window::float_keys::nan_arithmetic(&e, &schema) {
+                            Some(one) => Transformed::yes(one),
+                            None => Transformed::no(e),
+                        })
+                    })
+                })?
+                .data)
+            })?
+            .map_data(refresh_schema)?
+            .transform_data(no_rows_from_no_rows)?
+            .transform_data(crate::functions::window::float_keys::sort_keys)?
+            .transform_data(crate::functions::window::float_keys::group_keys)?
+            .transform_data(crate::functions::window::float_keys::join_keys)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal
@@ -312,8 +324,13 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
         return cast_rewrite(e, schema, ansi);
     }
+    // (`min` / `max` over a window may have both.)
     if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
+        let w = crate::functions::window::float_keys::extremes(&w, schema).unwrap_or(w);
         return Ok(Transformed::yes(w));
+    }
+    if let Some(m) = crate::functions::window::float_keys::extremes(&e, schema) {
+        return Ok(Transformed::yes(m));
     }
     // A DECIMAL's `-x` and `abs(x)` round to 34 digits on Spark (`decimal::sign`).
     match &e {

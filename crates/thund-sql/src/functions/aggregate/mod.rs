@@ -2,12 +2,13 @@
 //! Spark's Greenwald–Khanna summary (`approx_percentile`), the exact percentiles
 //! (`percentiles`), `mode`, `skewness` and `kurtosis` (`moments`), the bitmap aggregates
 //! (`bitmaps`), `collect_set` in Spark's order (`collect_set`), the ANSI `sum` of BIGINTs
-//! (`sum`), the DataSketches functions (`sketches`), and the spellings of DataFusion's own
+//! (`sum`), `min` / `max` of floating point in Spark's order (`extremes`), the DataSketches functions (`sketches`), and the spellings of DataFusion's own
 //! (`spellings`, with `grouping_id` from the query's GROUP BY).
 
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
+pub(crate) mod extremes;
 pub(crate) mod filtered;
 pub(crate) mod mode;
 pub(crate) mod moments;

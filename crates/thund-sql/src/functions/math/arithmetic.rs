@@ -332,6 +332,8 @@ impl ScalarUDFImpl for Arithmetic {
                 }
             }
         };
+        // A NaN this computed (`∞ / ∞`) has its sign bit set on some machines.
+        let out = crate::functions::window::float_keys::one_nan(out);
         crate::columnar::columnar(out, scalar)
     }
 }

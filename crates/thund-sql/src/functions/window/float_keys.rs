@@ -3,17 +3,22 @@
 //! DataFusion orders by IEEE's total order, where a NaN with its sign bit set (what `-x`, `%`
 //! or `∞ - ∞` may give) comes before every number and `-0.0` before `0.0`. A floating-point key
 //! is read through [`float_key`], which gives the one NaN and `0.0` for them.
+//!
+//! Grouping keys are normalized the same way (Spark's `NormalizeFloatingNumbers`: one group for
+//! every NaN, whatever its sign bit), and `min` / `max` of floating point are Spark's
+//! ([`extremes`]).
 
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Float32Type, Float64Type};
 use datafusion::common::tree_node::Transformed;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DFSchema, Result};
-use datafusion::logical_expr::expr::ScalarFunction;
+use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
-    ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature,
-    Volatility,
+    Aggregate, ColumnarValue, Distinct, Expr, ExprSchemable, GroupingSet, LogicalPlan, Operator, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility, WindowFunctionDefinition,
 };
 
 /// `x` read as Spark orders it when it is floating point (and not already so read); `None`
@@ -27,6 +32,226 @@ pub(crate) fn float_key(x: &Expr, schema: &DFSchema) -> Option<Expr> {
     }
     let func = Arc::new(ScalarUDF::from(FloatKey { signature: Signature::any(1, Volatility::Immutable) }));
     Some(Expr::ScalarFunction(ScalarFunction { func, args: vec![x.clone()] }))
+}
+
+/// Floating-point arithmetic (`-x`, `x + y`, `x - y`, `x * y`) with every NaN it gives the
+/// one positive NaN. IEEE leaves a NaN's sign open: `-x` flips it, and x86 gives a new NaN
+/// (`∞ - ∞`, `0 * ∞`) with it set; DataFusion then compares, joins and groups it apart from
+/// other NaNs and orders it first, where Spark has one NaN, greater than every number. (`/`
+/// and `%` are Spark's own here, and give one NaN.) `None` for every other expression.
+pub(crate) fn nan_arithmetic(e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    let arithmetic = match e {
+        Expr::Negative(_) => true,
+        Expr::BinaryExpr(b) => matches!(b.op, Operator::Plus | Operator::Minus | Operator::Multiply),
+        _ => false,
+    };
+    if !arithmetic || !e.get_type(schema).is_ok_and(|t| t.is_floating()) {
+        return None;
+    }
+    let func = Arc::new(ScalarUDF::from(OneNan { signature: Signature::any(1, Volatility::Immutable) }));
+    Some(Expr::ScalarFunction(ScalarFunction { func, args: vec![e.clone()] }))
+}
+
+/// `values` with every NaN the one positive NaN, when they are floating point.
+pub(crate) fn one_nan(values: ArrayRef) -> ArrayRef {
+    match values.data_type() {
+        DataType::Float64 => Arc::new(values.as_primitive::<Float64Type>().unary::<_, Float64Type>(|v| {
+            if v.is_nan() {
+                f64::NAN
+            } else {
+                v
+            }
+        })),
+        DataType::Float32 => Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float32Type>(|v| {
+            if v.is_nan() {
+                f32::NAN
+            } else {
+                v
+            }
+        })),
+        _ => values,
+    }
+}
+
+/// [`one_nan`] as a function of the plan.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct OneNan {
+    signature: Signature,
+}
+
+impl ScalarUDFImpl for OneNan {
+    fn name(&self) -> &str {
+        "spark_one_nan"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        Ok(args[0].clone())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
+        let values = args.args[0].to_array(args.number_rows)?;
+        crate::columnar::columnar(one_nan(values), scalar)
+    }
+}
+
+/// `min` / `max` (grouped, or over a window) of floating point as Spark's
+/// (`aggregate::extremes`); `None` for every other expression.
+pub(crate) fn extremes(e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    use crate::functions::aggregate::extremes::{extreme, is_extreme};
+    let floating = |args: &[Expr]| matches!(args, [x] if x.get_type(schema).is_ok_and(|t| t.is_floating()));
+    match e {
+        Expr::AggregateFunction(f)
+            if matches!(f.func.name(), "min" | "max") && !is_extreme(&f.func) && floating(&f.params.args) =>
+        {
+            let func = extreme(f.func.name() == "max");
+            Some(Expr::AggregateFunction(AggregateFunction { func, params: f.params.clone() }))
+        }
+        Expr::WindowFunction(w) => match &w.fun {
+            WindowFunctionDefinition::AggregateUDF(f)
+                if matches!(f.name(), "min" | "max") && !is_extreme(f) && floating(&w.params.args) =>
+            {
+                let fun = WindowFunctionDefinition::AggregateUDF(extreme(f.name() == "max"));
+                Some(Expr::WindowFunction(Box::new(WindowFunction { fun, params: w.params.clone() })))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A join's floating-point keys, and the equalities of two floating-point values in a join's
+/// or a filter's condition (where a join's keys are until DataFusion's optimizer takes them
+/// out), read as Spark matches them: one NaN, `-0.0` as `0.0`. DataFusion's hash join hashes
+/// a key's bits, so `-0.0` found no `0.0` (and `EXCEPT` / `INTERSECT` join a side whose keys
+/// were grouped, and so read as Spark reads them, with one whose keys were not). A comparison
+/// with a literal stays as it is (a scan prunes files by it), since it hashes nothing.
+pub(crate) fn join_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let schema = crate::declare::merged_input_schema(&node);
+    let equalities = |e: Expr| {
+        e.transform_up(|e| {
+            let Expr::BinaryExpr(b) = &e else { return Ok(Transformed::no(e)) };
+            let literal = |x: &Expr| matches!(x, Expr::Literal(..));
+            if !matches!(b.op, Operator::Eq | Operator::IsNotDistinctFrom) || literal(&b.left) || literal(&b.right) {
+                return Ok(Transformed::no(e));
+            }
+            let (l, r) = (float_key(&b.left, &schema), float_key(&b.right, &schema));
+            if l.is_none() && r.is_none() {
+                return Ok(Transformed::no(e));
+            }
+            let mut b = b.clone();
+            b.left = Box::new(l.unwrap_or(*b.left));
+            b.right = Box::new(r.unwrap_or(*b.right));
+            Ok(Transformed::yes(Expr::BinaryExpr(b)))
+        })
+    };
+    match node {
+        LogicalPlan::Join(mut join) => {
+            let (left, right) = (Arc::clone(join.left.schema()), Arc::clone(join.right.schema()));
+            let mut changed = false;
+            for (l, r) in join.on.iter_mut() {
+                if let Some(k) = float_key(l, &left) {
+                    *l = k;
+                    changed = true;
+                }
+                if let Some(k) = float_key(r, &right) {
+                    *r = k;
+                    changed = true;
+                }
+            }
+            // A USING join's keys are columns, by which DataFusion finds them from above; above
+            // this plan its columns are resolved, so the keys are taken as those of an ON.
+            if changed {
+                join.join_constraint = datafusion::common::JoinConstraint::On;
+            }
+            if let Some(filter) = join.filter.take() {
+                let t = equalities(filter)?;
+                changed |= t.transformed;
+                join.filter = Some(t.data);
+            }
+            Ok(Transformed::new_transformed(LogicalPlan::Join(join), changed))
+        }
+        LogicalPlan::Filter(mut filter) => {
+            let t = equalities(filter.predicate)?;
+            filter.predicate = t.data;
+            Ok(Transformed::new_transformed(LogicalPlan::Filter(filter), t.transformed))
+        }
+        node => Ok(Transformed::no(node)),
+    }
+}
+
+/// An aggregate's floating-point grouping keys read as Spark groups them, each keeping its
+/// name, and a `DISTINCT` over floating-point columns made the aggregate DataFusion would make
+/// of it later, with such keys. `grouping(key)` is given the key as it now reads, since
+/// DataFusion finds its key by the expression.
+pub(crate) fn group_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let (input, group_expr, aggr_expr) = match &node {
+        LogicalPlan::Aggregate(a) => (Arc::clone(&a.input), a.group_expr.clone(), a.aggr_expr.clone()),
+        LogicalPlan::Distinct(Distinct::All(input))
+            if input.schema().fields().iter().any(|f| f.data_type().is_floating()) =>
+        {
+            (Arc::clone(input), input.schema().columns().into_iter().map(Expr::Column).collect(), vec![])
+        }
+        _ => return Ok(Transformed::no(node)),
+    };
+    let schema = Arc::clone(input.schema());
+    let key = |e: &Expr| -> Result<Option<Expr>> {
+        let inner = match e {
+            Expr::Alias(a) => a.expr.as_ref(),
+            e => e,
+        };
+        let Some(k) = float_key(inner, &schema) else { return Ok(None) };
+        let (qualifier, field) = e.to_field(&schema)?;
+        Ok(Some(k.alias_qualified(qualifier, field.name())))
+    };
+    let mut changed = false;
+    let mut keyed = |e: &Expr| -> Result<Expr> {
+        Ok(match key(e)? {
+            Some(k) => {
+                changed = true;
+                k
+            }
+            None => e.clone(),
+        })
+    };
+    let mut keys = |exprs: &[Expr]| exprs.iter().map(&mut keyed).collect::<Result<Vec<_>>>();
+    let group_expr = match group_expr.as_slice() {
+        [Expr::GroupingSet(set)] => vec![Expr::GroupingSet(match set {
+            GroupingSet::Rollup(v) => GroupingSet::Rollup(keys(v)?),
+            GroupingSet::Cube(v) => GroupingSet::Cube(keys(v)?),
+            GroupingSet::GroupingSets(sets) => {
+                GroupingSet::GroupingSets(sets.iter().map(|s| keys(s)).collect::<Result<_>>()?)
+            }
+        })],
+        plain => keys(plain)?,
+    };
+    if !changed {
+        return Ok(Transformed::no(node));
+    }
+    let aggr_expr = aggr_expr
+        .into_iter()
+        .map(|e| {
+            e.transform_up(|e| match &e {
+                Expr::AggregateFunction(f) if f.func.name().starts_with("grouping") => {
+                    let mut f = f.clone();
+                    f.params.args = f
+                        .params
+                        .args
+                        .iter()
+                        .map(|a| Ok(key(a)?.unwrap_or_else(|| a.clone())))
+                        .collect::<Result<_>>()?;
+                    Ok(Transformed::yes(Expr::AggregateFunction(f)))
+                }
+                _ => Ok(Transformed::no(e)),
+            })
+            .map(|t| t.data)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Transformed::yes(LogicalPlan::Aggregate(Aggregate::try_new(input, group_expr, aggr_expr)?)))
 }
 
 /// A sort's floating-point keys read as Spark orders them.
@@ -44,7 +269,6 @@ pub(crate) fn sort_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 }
 
 const NAME: &str = "spark_float_key";
-
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct FloatKey {
     signature: Signature,
