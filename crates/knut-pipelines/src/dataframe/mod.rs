@@ -345,12 +345,14 @@ impl Translator<'_> {
                         Some(columns) => {
                             let keys: Vec<String> = d.column_names.iter().map(|c| quote_identifier(c)).collect();
                             let alias = self.alias();
+                            // Any row of each group is kept, as on Spark; the window is ordered
+                            // (by its own keys, all equal) since Spark numbers rows only so.
                             Frag::query(
                                 format!(
-                                    "SELECT {} FROM (SELECT *, row_number() OVER (PARTITION BY {}) AS `__thund_row` \
-                                     FROM {from}{filters}) AS {alias} WHERE `__thund_row` = 1",
+                                    "SELECT {} FROM (SELECT *, row_number() OVER (PARTITION BY {keys} ORDER BY {keys}) \
+                                     AS `__thund_row` FROM {from}{filters}) AS {alias} WHERE `__thund_row` = 1",
                                     quoted_list(&columns),
-                                    keys.join(", ")
+                                    keys = keys.join(", ")
                                 ),
                                 ids,
                             )

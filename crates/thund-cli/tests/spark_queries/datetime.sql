@@ -65,3 +65,9 @@ SELECT window(ts, '1 hour') AS w, max(v) AS m FROM VALUES (TIMESTAMP'2024-01-01 
 SELECT w.start, window_time(w) AS last, typeof(w) AS t FROM (SELECT window AS w, count(*) AS n FROM VALUES (TIMESTAMP_NTZ'2024-01-01 10:30:00'), (TIMESTAMP_NTZ'2024-01-01 10:31:00') AS t(ts) GROUP BY window(ts, '10 minutes'));
 SELECT window.start, count(*) AS n FROM VALUES (DATE'2024-01-01'), (DATE'2024-01-02') AS t(d) GROUP BY window(d, '1 day') ORDER BY 1;
 SELECT e, window_time(window) AS last, n FROM (SELECT window.end AS e, window, count(*) AS n FROM VALUES ('2021-01-01 00:04:30'), ('2021-01-01 00:06:00') AS t(b) GROUP BY window(b, '5 minutes'));
+-- Seconds, milliseconds and microseconds since the epoch: floating point truncated to the microsecond, NaN NULL, an integer or DECIMAL exactly or not at all
+SELECT TIMESTAMP_SECONDS(0.1234567D) AS a, TIMESTAMP_SECONDS(1.2345675D) AS b, TIMESTAMP_SECONDS(-0.1234567D) AS c, TIMESTAMP_SECONDS(CAST('NaN' AS DOUBLE)) AS d, TIMESTAMP_SECONDS(CAST(0.1 AS FLOAT)) AS e, TIMESTAMP_SECONDS(12) AS f, TIMESTAMP_SECONDS(1.5) AS g;
+SELECT TIMESTAMP_SECONDS(0.1234567) AS a;
+SELECT TIMESTAMP_SECONDS(92233720368547758) AS a;
+SELECT TIMESTAMP_MILLIS(92233720368547758) AS a;
+SELECT TIMESTAMP_MILLIS(x) AS a FROM VALUES (-92233720368547758L), (1L) AS t(x);

@@ -121,3 +121,6 @@ SELECT '\\abc' AS s, s ILIKE r'\\abc' AS a, s LIKE '\\\\abc' AS b, upper(s) AS c
 -- The sum of a VOID column is a DOUBLE NULL.
 SELECT sum(col) AS s, typeof(sum(col)) AS t, sum(x) AS sx FROM VALUES (NULL, 1), (NULL, 2) AS tab(col, x);
 SELECT schema_of_json('{"a": 007, "b": [00.5, 1], "c": "01"}', map('allowNumericLeadingZeros', 'true')) AS s;
+SELECT json_array_length(2) AS a;
+SELECT json_object_keys(2) AS a;
+SELECT json_array_length(NULL) AS a, json_array_length('[1, 2]') AS b;

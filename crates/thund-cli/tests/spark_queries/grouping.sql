@@ -96,3 +96,6 @@ WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a',
 SELECT upper(region) AS r, sum(qty) AS total FROM s GROUP BY upper(region), product WITH ROLLUP;
 WITH s(region, product, qty) AS (VALUES ('n', 'a', 1), ('n', 'b', 2), ('s', 'a', 3), ('s', 'a', 4), ('e', NULL, 5))
 SELECT * FROM (SELECT region, sum(qty) AS total FROM s GROUP BY region WITH CUBE) WHERE region IS NULL;
+-- grouping() needs grouping sets on Spark
+SELECT x, grouping(x) AS g FROM VALUES (1), (2) AS t(x) GROUP BY x;
+SELECT x, grouping_id(x) AS g FROM VALUES (1), (2) AS t(x) GROUP BY x;

@@ -56,3 +56,13 @@ SELECT k, v, rank() OVER (PARTITION BY k ORDER BY v) AS r FROM VALUES ('a', 0.0D
 SELECT k, count(*) OVER (PARTITION BY v) AS n FROM VALUES ('a', 0.0D), ('b', -0.0D), ('c', 1.5D) AS t(k, v);
 SELECT k, v, sum(v) OVER (PARTITION BY k ORDER BY v RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM VALUES ('a', 0.0D), ('a', -0.0D), ('a', 1.0D) AS t(k, v);
 SELECT k, v, dense_rank() OVER (ORDER BY CAST(v AS FLOAT)) AS r FROM VALUES ('a', 0.0D), ('b', -0.0D), ('c', 2.0D) AS t(k, v);
+-- Spark refuses a ranking or offset function over an unordered window, FILTER over a window, and median over an ordered one
+SELECT x, row_number() OVER () AS r FROM VALUES (1), (2) AS t(x);
+SELECT x, rank() OVER (PARTITION BY x) AS r FROM VALUES (1), (2) AS t(x);
+SELECT x, lag(x) OVER () AS a, lead(x) OVER () AS b FROM VALUES (1), (2) AS t(x);
+SELECT x, ntile(2) OVER () AS a FROM VALUES (1), (2) AS t(x);
+SELECT x, nth_value(x, 1) OVER () AS a FROM VALUES (1), (2) AS t(x);
+SELECT x, cume_dist() OVER () AS a, percent_rank() OVER () AS b FROM VALUES (1), (2) AS t(x);
+SELECT count(*) FILTER (WHERE x > 0) OVER () AS n FROM VALUES (1), (2) AS t(x);
+SELECT x, median(x) OVER (ORDER BY x) AS m FROM VALUES (1), (2) AS t(x);
+SELECT x, median(x) OVER (PARTITION BY x) AS m, percentile(x, 0.5) OVER (ORDER BY x) AS p, mode(x) OVER (ORDER BY x) AS o FROM VALUES (1), (1), (2) AS t(x);

@@ -1,7 +1,9 @@
 //! Storage: the layout under a pipeline's `storage` root (`storage`), Delta tables — opening
 //! them, shaping a query's rows to fit one, and the commits a flow makes (`table`) — and the
-//! Parquet writers behind those commits (`write`).
+//! Parquet writers behind those commits (`write`). Every provider of a Delta table a query reads
+//! is `filtered`: delta-rs's scan claims filters it does not apply.
 
+pub(crate) mod filtered;
 pub(crate) mod storage;
 pub(crate) mod table;
 pub(crate) mod write;

@@ -85,7 +85,7 @@ async fn sync_properties(table: DeltaTable, d: &Dataset) -> Result<DeltaTable> {
 /// Makes the new version of a dataset's table what later flows in this run read.
 async fn register_written(ctx: &SessionContext, d: &Dataset, table: &DeltaTable) -> Result<()> {
     table.update_datafusion_session(&ctx.state())?;
-    let provider = table.table_provider().await?;
+    let provider = crate::delta::filtered::filtered(table.table_provider().await?);
     let _ = ctx.deregister_table(table_ref(&d.name));
     ctx.register_table(table_ref(&d.name), provider)?;
     Ok(())
@@ -349,7 +349,7 @@ pub(crate) async fn open_stored_table(
 ) -> Result<Option<Arc<dyn TableProvider>>> {
     let Some(table) = storage.latest_table(name).await? else { return Ok(None) };
     table.update_datafusion_session(&ctx.state())?;
-    Ok(Some(table.table_provider().await?))
+    Ok(Some(crate::delta::filtered::filtered(table.table_provider().await?)))
 }
 
 /// Creates the folder of a local table location (delta-rs needs it to exist); object stores
@@ -546,7 +546,7 @@ pub(crate) async fn vacuum_at(url: &Url) {
 pub(crate) async fn open_at(ctx: &SessionContext, url: &Url) -> Result<Arc<dyn TableProvider>> {
     let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
-    Ok(table.table_provider().await?)
+    Ok(crate::delta::filtered::filtered(table.table_provider().await?))
 }
 
 /// Rows added by the table's latest commit, from its operation metrics.

@@ -214,7 +214,7 @@ pub(crate) async fn provider(
 ) -> Result<Option<Arc<dyn datafusion::catalog::TableProvider>>> {
     let Some(table) = open_log(storage).await? else { return Ok(None) };
     table.update_datafusion_session(&ctx.state())?;
-    Ok(Some(table.table_provider().await?))
+    Ok(Some(crate::delta::filtered::filtered(table.table_provider().await?)))
 }
 
 /// What a reader needs first of a long log, read without decoding every event: the runs, each
@@ -304,8 +304,8 @@ async fn session(table: &DeltaTable, paths: Option<Vec<String>>) -> Result<dataf
     let ctx = datafusion::prelude::SessionContext::new();
     table.update_datafusion_session(&ctx.state())?;
     let provider = match paths {
-        Some(paths) => table.table_provider().with_file_paths(paths).await?,
-        None => table.table_provider().await?,
+        Some(paths) => crate::delta::filtered::filtered(table.table_provider().with_file_paths(paths).await?),
+        None => crate::delta::filtered::filtered(table.table_provider().await?),
     };
     ctx.register_table("event_log", provider)?;
     Ok(ctx)

@@ -300,8 +300,12 @@ impl IncrementalView {
 
         // 3. The view: the query with its aggregate read from the state.
         state.update_datafusion_session(&ctx.state())?;
-        let scan =
-            LogicalPlanBuilder::scan("state", provider_as_source(state.table_provider().await?), None)?.build()?;
+        let scan = LogicalPlanBuilder::scan(
+            "state",
+            provider_as_source(crate::delta::filtered::filtered(state.table_provider().await?)),
+            None,
+        )?
+        .build()?;
         let mut finals = Vec::new();
         for (i, (qualifier, field)) in agg.schema.iter().enumerate() {
             let value = if i < agg.group_expr.len() {

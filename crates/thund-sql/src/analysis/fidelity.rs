@@ -61,6 +61,7 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
                 }
             }
             ambiguous_references(&node)?;
+            super::analysis_errors::check(&node)?;
             let schema = crate::declare::merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
             keeping_names(node, |e| {
@@ -78,7 +79,8 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
             .transform_data(no_rows_from_no_rows)?
             .transform_data(crate::functions::window::float_keys::sort_keys)?
             .transform_data(crate::functions::window::float_keys::group_keys)?
-            .transform_data(crate::functions::window::float_keys::join_keys)
+            .transform_data(crate::functions::window::float_keys::join_keys)?
+            .transform_data(crate::functions::window::float_keys::nan_filters)
         })?
         .data;
     // A lambda's parameters were typed when it was planned; a retyped argument (an INT literal

@@ -45,7 +45,7 @@ pub(super) async fn earlier_history(
 ) -> Result<Vec<RecordBatch>> {
     let Some(table) = history else { return Ok(Vec::new()) };
     table.update_datafusion_session(&ctx.state())?;
-    let provider = table.table_provider().await?;
+    let provider = crate::delta::filtered::filtered(table.table_provider().await?);
     let df = ctx.read_table(provider)?.filter(col(BATCH).lt(lit(batch)))?;
     let df = match keys {
         // The touched keys' changes, and every truncation: it removes whatever precedes it, so a

@@ -24,7 +24,7 @@ pub(super) async fn touched_files(
     let active: Vec<String> = target.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect();
     let Some(keys) = keys else { return Ok(active) };
     target.update_datafusion_session(&ctx.state())?;
-    let provider = target.table_provider().with_file_column(FILE).await?;
+    let provider = crate::delta::filtered::filtered(target.table_provider().with_file_column(FILE).await?);
     let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
     let hits = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftSemi)?
         .select(vec![col(FILE)])?
@@ -58,7 +58,7 @@ pub(super) async fn untouched_rows(
     if files.is_empty() {
         return Ok(None);
     }
-    let provider = target.table_provider().with_file_paths(files.to_vec()).await?;
+    let provider = crate::delta::filtered::filtered(target.table_provider().with_file_paths(files.to_vec()).await?);
     let touched = ctx.read_table(Arc::new(MemTable::try_new(keys.schema(), vec![vec![keys.clone()]])?))?;
     let kept = key_join(&ctx.read_table(provider)?, &touched, key_names, JoinType::LeftAnti)?;
     let columns: Vec<Expr> = schema

@@ -78,7 +78,7 @@ pub(super) async fn collect_tombstones(
     let schema = history.snapshot()?.snapshot().arrow_schema();
     let keys: Vec<Expr> = key_names.iter().map(|c| col(datafusion::common::Column::from_name(c))).collect();
     let candidates = ctx
-        .read_table(history.table_provider().await?)?
+        .read_table(crate::delta::filtered::filtered(history.table_provider().await?))?
         .filter(col(OP).eq(lit(DELETE)).and(col(AT).lt_eq(lit(cutoff))))?
         .select(keys)?
         .distinct()?

@@ -145,7 +145,7 @@ impl ScalarUDFImpl for EpochFunction {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
         let a = args.args[0].to_array(args.number_rows)?;
         let out: ArrayRef = match self.kind {
-            Epoch::TimestampSeconds => Arc::new(instants(&a)?),
+            Epoch::TimestampSeconds => Arc::new(seconds_instants(&a)?),
             Epoch::TimestampMillis => Arc::new(counted_instants(&a, 1_000)?),
             Epoch::TimestampMicros => Arc::new(counted_instants(&a, 1)?),
             Epoch::UnixSeconds | Epoch::UnixMillis | Epoch::UnixMicros => {
@@ -298,15 +298,61 @@ fn instants_or_null(a: &ArrayRef, lenient: bool) -> Result<TimestampMicrosecondA
 }
 
 /// Counts of a unit since the epoch (`micros_per_unit` microseconds each) as instants; one too
-/// large is NULL.
+/// large fails the query in either mode, as Spark's `Math.multiplyExact` does.
 fn counted_instants(a: &ArrayRef, micros_per_unit: i64) -> Result<TimestampMicrosecondArray> {
     let counts = arrow::compute::cast(a, &DataType::Int64)?;
-    Ok(counts
+    let micros = counts
         .as_primitive::<arrow::datatypes::Int64Type>()
         .iter()
-        .map(|v| v.and_then(|v| v.checked_mul(micros_per_unit)))
-        .collect::<TimestampMicrosecondArray>()
-        .with_timezone("UTC"))
+        .map(|v| v.map(|v| v.checked_mul(micros_per_unit)).map(|m| m.ok_or(())).transpose())
+        .collect::<std::result::Result<TimestampMicrosecondArray, ()>>();
+    match micros {
+        Ok(micros) => Ok(micros.with_timezone("UTC")),
+        Err(()) => exec_err!("[ARITHMETIC_OVERFLOW] long overflow"),
+    }
+}
+
+/// `timestamp_seconds(x)` as Spark's `SecondsToTimestamp`: an integer exactly (too large fails),
+/// floating point truncated toward zero to the microsecond (`(x * 1e6).toLong`; NaN and the
+/// infinities NULL), a DECIMAL exactly (a fraction of a microsecond fails: "Rounding
+/// necessary").
+fn seconds_instants(a: &ArrayRef) -> Result<TimestampMicrosecondArray> {
+    match a.data_type() {
+        t if t.is_integer() => counted_instants(a, 1_000_000),
+        DataType::Decimal128(_, scale) => {
+            let scale = i32::from(*scale);
+            let micros: Result<TimestampMicrosecondArray> = a
+                .as_primitive::<arrow::datatypes::Decimal128Type>()
+                .iter()
+                .map(|v| {
+                    let Some(v) = v else { return Ok(None) };
+                    let exact = if scale <= 6 {
+                        v.checked_mul(10i128.pow((6 - scale) as u32))
+                    } else {
+                        let unit = 10i128.pow((scale - 6) as u32);
+                        if v % unit != 0 {
+                            return exec_err!("[ARITHMETIC_OVERFLOW] Rounding necessary");
+                        }
+                        Some(v / unit)
+                    };
+                    match exact.and_then(|m| i64::try_from(m).ok()) {
+                        Some(m) => Ok(Some(m)),
+                        None => exec_err!("[ARITHMETIC_OVERFLOW] Overflow"),
+                    }
+                })
+                .collect();
+            Ok(micros?.with_timezone("UTC"))
+        }
+        _ => {
+            let seconds = arrow::compute::cast(a, &DataType::Float64)?;
+            Ok(seconds
+                .as_primitive::<arrow::datatypes::Float64Type>()
+                .iter()
+                .map(|s| s.filter(|s| s.is_finite()).map(|s| (s * 1e6) as i64))
+                .collect::<TimestampMicrosecondArray>()
+                .with_timezone("UTC"))
+        }
+    }
 }
 
 /// `date_format(t, pattern)` and the functions formatting the same way; `to_char` and

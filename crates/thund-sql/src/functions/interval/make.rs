@@ -116,11 +116,13 @@ impl ScalarUDFImpl for MakeYmInterval {
 
 /// `make_interval` in ANSI mode: `call` (datafusion-spark's, NULL where the fields overflow)
 /// failing where it is NULL though no argument is, as Spark's `[ARITHMETIC_OVERFLOW]`.
+/// (`make_dt_interval`'s overflow fails in either mode on Spark: `function` names the one checked.)
 pub(crate) fn overflow_check(
+    function: &'static str,
     call: datafusion::logical_expr::Expr,
     args: Vec<datafusion::logical_expr::Expr>,
 ) -> datafusion::logical_expr::Expr {
-    let udf = ScalarUDF::from(OverflowCheck { signature: Signature::variadic_any(Volatility::Immutable) });
+    let udf = ScalarUDF::from(OverflowCheck { function, signature: Signature::variadic_any(Volatility::Immutable) });
     datafusion::logical_expr::Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction {
         func: Arc::new(udf),
         args: std::iter::once(call).chain(args).collect(),
@@ -129,12 +131,17 @@ pub(crate) fn overflow_check(
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct OverflowCheck {
+    function: &'static str,
     signature: Signature,
 }
 
 impl ScalarUDFImpl for OverflowCheck {
     fn name(&self) -> &str {
-        "ansi_make_interval"
+        if self.function == "make_interval" {
+            "ansi_make_interval"
+        } else {
+            "checked_make_dt_interval"
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -152,10 +159,13 @@ impl ScalarUDFImpl for OverflowCheck {
         // the interval NULL without an overflow.
         let valid = |c: &arrow::array::ArrayRef, i: usize| c.logical_nulls().is_none_or(|nulls| nulls.is_valid(i));
         if (0..n).any(|i| columns[0].is_null(i) && columns[1..].iter().all(|c| valid(c, i))) {
-            return exec_err!(
-                "[ARITHMETIC_OVERFLOW] make_interval: the interval overflows: {}",
-                crate::modes::ansi_hint(Some("try_make_interval"))
-            );
+            if self.function == "make_interval" {
+                return exec_err!(
+                    "[ARITHMETIC_OVERFLOW] make_interval: the interval overflows: {}",
+                    crate::modes::ansi_hint(Some("try_make_interval"))
+                );
+            }
+            return exec_err!("[INTERVAL_ARITHMETIC_OVERFLOW] {}: the interval overflows", self.function);
         }
         Ok(args.args[0].clone())
     }

@@ -33,6 +33,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("try_make_interval"),
     // In ANSI mode an interval that overflows fails (datafusion-spark's is NULL).
     Function::builtin("make_interval").plan(make_interval),
+    Function::builtin("make_dt_interval").plan(make_dt_interval),
     Function::udf("try_avg"),
     // An interval literal's value, typed with its fields (`literals`).
     Function::udf("spark_interval"),
@@ -65,5 +66,12 @@ fn make_interval(c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
         return c.unchanged();
     }
     let args = c.args.clone();
-    Ok(Transformed::yes(make::overflow_check(c.into_expr(), args)))
+    Ok(Transformed::yes(make::overflow_check("make_interval", c.into_expr(), args)))
+}
+
+/// `make_dt_interval`: an interval that overflows fails, in either mode (datafusion-spark's
+/// gives NULL).
+fn make_dt_interval(c: Call, _: &PlanContext) -> Result<Transformed<Expr>> {
+    let args = c.args.clone();
+    Ok(Transformed::yes(make::overflow_check("make_dt_interval", c.into_expr(), args)))
 }

@@ -271,6 +271,20 @@ impl ScalarUDFImpl for ToJson {
     }
 }
 
+/// Spark takes only text as the JSON of `json_array_length` and `json_object_keys`: a number is
+/// refused, not read as its text.
+fn json_text_argument(function: &str, args: &[DataType]) -> Result<()> {
+    match args {
+        [DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null] => Ok(()),
+        [t] => plan_err!(
+            "[DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE] Cannot resolve \"{function}\": the first parameter \
+             requires the \"STRING\" type, however it has the type \"{}\"",
+            crate::types::spark_type_name(t)
+        ),
+        _ => Ok(()),
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct JsonArrayLength {
     signature: Signature,
@@ -285,7 +299,8 @@ impl ScalarUDFImpl for JsonArrayLength {
         &self.signature
     }
 
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        json_text_argument("json_array_length", args)?;
         Ok(DataType::Int32)
     }
 
@@ -317,7 +332,8 @@ impl ScalarUDFImpl for JsonObjectKeys {
         &self.signature
     }
 
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
+        json_text_argument("json_object_keys", args)?;
         Ok(DataType::List(Arc::new(Field::new("element", DataType::Utf8, true))))
     }
 

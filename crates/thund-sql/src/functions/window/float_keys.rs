@@ -14,7 +14,7 @@ use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType, Float32Type, Float64Type};
 use datafusion::common::tree_node::Transformed;
 use datafusion::common::tree_node::TreeNode;
-use datafusion::common::{DFSchema, Result};
+use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
     Aggregate, ColumnarValue, Distinct, Expr, ExprSchemable, GroupingSet, LogicalPlan, Operator, ScalarFunctionArgs,
@@ -181,6 +181,85 @@ pub(crate) fn join_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             Ok(Transformed::new_transformed(LogicalPlan::Filter(filter), t.transformed))
         }
         node => Ok(Transformed::no(node)),
+    }
+}
+
+/// A filter's comparisons of a floating-point column that are true for a NaN (`x > 1`,
+/// `NOT x BETWEEN 0 AND 3`, `x <> 2`: a NaN is greater than every number on Spark) with the
+/// column read through [`float_key`]. A Delta or Parquet file's statistics leave NaN out of a
+/// column's least and greatest values, so a scan that prunes files by `x > 1` would skip a file
+/// whose only rows above 1 are NaN; a comparison false for a NaN (`x < 1`) still prunes.
+pub(crate) fn nan_filters(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+    let LogicalPlan::Filter(mut filter) = node else { return Ok(Transformed::no(node)) };
+    let schema = Arc::clone(filter.input.schema());
+    let mut changed = false;
+    filter.predicate = nan_safe(filter.predicate, &schema, false, &mut changed);
+    Ok(Transformed::new_transformed(LogicalPlan::Filter(filter), changed))
+}
+
+/// `e`, under `negated` NOTs, with each comparison true for a NaN column read as a key.
+fn nan_safe(e: Expr, schema: &DFSchema, negated: bool, changed: &mut bool) -> Expr {
+    use datafusion::logical_expr::{Between, BinaryExpr};
+    // A column (or a cast of one) a scan may prune by, when it is floating point.
+    let prunable = |x: &Expr| {
+        let column = match x {
+            Expr::Cast(c) => c.expr.as_ref(),
+            Expr::TryCast(c) => c.expr.as_ref(),
+            x => x,
+        };
+        matches!(column, Expr::Column(_)) && x.get_type(schema).is_ok_and(|t| t.is_floating())
+    };
+    let nan_literal = |x: &Expr| {
+        matches!(x, Expr::Literal(ScalarValue::Float64(Some(v)), _) if v.is_nan())
+            || matches!(x, Expr::Literal(ScalarValue::Float32(Some(v)), _) if v.is_nan())
+    };
+    let mut keyed = |x: Expr| match float_key(&x, schema) {
+        Some(k) => {
+            *changed = true;
+            k
+        }
+        None => x,
+    };
+    match e {
+        Expr::Not(inner) => Expr::Not(Box::new(nan_safe(*inner, schema, !negated, changed))),
+        Expr::BinaryExpr(BinaryExpr { left, op: op @ (Operator::And | Operator::Or), right }) => {
+            let left = nan_safe(*left, schema, negated, changed);
+            let right = nan_safe(*right, schema, negated, changed);
+            Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) })
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right })
+            if matches!(
+                op,
+                Operator::Eq
+                    | Operator::NotEq
+                    | Operator::Lt
+                    | Operator::LtEq
+                    | Operator::Gt
+                    | Operator::GtEq
+                    | Operator::IsDistinctFrom
+            ) =>
+        {
+            // What `NaN op c` (column on the left) or `c op NaN` gives.
+            let nan_answer = |column_left: bool| match op {
+                Operator::Gt | Operator::GtEq => column_left,
+                Operator::Lt | Operator::LtEq => !column_left,
+                Operator::NotEq | Operator::IsDistinctFrom => true,
+                _ => false,
+            };
+            let risky = |column_left: bool, other: &Expr| nan_answer(column_left) != negated || nan_literal(other);
+            let (left, right) = (*left, *right);
+            let left = if prunable(&left) && risky(true, &right) { keyed(left) } else { left };
+            let right = if prunable(&right) && risky(false, &left) { keyed(right) } else { right };
+            Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) })
+        }
+        Expr::Between(b) if prunable(&b.expr) && (b.negated != negated || nan_literal(&b.high)) => {
+            Expr::Between(Between { expr: Box::new(keyed(*b.expr)), ..b })
+        }
+        Expr::InList(mut l) if prunable(&l.expr) && (l.negated != negated || l.list.iter().any(nan_literal)) => {
+            l.expr = Box::new(keyed(*l.expr));
+            Expr::InList(l)
+        }
+        e => e,
     }
 }
 
