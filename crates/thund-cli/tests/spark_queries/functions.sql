@@ -124,3 +124,4 @@ SELECT schema_of_json('{"a": 007, "b": [00.5, 1], "c": "01"}', map('allowNumeric
 SELECT json_array_length(2) AS a;
 SELECT json_object_keys(2) AS a;
 SELECT json_array_length(NULL) AS a, json_array_length('[1, 2]') AS b;
+SELECT count() AS n;

@@ -7,7 +7,11 @@
 //! - a ranking or offset window function without `ORDER BY` (`row_number() OVER ()`: Spark's
 //!   rows have no order to number; DataFusion numbers them as they come);
 //! - an aggregate with `FILTER (WHERE …)` over a window;
-//! - `median` over an ordered window (`INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC`).
+//! - `median` over an ordered window (`INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC`);
+//! - `count()` with no argument (`WRONG_NUM_ARGS`; DataFusion's planner makes it `count(1)`
+//!   before any plan rule sees it, so this one is found on the syntax tree, [`refuse_rule`]).
+
+use std::ops::ControlFlow;
 
 use datafusion::common::tree_node::TreeNode;
 use datafusion::error::{DataFusionError, Result};
@@ -78,4 +82,30 @@ fn refusal(e: &Expr) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Refuses `query` where it calls `count()` with no argument, as Spark does.
+pub(super) fn refuse_rule(query: &mut sqlparser::ast::Query, _: &crate::modes::SqlModes) -> Result<(), String> {
+    use sqlparser::ast::{Expr as Syntax, FunctionArguments, Visit, Visitor};
+    struct Find(bool);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Syntax) -> ControlFlow<()> {
+            let Syntax::Function(f) = e else { return ControlFlow::Continue(()) };
+            let count = f.name.0.len() == 1 && f.name.to_string().eq_ignore_ascii_case("count");
+            if count && matches!(&f.args, FunctionArguments::List(l) if l.args.is_empty()) {
+                self.0 = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find(false);
+    let _ = Visit::visit(&*query, &mut find);
+    if find.0 {
+        return Err("[WRONG_NUM_ARGS.WITH_SUGGESTION] The `count` requires >= 1 parameters but the actual number \
+                    is 0 (`count(*)` counts every row)"
+            .into());
+    }
+    Ok(())
 }

@@ -55,12 +55,14 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 13] = [
+pub(crate) const QUERY_RULES: [QueryRule; 14] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
     // Spark's grammar reads otherwise.
     QueryRule { name: "predicate_operands", apply: predicates::refuse_rule },
+    // `count()`, which DataFusion's planner makes `count(1)`; Spark refuses it.
+    QueryRule { name: "empty_count", apply: analysis_errors::refuse_rule },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
     // treat as any other.
     QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },

@@ -30,8 +30,7 @@ pub(crate) fn float_key(x: &Expr, schema: &DFSchema) -> Option<Expr> {
     if matches!(x, Expr::ScalarFunction(f) if f.name() == NAME) {
         return None;
     }
-    let func = Arc::new(ScalarUDF::from(FloatKey { signature: Signature::any(1, Volatility::Immutable) }));
-    Some(Expr::ScalarFunction(ScalarFunction { func, args: vec![x.clone()] }))
+    Some(FloatKey::call(x, true))
 }
 
 /// Floating-point arithmetic (`-x`, `x + y`, `x - y`, `x * y`) with every NaN it gives the
@@ -48,8 +47,7 @@ pub(crate) fn nan_arithmetic(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     if !arithmetic || !e.get_type(schema).is_ok_and(|t| t.is_floating()) {
         return None;
     }
-    let func = Arc::new(ScalarUDF::from(OneNan { signature: Signature::any(1, Volatility::Immutable) }));
-    Some(Expr::ScalarFunction(ScalarFunction { func, args: vec![e.clone()] }))
+    Some(FloatKey::call(e, false))
 }
 
 /// `values` with every NaN the one positive NaN, when they are floating point.
@@ -70,32 +68,6 @@ pub(crate) fn one_nan(values: ArrayRef) -> ArrayRef {
             }
         })),
         _ => values,
-    }
-}
-
-/// [`one_nan`] as a function of the plan.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct OneNan {
-    signature: Signature,
-}
-
-impl ScalarUDFImpl for OneNan {
-    fn name(&self) -> &str {
-        "spark_one_nan"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, args: &[DataType]) -> Result<DataType> {
-        Ok(args[0].clone())
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let values = args.args[0].to_array(args.number_rows)?;
-        crate::columnar::columnar(one_nan(values), scalar)
     }
 }
 
@@ -348,14 +320,28 @@ pub(crate) fn sort_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 }
 
 const NAME: &str = "spark_float_key";
+/// `x` with every NaN the one positive NaN and, when `zeros`, `-0.0` as `0.0` (a key), or with
+/// its zeros as they are (`spark_one_nan`, after arithmetic).
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct FloatKey {
     signature: Signature,
+    zeros: bool,
+}
+
+impl FloatKey {
+    fn call(x: &Expr, zeros: bool) -> Expr {
+        let func = Arc::new(ScalarUDF::from(FloatKey { signature: Signature::any(1, Volatility::Immutable), zeros }));
+        Expr::ScalarFunction(ScalarFunction { func, args: vec![x.clone()] })
+    }
 }
 
 impl ScalarUDFImpl for FloatKey {
     fn name(&self) -> &str {
-        NAME
+        if self.zeros {
+            NAME
+        } else {
+            "spark_one_nan"
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -368,22 +354,14 @@ impl ScalarUDFImpl for FloatKey {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let scalar = matches!(args.args[0], ColumnarValue::Scalar(_));
-        let values = args.args[0].to_array(args.number_rows)?;
+        let values = one_nan(args.args[0].to_array(args.number_rows)?);
+        if !self.zeros {
+            return crate::columnar::columnar(values, scalar);
+        }
+        // `v + 0.0` is `0.0` for both zeros and `v` for every other number (and NaN).
         let out: ArrayRef = match values.data_type() {
-            DataType::Float64 => Arc::new(values.as_primitive::<Float64Type>().unary::<_, Float64Type>(|v| {
-                if v.is_nan() {
-                    f64::NAN
-                } else {
-                    v + 0.0
-                }
-            })),
-            DataType::Float32 => Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float32Type>(|v| {
-                if v.is_nan() {
-                    f32::NAN
-                } else {
-                    v + 0.0
-                }
-            })),
+            DataType::Float64 => Arc::new(values.as_primitive::<Float64Type>().unary::<_, Float64Type>(|v| v + 0.0)),
+            DataType::Float32 => Arc::new(values.as_primitive::<Float32Type>().unary::<_, Float32Type>(|v| v + 0.0)),
             _ => values,
         };
         crate::columnar::columnar(out, scalar)
