@@ -109,19 +109,7 @@ pub(super) fn doubles_over_decimals(e: &Expr, schema: &DFSchema) -> Result<Optio
                 .collect::<Result<_>>()?;
             Some(Expr::ScalarFunction(ScalarFunction { func: Arc::clone(&f.func), args }))
         }
-        Expr::BinaryExpr(b)
-            if matches!(
-                b.op,
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-                    | Operator::IsNotDistinctFrom
-            ) =>
-        {
+        Expr::BinaryExpr(b) if is_comparison(b.op) => {
             // Spark compares no date or timestamp with a number, in either mode.
             let (lt, rt) = (b.left.get_type(schema)?, b.right.get_type(schema)?);
             let datetime = |t: &DataType| matches!(t, DataType::Date32 | DataType::Timestamp(..));
@@ -352,4 +340,19 @@ pub(super) fn cast_columns(
         })
         .collect();
     Ok(LogicalPlan::Projection(Projection::try_new(exprs, plan)?))
+}
+
+/// Whether `op` compares its operands (`=`, `<>`, `<`, `<=`, `>`, `>=`, `IS [NOT] DISTINCT FROM`).
+pub(crate) fn is_comparison(op: Operator) -> bool {
+    matches!(
+        op,
+        Operator::Eq
+            | Operator::NotEq
+            | Operator::Lt
+            | Operator::LtEq
+            | Operator::Gt
+            | Operator::GtEq
+            | Operator::IsDistinctFrom
+            | Operator::IsNotDistinctFrom
+    )
 }

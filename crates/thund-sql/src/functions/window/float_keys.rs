@@ -47,7 +47,22 @@ pub(crate) fn nan_arithmetic(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     if !arithmetic || !e.get_type(schema).is_ok_and(|t| t.is_floating()) {
         return None;
     }
-    Some(FloatKey::call(e, false))
+    // Only the outermost arithmetic of a tree is read: its operands lose their own reading, so
+    // `a * b + c` makes one pass over its rows, not two.
+    let inner = |x: Box<Expr>| match *x {
+        Expr::ScalarFunction(f) if f.name() == ONE_NAN && f.args.len() == 1 => Box::new(f.args[0].clone()),
+        x => Box::new(x),
+    };
+    let e = match e.clone() {
+        Expr::Negative(x) => Expr::Negative(inner(x)),
+        Expr::BinaryExpr(b) => Expr::BinaryExpr(datafusion::logical_expr::BinaryExpr {
+            left: inner(b.left),
+            op: b.op,
+            right: inner(b.right),
+        }),
+        e => e,
+    };
+    Some(FloatKey::call(&e, false))
 }
 
 /// `values` with every NaN the one positive NaN, when they are floating point.
@@ -199,18 +214,7 @@ fn nan_safe(e: Expr, schema: &DFSchema, negated: bool, changed: &mut bool) -> Ex
             let right = nan_safe(*right, schema, negated, changed);
             Expr::BinaryExpr(BinaryExpr { left: Box::new(left), op, right: Box::new(right) })
         }
-        Expr::BinaryExpr(BinaryExpr { left, op, right })
-            if matches!(
-                op,
-                Operator::Eq
-                    | Operator::NotEq
-                    | Operator::Lt
-                    | Operator::LtEq
-                    | Operator::Gt
-                    | Operator::GtEq
-                    | Operator::IsDistinctFrom
-            ) =>
-        {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if crate::analysis::common_types::is_comparison(op) => {
             // What `NaN op c` (column on the left) or `c op NaN` gives.
             let nan_answer = |column_left: bool| match op {
                 Operator::Gt | Operator::GtEq => column_left,
@@ -320,6 +324,7 @@ pub(crate) fn sort_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 }
 
 const NAME: &str = "spark_float_key";
+const ONE_NAN: &str = "spark_one_nan";
 /// `x` with every NaN the one positive NaN and, when `zeros`, `-0.0` as `0.0` (a key), or with
 /// its zeros as they are (`spark_one_nan`, after arithmetic).
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -340,7 +345,7 @@ impl ScalarUDFImpl for FloatKey {
         if self.zeros {
             NAME
         } else {
-            "spark_one_nan"
+            ONE_NAN
         }
     }
 
