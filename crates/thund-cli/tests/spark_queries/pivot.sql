@@ -40,3 +40,57 @@ WITH a(id) AS (VALUES (1), (2)), b(id) AS (VALUES (2), (3)), c(id) AS (VALUES (3
 SELECT id FROM a UNION SELECT id FROM b EXCEPT SELECT id FROM c;
 WITH a(id) AS (VALUES (1), (2), (3)), b(id) AS (VALUES (2))
 (SELECT id FROM a EXCEPT SELECT id FROM b) UNION ALL (SELECT id FROM b INTERSECT SELECT id FROM a);
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (count(v) FOR c IN ('a', 'b', 'q'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (count(*) FOR c IN ('a', 'b'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (count(v) AS n, sum(v) FOR c IN ('a' AS aa, 'b'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FOR c IN (NULL, 'a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (first(d) FOR c IN ('a', 'b'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) + 1 AS s FOR c IN ('a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FOR (c, d) IN (('a', 'x') AS ax, ('b', 'y')));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FOR k IN (1, 2.0, '3'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (avg(v), max(d) FOR c IN ('a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (collect_list(v) FOR c IN ('a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FILTER (WHERE v > 10) FOR C IN ('a', 'A'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(DISTINCT v) FOR c IN ('a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT p.k, a FROM t AS p PIVOT (sum(v) FOR c IN ('a', 'b')) WHERE p.k > 1;
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM (SELECT k, c, v FROM t) PIVOT (sum(v) FOR c IN ('a', 'b')) AS p;
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w')), s(k) AS (VALUES (1), (1))
+SELECT * FROM s, t PIVOT (sum(v) FOR c IN ('a', 'b'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (v FOR c IN ('a'));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FOR c IN (k));
+WITH t(k, c, v, d) AS (VALUES (1, 'a', 10, 'x'), (1, 'b', 20, 'y'), (2, 'a', 30, 'x'), (2, 'a', NULL, 'z'), (3, NULL, 5, 'w'))
+SELECT * FROM t PIVOT (sum(v) FOR c IN ('a', 'a'));
+WITH t(k, x) AS (VALUES (1, 1.5D), (1, CAST('NaN' AS DOUBLE)), (2, -0.0D))
+SELECT * FROM t PIVOT (max(x) AS hi, min(x) FOR k IN (1 AS one, 2 AS two));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT INCLUDE NULLS (v FOR c IN (a AS x, B));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT (v FOR c IN (a, d));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT (v FOR c IN (a, s));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT ((v1, v2) FOR c IN ((a, b), (d, k) AS z));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT q.* FROM u UNPIVOT (v FOR c IN (u.a, u.b)) AS q WHERE q.k < 3;
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT (v FOR c IN (a, b)) PIVOT (sum(v) FOR c IN ('a', 'b'));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT * FROM u UNPIVOT (k FOR c IN (a, b));
+WITH u(k, a, b, s, d) AS (VALUES (1, 10, 20, 'p', 2.5), (2, NULL, 40, 'q', NULL), (3, NULL, NULL, 'r', 1.0))
+SELECT c, count(*) AS n, sum(v) AS total FROM u UNPIVOT (v FOR c IN (a, b, k)) GROUP BY c;

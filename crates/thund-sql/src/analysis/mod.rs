@@ -29,6 +29,7 @@ pub(crate) mod lateral;
 pub(crate) mod multisets;
 pub(crate) mod named_windows;
 pub(crate) mod names;
+pub(crate) mod pivots;
 pub(crate) mod predicates;
 pub(crate) mod resolution;
 pub(crate) mod shapes;
@@ -55,7 +56,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 14] = [
+pub(crate) const QUERY_RULES: [QueryRule; 15] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
@@ -77,6 +78,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 14] = [
     // their rows.
     QueryRule { name: "multiset_operations", apply: multisets::mark_rule },
     QueryRule { name: "query_shapes", apply: refuse_shapes },
+    // While expressions are as written: Spark's names for the columns PIVOT and UNPIVOT make
+    // (planned by `pivots::PivotPlanner`).
+    QueryRule { name: "pivot_names", apply: pivots::name_rule },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
     QueryRule { name: "spark_spellings", apply: spellings::rewrite_query },
