@@ -339,7 +339,7 @@ pub(crate) fn split_parser_error(message: &str) -> (String, Option<(u64, u64)>) 
 /// dialect reads itself.) Raw strings and `TRIM(BOTH FROM …)` are read as `spark_forms` says.
 pub(crate) fn spark_parser(sql: &str) -> Result<Parser<'static>, ParserError> {
     let raw = raw_tokens(sql).map_err(|e| ParserError::TokenizerError(e.to_string()))?;
-    let raw = spark_forms(raw);
+    let raw = parenthesized_values(spark_forms(raw));
     let mut tokens = Vec::with_capacity(raw.len());
     let function_exists: Vec<bool> = (0..raw.len()).map(|i| is_exists_function(&raw, i)).collect();
     let mut raw = raw.into_iter().enumerate().map(|(i, mut t)| {
@@ -394,6 +394,109 @@ pub(crate) fn spark_parser(sql: &str) -> Result<Parser<'static>, ParserError> {
         raw.next(); // the suffix
     }
     Ok(Parser::new(&DIALECT).with_tokens_with_locations(tokens))
+}
+
+/// Spark's inline table of one value per row, `VALUES 1, 2 AS t(a)` (or `VALUES 'x' T(c)`), as
+/// rows in parentheses, which sqlparser reads: `VALUES (1), (2) AS t(a)`. A row ends at a comma,
+/// or, after a whole operand, at a word that cannot continue an expression (an alias, `AS`, a
+/// clause's keyword).
+fn parenthesized_values(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    /// Words that continue an expression after an operand.
+    const CONTINUING: [&str; 31] = [
+        "AND", "OR", "IS", "NOT", "IN", "BETWEEN", "LIKE", "ILIKE", "RLIKE", "REGEXP", "DIV", "COLLATE", "ESCAPE",
+        "CASE", "WHEN", "THEN", "ELSE", "END", "YEAR", "YEARS", "MONTH", "MONTHS", "DAY", "DAYS", "HOUR", "HOURS",
+        "MINUTE", "MINUTES", "SECOND", "SECONDS", "TO",
+    ];
+    /// Of those, the words that end an operand (`CASE … END`, `INTERVAL '1' DAY`).
+    const ENDING: [&str; 14] = [
+        "END", "YEAR", "YEARS", "MONTH", "MONTHS", "DAY", "DAYS", "HOUR", "HOURS", "MINUTE", "MINUTES", "SECOND",
+        "SECONDS", "NULL",
+    ];
+    let significant = |t: &TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let t = &tokens[i];
+        out.push(t.clone());
+        i += 1;
+        let values = matches!(&t.token, Token::Word(w) if w.keyword == Keyword::VALUES && w.quote_style.is_none());
+        if !values {
+            continue;
+        }
+        let Some(first) = tokens[i..].iter().position(significant).map(|p| p + i) else { continue };
+        if matches!(tokens[first].token, Token::LParen | Token::EOF | Token::SemiColon) {
+            continue;
+        }
+        let at = |t: &TokenWithSpan, token: Token| TokenWithSpan { token, span: t.span };
+        out.extend(tokens[i..first].iter().cloned());
+        out.push(at(&tokens[first], Token::LParen));
+        i = first;
+        let mut depth = 0usize;
+        let mut after_operand = false;
+        let mut previous: Option<&TokenWithSpan> = None;
+        while i < tokens.len() {
+            let t = &tokens[i];
+            let ends = match &t.token {
+                Token::LParen | Token::LBracket => {
+                    depth += 1;
+                    false
+                }
+                Token::RParen | Token::RBracket if depth > 0 => {
+                    depth -= 1;
+                    false
+                }
+                Token::RParen | Token::RBracket | Token::SemiColon | Token::EOF => true,
+                Token::Comma if depth == 0 => {
+                    out.push(at(t, Token::RParen));
+                    out.push(t.clone());
+                    i += 1;
+                    let next = tokens[i..].iter().position(significant).map_or(tokens.len(), |p| p + i);
+                    out.extend(tokens[i..next].iter().cloned());
+                    if let Some(n) = tokens.get(next) {
+                        out.push(at(n, Token::LParen));
+                    }
+                    i = next;
+                    after_operand = false;
+                    previous = None;
+                    continue;
+                }
+                Token::Word(w) if depth == 0 && after_operand => {
+                    // `1.5D`, `10L`: a typed number's suffix, read with the number.
+                    let suffix =
+                        previous.is_some_and(|p| matches!(p.token, Token::Number(..)) && p.span.end == t.span.start);
+                    let continues =
+                        w.quote_style.is_none() && CONTINUING.iter().any(|c| w.value.eq_ignore_ascii_case(c));
+                    !suffix && !continues
+                }
+                _ => false,
+            };
+            if ends {
+                out.push(at(t, Token::RParen));
+                break;
+            }
+            if significant(t) {
+                after_operand = match &t.token {
+                    Token::Number(..)
+                    | Token::SingleQuotedString(_)
+                    | Token::DoubleQuotedString(_)
+                    | Token::RParen
+                    | Token::RBracket => true,
+                    Token::Word(w) => {
+                        let is = |words: &[&str]| words.iter().any(|c| w.value.eq_ignore_ascii_case(c));
+                        w.quote_style.is_some() || !is(&CONTINUING) || is(&ENDING)
+                    }
+                    _ => false,
+                };
+                previous = Some(t);
+            }
+            out.push(t.clone());
+            i += 1;
+        }
+        if i >= tokens.len() {
+            out.push(at(tokens.last().unwrap_or(&tokens[first]), Token::RParen));
+        }
+    }
+    out
 }
 
 /// Spark's spellings the tokenizer or the parser do not know, as ones they do:

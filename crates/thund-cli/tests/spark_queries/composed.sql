@@ -129,3 +129,17 @@ SELECT x IN (1, 2) = true AS a FROM VALUES (1) AS t(x);
 -- `split` by an empty pattern splits between characters, with no trailing empty piece; a NULL order of `sort_array` is NULL.
 SELECT split('abc', '') AS a, split('abc', '', 2) AS b, split('', '') AS c, split('aé,b', '', 0) AS d, split(s, '') AS e FROM VALUES ('xy'), (NULL) AS t(s);
 SELECT sort_array(array(3, 1, 2), NULL) AS a, sort_array(array(3, 1, NULL), false) AS b, sort_array(array(3, 1, NULL)) AS c;
+SELECT col FROM VALUES 1 T(col);
+SELECT * FROM VALUES 1, 2, 3 AS t(a);
+SELECT * FROM VALUES ('a', 1), ('b', 2);
+VALUES 1, 2;
+SELECT * FROM (VALUES 1, 2) t(a);
+SELECT * FROM VALUES (1, 2) AS t(a, b) JOIN VALUES 1 AS s(a) USING (a);
+SELECT t.col2 FROM VALUES ('a', 1.5D), ('b', 2) AS t;
+SELECT * FROM VALUES CASE WHEN 1 > 0 THEN 7 END, NULL, 2 + 3 * 4 AS t(x);
+SELECT * FROM VALUES NOT true IS NULL, false AS t(x);
+SELECT * FROM VALUES 1.5D, 2L T(x) WHERE x > 1.6;
+WITH s AS (VALUES (1, 'a')) SELECT * FROM s;
+SELECT 1 AS a UNION ALL VALUES (2);
+VALUES (1, 'a'), (2, 'b') ORDER BY 1 DESC;
+SELECT col1 + 1 AS n FROM (VALUES (1), (2)) ORDER BY n;

@@ -99,3 +99,11 @@ SELECT * FROM (SELECT region, sum(qty) AS total FROM s GROUP BY region WITH CUBE
 -- grouping() needs grouping sets on Spark
 SELECT x, grouping(x) AS g FROM VALUES (1), (2) AS t(x) GROUP BY x;
 SELECT x, grouping_id(x) AS g FROM VALUES (1), (2) AS t(x) GROUP BY x;
+WITH t(a, b) AS (VALUES (1, 2), (1, 2), (1, NULL), (2, 3), (NULL, NULL), (2, 3))
+SELECT count(DISTINCT a, b), count(a, b), count(DISTINCT a), count(DISTINCT b, a) AS n FROM t;
+WITH t(a, b, c) AS (VALUES (1, 2, 1), (1, 2, 1), (1, 2, 2), (2, NULL, 1))
+SELECT a, count(DISTINCT b, c) AS n, count(DISTINCT b, c) FILTER (WHERE c > 1) AS m FROM t GROUP BY a;
+WITH t(x, y) AS (VALUES (0.0D, 1), (-0.0D, 1), (CAST('NaN' AS DOUBLE), 1), (-CAST('NaN' AS DOUBLE), 1))
+SELECT count(DISTINCT x) AS a, count(DISTINCT named_struct('x', x)) AS b, count(DISTINCT x, y) AS c, sum(DISTINCT x) AS d FROM t;
+WITH t(k, x) AS (VALUES (1, 0.0D), (1, -0.0D), (2, CAST('NaN' AS DOUBLE)), (2, -CAST('NaN' AS DOUBLE)), (2, 1.0D))
+SELECT k, count(DISTINCT x) AS n, count(DISTINCT x, k) AS m FROM t GROUP BY k;

@@ -56,7 +56,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 15] = [
+pub(crate) const QUERY_RULES: [QueryRule; 16] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
@@ -83,6 +83,8 @@ pub(crate) const QUERY_RULES: [QueryRule; 15] = [
     QueryRule { name: "pivot_names", apply: pivots::name_rule },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
+    // Spark's `col1`, `col2`, … for an inline table's columns.
+    QueryRule { name: "inline_table_names", apply: names::name_inline_tables },
     QueryRule { name: "spark_spellings", apply: spellings::rewrite_query },
     QueryRule { name: "lateral_views", apply: lateral::rewrite_rule },
     QueryRule { name: "datetime_types", apply: crate::types::datetime_types_rule },

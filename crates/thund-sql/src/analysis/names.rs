@@ -11,6 +11,8 @@
 //! whose Spark name is not known here keeps DataFusion's, as does one whose name would repeat
 //! another column's in the same list (Spark allows that, a DataFusion plan does not).
 
+use std::ops::ControlFlow;
+
 use sqlparser::ast::{
     AccessExpr, BinaryOperator, CastKind, CeilFloorKind, DataType, DateTimeField, DuplicateTreatment, Expr,
     FunctionArg, FunctionArgExpr, FunctionArguments, Ident, Select, SelectItem, SetExpr, Subscript, UnaryOperator,
@@ -567,4 +569,79 @@ mod tests {
         assert_eq!(names("SELECT t.a, u.a FROM t"), ["a", "unnamed u.a"]);
         assert_eq!(names("SELECT x AS `(a + 1)`, t.a + 1 FROM t"), ["(a + 1)", "unnamed t.a + 1"]);
     }
+}
+
+/// Spark's names for an inline table's columns, `col1`, `col2`, … (DataFusion's are `column1`,
+/// …): every `VALUES` query becomes `SELECT * FROM (VALUES …) AS __values(col1, …)`, which an
+/// alias's own column names (`VALUES (1, 2) AS t(a, b)`) rename as before.
+pub(crate) fn name_inline_tables(query: &mut sqlparser::ast::Query, _: &crate::modes::SqlModes) -> Result<(), String> {
+    use sqlparser::ast::{
+        GroupByExpr, Query, SelectFlavor, TableAlias, TableAliasColumnDef, TableFactor, TableWithJoins, VisitMut,
+        VisitorMut, WildcardAdditionalOptions,
+    };
+    struct Inline;
+    impl VisitorMut for Inline {
+        type Break = ();
+        // After the query's own parts are visited, so the query written here is not visited again.
+        fn post_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            let SetExpr::Values(values) = query.body.as_ref() else { return ControlFlow::Continue(()) };
+            let Some(width) = values.rows.first().map(|r| r.len()) else { return ControlFlow::Continue(()) };
+            let values = Query {
+                with: None,
+                body: Box::new(SetExpr::Values(values.clone())),
+                order_by: None,
+                limit_clause: None,
+                fetch: None,
+                locks: vec![],
+                for_clause: None,
+                settings: None,
+                format_clause: None,
+                pipe_operators: vec![],
+            };
+            let alias = TableAlias {
+                explicit: true,
+                name: Ident::new("__values"),
+                at: None,
+                columns: (1..=width).map(|i| TableAliasColumnDef::from_name(format!("col{i}"))).collect(),
+            };
+            let select = Select {
+                select_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                optimizer_hints: vec![],
+                distinct: None,
+                select_modifiers: None,
+                top: None,
+                top_before_distinct: false,
+                projection: vec![SelectItem::Wildcard(WildcardAdditionalOptions::default())],
+                exclude: None,
+                into: None,
+                from: vec![TableWithJoins {
+                    relation: TableFactor::Derived {
+                        lateral: false,
+                        subquery: Box::new(values),
+                        alias: Some(alias),
+                        sample: None,
+                    },
+                    joins: vec![],
+                }],
+                lateral_views: vec![],
+                prewhere: None,
+                selection: None,
+                connect_by: vec![],
+                group_by: GroupByExpr::Expressions(vec![], vec![]),
+                cluster_by: vec![],
+                distribute_by: vec![],
+                sort_by: vec![],
+                having: None,
+                named_window: vec![],
+                qualify: None,
+                window_before_qualify: false,
+                value_table_mode: None,
+                flavor: SelectFlavor::Standard,
+            };
+            query.body = Box::new(SetExpr::Select(Box::new(select)));
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = query.visit(&mut Inline);
+    Ok(())
 }

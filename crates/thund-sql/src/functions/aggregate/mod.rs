@@ -33,6 +33,8 @@ pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
 
 /// Spark's aggregate functions, as they run here.
 pub(crate) const FUNCTIONS: &[Function] = &[
+    // `count(DISTINCT a, b)`: DataFusion's DISTINCT takes one argument.
+    Function::builtin("count").parse(spellings::distinct_tuples),
     Function::udf("percentile_approx"),
     Function::udf("approx_percentile"),
     Function::udf("percentile"),

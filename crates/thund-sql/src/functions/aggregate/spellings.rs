@@ -180,3 +180,55 @@ pub(crate) fn fill_grouping_id(query: &mut sqlparser::ast::Query) {
     let _ = sqlparser::ast::visit_expressions_mut(&mut select.having, fill);
     let _ = sqlparser::ast::visit_expressions_mut(&mut query.order_by, fill);
 }
+
+/// `count(DISTINCT a, b, …)`: Spark counts the distinct tuples whose values are all non-NULL
+/// (DataFusion takes one argument with DISTINCT): `count(DISTINCT CASE WHEN a IS NOT NULL AND b
+/// IS NOT NULL … THEN struct(a, b, …) END)`. Floating-point values in the tuple are read as
+/// Spark groups them by the plan rule for DISTINCT arguments (`float_keys::group_keys`).
+pub(super) fn distinct_tuples(expr: &Expr) -> Option<Expr> {
+    let Expr::Function(f) = expr else { return None };
+    let FunctionArguments::List(list) = &f.args else { return None };
+    if list.duplicate_treatment != Some(sqlparser::ast::DuplicateTreatment::Distinct) || list.args.len() < 2 {
+        return None;
+    }
+    let values: Vec<Expr> = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let all_present = values.iter().map(|v| Expr::IsNotNull(Box::new(v.clone()))).reduce(|a, b| Expr::BinaryOp {
+        left: Box::new(a),
+        op: sqlparser::ast::BinaryOperator::And,
+        right: Box::new(b),
+    })?;
+    let mut tuple = sqlparser::ast::Function {
+        name: ObjectName::from(vec![Ident::new("struct")]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: values.into_iter().map(|v| FunctionArg::Unnamed(FunctionArgExpr::Expr(v))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    };
+    tuple.name = ObjectName::from(vec![Ident::new("struct")]);
+    let when = Expr::Case {
+        case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions: vec![sqlparser::ast::CaseWhen { condition: all_present, result: Expr::Function(tuple) }],
+        else_result: None,
+    };
+    let mut call = f.clone();
+    let mut list = list.clone();
+    list.args = vec![FunctionArg::Unnamed(FunctionArgExpr::Expr(when))];
+    call.args = FunctionArguments::List(list);
+    Some(Expr::Function(call))
+}

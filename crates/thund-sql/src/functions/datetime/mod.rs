@@ -8,6 +8,7 @@ pub(crate) mod make_timestamp;
 pub(crate) mod patterns;
 mod rewrites;
 pub(crate) mod timestamp_text;
+mod units;
 pub(crate) mod windows;
 
 use crate::declare::Function;
@@ -17,6 +18,7 @@ pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
     patterns::register(ctx);
     make_timestamp::register(ctx);
     windows::register(ctx);
+    units::register(ctx);
 }
 
 /// Spark's datetime functions, as they run here.
@@ -72,8 +74,17 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     // Spark's date functions take a DATE, to which it casts a string or a timestamp (in ANSI
     // mode a string that is no date fails, without it it is NULL: the cast's rules); a literal
     // count of days or months is an INT.
-    Function::builtin("date_add").templates(&[(2, "date_add(CAST(__a1 AS DATE), __a2)")]).ints(&[1]),
-    Function::spelled("dateadd", &[(2, "date_add(CAST(__a1 AS DATE), __a2)")]).ints(&[1]),
+    Function::builtin("date_add").templates(&[(2, "date_add(CAST(__a1 AS DATE), __a2)")]).ints(&[1]).parse(units::add),
+    Function::spelled("dateadd", &[(2, "date_add(CAST(__a1 AS DATE), __a2)")]).ints(&[1]).parse(units::add),
+    // Arithmetic by a named unit (`units`): `timestampadd(HOUR, 2, t)`, also spelled `dateadd` /
+    // `date_add`, and `timestampdiff(MONTH, a, b)`, also `datediff` / `date_diff` / `timediff`.
+    Function::spelled("timestampadd", &[]).parse(units::add),
+    Function::spelled("timestampdiff", &[]).parse(units::diff),
+    Function::spelled("timediff", &[]).parse(units::diff),
+    Function::builtin("datediff").parse(units::diff),
+    Function::builtin("date_diff").parse(units::diff),
+    Function::udf(units::ADD).plan(units::texts_as_timestamps),
+    Function::udf(units::DIFF).plan(units::texts_as_timestamps),
     Function::builtin("date_sub").templates(&[(2, "date_sub(CAST(__a1 AS DATE), __a2)")]).ints(&[1]),
     Function::builtin("add_months").templates(&[(2, "add_months(CAST(__a1 AS DATE), __a2)")]).ints(&[1]),
     Function::builtin("last_day").templates(&[(1, "last_day(CAST(__a1 AS DATE))")]),

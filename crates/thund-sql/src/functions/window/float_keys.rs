@@ -284,14 +284,19 @@ pub(crate) fn group_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> 
         })],
         plain => keys(plain)?,
     };
-    if !changed {
-        return Ok(Transformed::no(node));
-    }
+    // `grouping()` reads the keys as grouped; a DISTINCT aggregate's arguments (and the values
+    // of a tuple `count(DISTINCT a, b)` counts, a `struct` call) are grouped as keys are.
+    let mut distinct_keyed = false;
     let aggr_expr = aggr_expr
         .into_iter()
         .map(|e| {
-            e.transform_up(|e| match &e {
-                Expr::AggregateFunction(f) if f.func.name().starts_with("grouping") => {
+            // The aggregate keeps its column's name for the nodes above it.
+            let name = match &e {
+                Expr::Alias(_) => None,
+                other => Some(other.schema_name().to_string()),
+            };
+            let rewritten = e.transform_up(|e| match &e {
+                Expr::AggregateFunction(f) if f.func.name().starts_with("grouping") && changed => {
                     let mut f = f.clone();
                     f.params.args = f
                         .params
@@ -301,11 +306,50 @@ pub(crate) fn group_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> 
                         .collect::<Result<_>>()?;
                     Ok(Transformed::yes(Expr::AggregateFunction(f)))
                 }
+                Expr::AggregateFunction(f) if f.params.distinct => {
+                    let mut f = f.clone();
+                    let mut keyed = false;
+                    f.params.args = f
+                        .params
+                        .args
+                        .iter()
+                        .map(|a| {
+                            let a = match float_key(a, &schema) {
+                                Some(k) => {
+                                    keyed = true;
+                                    k
+                                }
+                                None => a.clone(),
+                            };
+                            a.transform_up(|e| match e {
+                                Expr::ScalarFunction(mut call) if matches!(call.name(), "struct" | "named_struct") => {
+                                    for arg in call.args.iter_mut() {
+                                        if let Some(k) = float_key(arg, &schema) {
+                                            *arg = k;
+                                            keyed = true;
+                                        }
+                                    }
+                                    Ok(Transformed::yes(Expr::ScalarFunction(call)))
+                                }
+                                other => Ok(Transformed::no(other)),
+                            })
+                            .map(|t| t.data)
+                        })
+                        .collect::<Result<_>>()?;
+                    distinct_keyed |= keyed;
+                    Ok(Transformed::new_transformed(Expr::AggregateFunction(f), keyed))
+                }
                 _ => Ok(Transformed::no(e)),
+            })?;
+            Ok(match (rewritten.transformed, name) {
+                (true, Some(name)) => rewritten.data.alias(name),
+                (_, _) => rewritten.data,
             })
-            .map(|t| t.data)
         })
         .collect::<Result<Vec<_>>>()?;
+    if !changed && !distinct_keyed {
+        return Ok(Transformed::no(node));
+    }
     Ok(Transformed::yes(LogicalPlan::Aggregate(Aggregate::try_new(input, group_expr, aggr_expr)?)))
 }
 
