@@ -22,8 +22,22 @@ impl JoinShape {
 impl Translator<'_> {
     pub(super) fn join(&mut self, j: &pb::Join, own: Vec<i64>) -> Result<Frag> {
         use pb::join::JoinType;
-        let left = self.input(&j.left)?;
-        let right = self.input(&j.right)?;
+        let mut left = self.input(&j.left)?;
+        let mut right = self.input(&j.right)?;
+        // A USING join's sides are each one table: a side that is itself a join becomes a query
+        // of its columns (`SELECT * FROM a CROSS JOIN b`, which lists a USING join's keys first),
+        // so that the keys of this join are read as Spark reads them, first and once
+        // (`a CROSS JOIN b JOIN c USING (k)` would read them as DataFusion does).
+        if !j.using_columns.is_empty() {
+            for side in [&mut left, &mut right] {
+                let several = side.from_item && side.scope.windows(2).any(|w| w[0].1 != w[1].1);
+                if several {
+                    let taken = std::mem::replace(side, Frag::query(String::new(), Vec::new()));
+                    let ids = taken.ids.clone();
+                    *side = Frag::query(self.as_query(taken), ids);
+                }
+            }
+        }
         let mut ids = left.ids.clone();
         ids.extend(right.ids.iter().copied());
         ids.extend(own.iter().copied());

@@ -71,3 +71,8 @@ WITH l(k, a) AS (VALUES (1, 'a'), (2, 'b'), (3, 'c')),
 SELECT * FROM l WHERE k IN (SELECT k FROM r) ORDER BY k;
 WITH l(k, a) AS (VALUES (1, 'a'), (2, 'b')), r(k, b) AS (VALUES (1, 'x'))
 SELECT l.*, r.b FROM l LEFT JOIN r ON l.k = r.k WHERE r.b IS NULL;
+SELECT * FROM VALUES (1L) a(k) JOIN VALUES ('b'), ('1') b(k) USING (k);
+SELECT * FROM VALUES (1L, 'x') a(k, s) LEFT JOIN VALUES ('1.0', 'y'), ('x', 'z') b(k, t) USING (k);
+SELECT * FROM VALUES (1, 'x'), (2, 'w') a(k, s) RIGHT JOIN VALUES ('1', 'y'), ('3', 'z') b(k, t) USING (k);
+SELECT * FROM VALUES (DATE'2024-01-01') a(k) JOIN VALUES ('2024-01-01'), ('x') b(k) USING (k);
+SELECT * FROM VALUES (true, 1) a(k, v) LEFT SEMI JOIN VALUES ('true'), ('no') b(k) USING (k);

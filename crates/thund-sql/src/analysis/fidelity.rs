@@ -62,6 +62,7 @@ pub(crate) fn spark_semantics(plan: LogicalPlan, ansi: bool) -> Result<LogicalPl
             }
             ambiguous_references(&node)?;
             super::analysis_errors::check(&node)?;
+            let node = super::text_operands::join_keys(node, ansi)?;
             let schema = crate::declare::merged_input_schema(&node);
             // Every node's schema is derived again: a rewrite below may have changed a type.
             keeping_names(node, |e| {

@@ -111,3 +111,33 @@ fn computed(t: &DataType, other: &DataType, ansi: bool) -> Option<DataType> {
         _ => None,
     }
 }
+
+/// A join's key pairs (a USING join's, or the equalities DataFusion took from an ON condition)
+/// where one side is text and the other not: the text side cast as a comparison casts it (the
+/// join would otherwise cast it by Arrow's rules when it runs, failing on the first text that
+/// does not read, in either mode).
+pub(crate) fn join_keys(
+    node: datafusion::logical_expr::LogicalPlan,
+    ansi: bool,
+) -> Result<datafusion::logical_expr::LogicalPlan> {
+    use datafusion::logical_expr::LogicalPlan;
+    let LogicalPlan::Join(mut join) = node else { return Ok(node) };
+    let (left, right) = (std::sync::Arc::clone(join.left.schema()), std::sync::Arc::clone(join.right.schema()));
+    let mut cast_keys = false;
+    for (l, r) in join.on.iter_mut() {
+        let (Ok(lt), Ok(rt)) = (l.get_type(&left), r.get_type(&right)) else { continue };
+        if let Some(t) = compared(&lt, &rt, ansi) {
+            *l = cast(l.clone(), t);
+            cast_keys = true;
+        } else if let Some(t) = compared(&rt, &lt, ansi) {
+            *r = cast(r.clone(), t);
+            cast_keys = true;
+        }
+    }
+    // A USING join's keys are columns (DataFusion finds them by name from above); the names
+    // above are resolved by now, so cast keys are taken as an ON join's.
+    if cast_keys {
+        join.join_constraint = datafusion::common::JoinConstraint::On;
+    }
+    Ok(LogicalPlan::Join(join))
+}
