@@ -27,3 +27,17 @@ SELECT kll_sketch_to_string_bigint(kll_sketch_agg_bigint(c, 8)) AS s FROM range(
 SELECT kll_sketch_get_n_bigint(kll_sketch_merge_bigint(a, b)) AS n, kll_sketch_get_quantile_bigint(kll_sketch_merge_bigint(a, b), 0.5) AS q FROM (SELECT kll_sketch_agg_bigint(x) AS a, kll_sketch_agg_bigint(y, 50) AS b FROM VALUES (1, 10), (2, 20) AS t(x, y));
 SELECT kll_sketch_get_n_float(kll_merge_agg_float(s)) AS n, kll_sketch_get_quantile_float(kll_merge_agg_float(s), 0.5) AS q FROM (SELECT k, kll_sketch_agg_float(v) AS s FROM VALUES (1, 1.0F), (1, 2.0F), (2, 3.0F) AS t(k, v) GROUP BY k);
 SELECT k, kll_sketch_get_quantile_double(kll_sketch_agg_double(v), 0.5) AS q FROM VALUES (1, 1.0D), (1, 3.0D), (2, 2.0D), (2, 2.5F) AS t(k, v) GROUP BY k ORDER BY k;
+SELECT approx_count_distinct(x) AS a FROM VALUES (1), (2), (2), (NULL) t(x);
+SELECT approx_count_distinct(id) AS a, approx_count_distinct(id % 300) AS b FROM range(100000);
+SELECT approx_count_distinct(CAST(id AS STRING)) AS c FROM range(100000);
+SELECT approx_count_distinct(CAST(id AS DOUBLE) / 7) AS d FROM range(100000);
+SELECT approx_count_distinct(id, 0.01) AS a, approx_count_distinct(id % 50, 0.2) AS b FROM range(300);
+SELECT approx_count_distinct(CAST(id AS INT)) AS c FROM range(300);
+SELECT approx_count_distinct(CAST(id AS SMALLINT)) AS s FROM range(300);
+SELECT approx_count_distinct(id % 2000) AS a FROM range(100000);
+SELECT approx_count_distinct(id % 3000) AS a FROM range(100000);
+SELECT approx_count_distinct(id % 1000) AS a FROM range(100000);
+SELECT k, approx_count_distinct(v) AS n FROM (SELECT id % 3 AS k, id * 7919 AS v FROM range(20000)) GROUP BY k;
+SELECT approx_count_distinct(x) AS n FROM VALUES (0.0D), (-0.0D), (CAST('NaN' AS DOUBLE)), (-CAST('NaN' AS DOUBLE)), (1.5D) t(x);
+SELECT approx_count_distinct(d) AS a, approx_count_distinct(b) AS b, approx_count_distinct(t) AS c, approx_count_distinct(e) AS e FROM VALUES (DATE'2024-01-01', true, TIMESTAMP'2024-01-01 00:00:00', 1.25), (DATE'2024-01-02', false, TIMESTAMP'2024-01-01 00:00:01', 2.5), (NULL, NULL, NULL, 2.50) t(d, b, t, e);
+SELECT approx_count_distinct(x) AS n FROM (SELECT 1 AS x WHERE false);

@@ -5,6 +5,7 @@
 //! (`sum`), `min` / `max` of floating point in Spark's order (`extremes`), the DataSketches functions (`sketches`), and the spellings of DataFusion's own
 //! (`spellings`, with `grouping_id` from the query's GROUP BY).
 
+mod approx_distinct;
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
@@ -29,12 +30,14 @@ pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
     percentiles::register(ctx);
     approx_percentile::register(ctx);
     collect_set::register(ctx);
+    approx_distinct::register(ctx);
 }
 
 /// Spark's aggregate functions, as they run here.
 pub(crate) const FUNCTIONS: &[Function] = &[
     // `count(DISTINCT a, b)`: DataFusion's DISTINCT takes one argument.
     Function::builtin("count").parse(spellings::distinct_tuples),
+    Function::udf("approx_count_distinct"),
     Function::udf("percentile_approx"),
     Function::udf("approx_percentile"),
     Function::udf("percentile"),
