@@ -82,3 +82,13 @@ WITH t(a, b) AS (VALUES (TIMESTAMP'2024-01-31 10:00:00', TIMESTAMP'2024-03-30 10
 SELECT timestampdiff(MONTH, a, b) AS m, timestampdiff(YEAR, a, b) AS y, timestampdiff(DAY, a, b) AS d, timestampdiff(HOUR, b, a) AS h, timestampadd(MONTH, timestampdiff(MONTH, a, b), a) AS back FROM t;
 SELECT timestampdiff(DAYOFYEAR, DATE'2024-01-01', DATE'2024-01-03');
 SELECT timestampadd(DAY, 1, 'x') AS a, timestampdiff(DAY, 'x', DATE'2024-01-01') AS b;
+SELECT to_timestamp('2024-01-01 10:00', 'yyyy-MM-dd HH:mm[:ss]') a, to_timestamp('2024-01-01 10:00:05', 'yyyy-MM-dd HH:mm[:ss]') b, to_timestamp('2024-01-01', 'yyyy-MM-dd[ HH:mm]') c;
+SELECT date_format(TIMESTAMP'2024-01-01 10:00:05', 'yyyy-MM-dd[ HH:mm]') a, date_format(TIMESTAMP'2024-01-01 10:00:05', '[yyyy]-MM') b;
+SELECT to_date('2024-01', 'yyyy-MM[-dd]') a, to_date('2024-01-05', 'yyyy-MM[-dd]') b, to_timestamp('2024-01-01T10:00:00.123', 'yyyy-MM-dd''T''HH:mm:ss[.SSS]') c, to_timestamp('2024-01-01T10:00:00', 'yyyy-MM-dd''T''HH:mm:ss[.SSS]') d;
+SELECT try_to_timestamp('2024-01-01 10', 'yyyy-MM-dd HH[:mm[:ss]]') a, try_to_timestamp('2024-01-01 10:07', 'yyyy-MM-dd HH[:mm[:ss]]') b, try_to_timestamp('2024-01-01 10:07:09', 'yyyy-MM-dd HH[:mm[:ss]]') c, try_to_timestamp('2024-01-01 10:07:', 'yyyy-MM-dd HH[:mm[:ss]]') d;
+SELECT to_timestamp('2024-01-01 10:00 UTC', 'yyyy-MM-dd HH:mm[ zzz]') a, to_timestamp('2024-01-01 10:00', 'yyyy-MM-dd HH:mm[ zzz]') b;
+SELECT unix_timestamp('2024-01-01 10:00', 'yyyy-MM-dd HH:mm[:ss]') a, to_date('2024', 'yyyy') b, to_timestamp('2024-03-05 7', 'yyyy-MM-dd H') c;
+SELECT unix_timestamp('2024-01-01T10:00:00Z') AS a;
+SELECT unix_timestamp('2024-01-01 10:00:00') AS a, to_unix_timestamp('2024-01-01 10:00:00.5') AS b;
+SELECT unix_timestamp('2024-01-01') AS a;
+SELECT unix_timestamp(DATE'2024-01-01') AS a, unix_timestamp(TIMESTAMP'2024-01-01 00:00:01') AS b, unix_timestamp(CAST(NULL AS STRING)) AS c, to_unix_timestamp('2024-02-29 23:59:59') AS d;

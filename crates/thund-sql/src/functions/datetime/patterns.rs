@@ -244,18 +244,70 @@ fn push_literal(out: &mut String, c: char) {
     }
 }
 
-/// A translated pattern, kept while rows repeat it.
+/// A translated pattern, kept while rows repeat it: the pattern with every optional section
+/// (`[…]`), which formats, and each way of reading it, most sections first, which parse.
 pub(crate) struct Compiled {
     pattern: String,
     items: Vec<Item<'static>>,
+    readings: Vec<Vec<Item<'static>>>,
 }
 
+/// How many optional sections a pattern may have (each doubles the ways it is read).
+const OPTIONAL_SECTIONS: usize = 6;
+
 pub(crate) fn compile(pattern: &str) -> Result<Compiled> {
-    let chrono = chrono_pattern(pattern).or_else(|e| plan_err!("datetime pattern '{pattern}': {e}"))?;
-    let items: Vec<Item<'static>> = StrftimeItems::new(&chrono)
-        .parse_to_owned()
-        .or_else(|_| plan_err!("datetime pattern '{pattern}' is not supported natively"))?;
-    Ok(Compiled { pattern: pattern.to_string(), items })
+    let translate = |p: &str| -> Result<Vec<Item<'static>>> {
+        let chrono = chrono_pattern(p).or_else(|e| plan_err!("datetime pattern '{pattern}': {e}"))?;
+        StrftimeItems::new(&chrono)
+            .parse_to_owned()
+            .or_else(|_| plan_err!("datetime pattern '{pattern}' is not supported natively"))
+    };
+    let variants = optional_sections(pattern).or_else(|e| plan_err!("datetime pattern '{pattern}': {e}"))?;
+    let items = translate(&variants[0])?;
+    let readings = variants.iter().map(|v| translate(v)).collect::<Result<Vec<_>>>()?;
+    Ok(Compiled { pattern: pattern.to_string(), items, readings })
+}
+
+/// `pattern` with its optional sections (`[…]`, nested or not) each kept or left out, as
+/// patterns without brackets: the one keeping every section first (Java's formatter writes
+/// those; its parser reads a section where it can), then by fewer sections kept.
+fn optional_sections(pattern: &str) -> std::result::Result<Vec<String>, String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    // Each character's enclosing sections, outermost first; brackets inside quotes are text.
+    let mut sections = 0usize;
+    let mut open: Vec<usize> = Vec::new();
+    let mut placed: Vec<(char, Vec<usize>)> = Vec::new();
+    let mut quoted = false;
+    for &c in &chars {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                placed.push((c, open.clone()));
+            }
+            '[' if !quoted => {
+                open.push(sections);
+                sections += 1;
+            }
+            ']' if !quoted => {
+                open.pop().ok_or("a `]` without its `[`")?;
+            }
+            _ => placed.push((c, open.clone())),
+        }
+    }
+    if !open.is_empty() {
+        return Err("a `[` without its `]`".into());
+    }
+    if sections > OPTIONAL_SECTIONS {
+        return Err(format!("more than {OPTIONAL_SECTIONS} optional sections are not read natively"));
+    }
+    let mut masks: Vec<usize> = (0..1usize << sections).collect();
+    masks.sort_by_key(|m| std::cmp::Reverse(m.count_ones()));
+    Ok(masks
+        .into_iter()
+        .map(|mask| {
+            placed.iter().filter(|(_, within)| within.iter().all(|s| mask & (1 << s) != 0)).map(|(c, _)| c).collect()
+        })
+        .collect())
 }
 
 /// The compiled pattern for `text`, compiled again only when it changes.
@@ -567,13 +619,35 @@ pub(crate) fn format(at: NaiveDateTime, compiled: &Compiled) -> String {
 /// `text` read with the pattern, if it reads back as itself. A pattern without a time of day
 /// gives midnight.
 pub(crate) fn parse(text: &str, compiled: &Compiled) -> Option<NaiveDateTime> {
+    compiled.readings.iter().find_map(|items| parse_with(text, items))
+}
+
+/// `text` read with one reading of a pattern. A field the pattern does not hold is Spark's
+/// default: the first month, the first day, midnight.
+fn parse_with(text: &str, items: &[Item<'static>]) -> Option<NaiveDateTime> {
     let mut parsed = chrono::format::Parsed::new();
-    chrono::format::parse(&mut parsed, text, compiled.items.iter()).ok()?;
+    chrono::format::parse(&mut parsed, text, items.iter()).ok()?;
+    if parsed.year.is_some() && parsed.ordinal.is_none() {
+        if parsed.month.is_none() {
+            parsed.set_month(1).ok()?;
+        }
+        if parsed.day.is_none() {
+            parsed.set_day(1).ok()?;
+        }
+    }
+    if parsed.hour_div_12.is_some() || parsed.hour_mod_12.is_some() {
+        if parsed.minute.is_none() {
+            parsed.set_minute(0).ok()?;
+        }
+        if parsed.second.is_none() {
+            parsed.set_second(0).ok()?;
+        }
+    }
     let at = match parsed.to_naive_datetime_with_offset(0) {
         Ok(at) => at,
         Err(_) => parsed.to_naive_date().ok().map(|d: NaiveDate| d.and_hms_opt(0, 0, 0))??,
     };
-    (at.format_with_items(compiled.items.iter()).to_string() == text).then_some(at)
+    (at.format_with_items(items.iter()).to_string() == text).then_some(at)
 }
 
 #[cfg(test)]
@@ -597,5 +671,19 @@ mod tests {
         assert!(parse("2016-12-31 10:00", &c).is_none());
         let c = compile("dd/MM/yyyy HH:mm").unwrap();
         assert_eq!(parse("05/01/2024 07:30", &c).unwrap().to_string(), "2024-01-05 07:30:00");
+    }
+
+    #[test]
+    fn optional_sections_are_read_where_present_and_written_in_full() {
+        let c = compile("yyyy-MM-dd HH[:mm[:ss]]").unwrap();
+        assert_eq!(parse("2024-01-01 10", &c).unwrap().to_string(), "2024-01-01 10:00:00");
+        assert_eq!(parse("2024-01-01 10:07", &c).unwrap().to_string(), "2024-01-01 10:07:00");
+        assert_eq!(parse("2024-01-01 10:07:09", &c).unwrap().to_string(), "2024-01-01 10:07:09");
+        assert!(parse("2024-01-01 10:07:", &c).is_none());
+        let at = parse("2024-01-01 10:07:09", &c).unwrap();
+        assert_eq!(format(at, &c), "2024-01-01 10:07:09");
+        assert_eq!(parse("2024-01", &compile("yyyy-MM[-dd]").unwrap()).unwrap().to_string(), "2024-01-01 00:00:00");
+        assert_eq!(optional_sections("'[x]'[y]").unwrap(), vec!["'[x]'y", "'[x]'"]);
+        assert!(optional_sections("yyyy[MM").is_err());
     }
 }

@@ -17,9 +17,21 @@ use crate::functions::math::arithmetic::OnFailure;
 
 /// Without ANSI mode, a text `to_date`, `to_timestamp`, `unix_timestamp` or
 /// `to_unix_timestamp` cannot read is NULL.
-pub(super) fn lenient_parse(c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
+pub(super) fn lenient_parse(mut c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
+    // `unix_timestamp(text)` reads the text with Spark's default pattern, strictly (a date alone,
+    // a fraction or an ISO `T…Z` do not read).
+    let mut defaulted = false;
+    if matches!(c.name(), "unix_timestamp" | "to_unix_timestamp")
+        && c.args.len() == 1
+        && c.args[0].get_type(cx.schema).is_ok_and(|t| t.is_string())
+    {
+        c.args.push(lit("yyyy-MM-dd HH:mm:ss"));
+        defaulted = true;
+    }
+    let c = c;
     match super::patterns::lenient(c.name()).filter(|_| !cx.ansi) {
         Some(lenient) => Ok(Transformed::yes(call(Arc::new(lenient), c.args))),
+        None if defaulted => Ok(Transformed::yes(c.into_expr())),
         None => c.unchanged(),
     }
 }

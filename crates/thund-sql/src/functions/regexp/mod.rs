@@ -35,28 +35,22 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("regexp_extract_all"),
     Function::spelled("rlike", &[(2, "regexp_like(__a1, __a2)")]),
     Function::spelled("regexp", &[(2, "regexp_like(__a1, __a2)")]),
-    // The first match, NULL where there is none (`regexp_extract` gives '').
-    Function::spelled(
-        "regexp_substr",
-        &[(2, "CASE WHEN regexp_like(__a1, __a2) THEN regexp_extract(__a1, __a2, 0) END")],
-    ),
-    Function::builtin("regexp_replace").plan(every_match),
-    Function::builtin("regexp_count").plan(crate::declare::counted_as_int),
+    // The first match, NULL where there is none or it is empty (Spark's `NullIf` of
+    // `regexp_extract`, which gives '').
+    Function::spelled("regexp_substr", &[(2, "nullif(regexp_extract(__a1, __a2, 0), '')")]),
+    // Java's matches (`java_captures`) and replacement text (`$1`, `\\$`).
+    Function::udf("regexp_replace").plan(position_refused),
+    Function::udf("regexp_count"),
     Function::builtin("regexp_instr").plan(crate::declare::counted_as_int),
 ];
 
-/// Spark's `regexp_replace` replaces every match; DataFusion's only the first unless flagged
-/// `g`. Spark's fourth argument is a position, DataFusion's the flags: refused.
-fn every_match(
-    mut c: Call,
+/// Spark's `regexp_replace(s, regex, rep, position)`: the position is not taken here.
+fn position_refused(
+    c: Call,
     _: &PlanContext,
 ) -> Result<datafusion::common::tree_node::Transformed<datafusion::logical_expr::Expr>> {
     match c.args.len() {
-        3 => {
-            c.args.push(datafusion::logical_expr::lit("g"));
-            Ok(datafusion::common::tree_node::Transformed::yes(c.into_expr()))
-        }
-        4 => Err(crate::declare::refused("regexp_replace", "its fourth argument is a position on Spark, flags here")),
+        4 => Err(crate::declare::refused("regexp_replace", "its fourth argument, a position, is not taken here")),
         _ => c.unchanged(),
     }
 }
@@ -67,6 +61,8 @@ enum Kind {
     Split,
     Extract,
     ExtractAll,
+    Replace,
+    Count,
 }
 
 /// One of this module's functions.
@@ -81,9 +77,9 @@ impl RegexpFunction {
         RegexpFunction { kind, signature: Signature::user_defined(Volatility::Immutable) }
     }
 
-    /// The three functions.
-    pub(crate) fn all() -> [RegexpFunction; 3] {
-        [Kind::Split, Kind::Extract, Kind::ExtractAll].map(RegexpFunction::new)
+    /// The module's functions.
+    pub(crate) fn all() -> [RegexpFunction; 5] {
+        [Kind::Split, Kind::Extract, Kind::ExtractAll, Kind::Replace, Kind::Count].map(RegexpFunction::new)
     }
 }
 
@@ -97,6 +93,8 @@ impl ScalarUDFImpl for RegexpFunction {
             Kind::Split => "split",
             Kind::Extract => "regexp_extract",
             Kind::ExtractAll => "regexp_extract_all",
+            Kind::Replace => "regexp_replace",
+            Kind::Count => "regexp_count",
         }
     }
 
@@ -105,14 +103,21 @@ impl ScalarUDFImpl for RegexpFunction {
     }
 
     fn coerce_types(&self, types: &[DataType]) -> Result<Vec<DataType>> {
-        if !(2..=3).contains(&types.len()) {
-            return plan_err!("{} takes 2 or 3 arguments", self.name());
+        let arity = match self.kind {
+            Kind::Count => 2..=2,
+            Kind::Replace => 3..=3,
+            _ => 2..=3,
+        };
+        if !arity.contains(&types.len()) {
+            return plan_err!("{} takes {} to {} arguments", self.name(), arity.start(), arity.end());
         }
+        let texts = if self.kind == Kind::Replace { 3 } else { 2 };
         types
             .iter()
             .enumerate()
             .map(|(i, t)| match (i, t) {
-                (_, DataType::Null) => Ok(if i < 2 { DataType::Utf8 } else { DataType::Int64 }),
+                (_, DataType::Null) => Ok(if i < texts { DataType::Utf8 } else { DataType::Int64 }),
+                (2, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) if texts == 3 => Ok(DataType::Utf8),
                 (0 | 1, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View) => Ok(DataType::Utf8),
                 (2, t) if t.is_integer() => Ok(DataType::Int64),
                 _ => plan_err!("{}: argument {} cannot be {t}", self.name(), i + 1),
@@ -122,7 +127,8 @@ impl ScalarUDFImpl for RegexpFunction {
 
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
         Ok(match self.kind {
-            Kind::Extract => DataType::Utf8,
+            Kind::Extract | Kind::Replace => DataType::Utf8,
+            Kind::Count => DataType::Int32,
             Kind::Split | Kind::ExtractAll => DataType::List(element()),
         })
     }
@@ -132,6 +138,7 @@ impl ScalarUDFImpl for RegexpFunction {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let (subject, pattern) = (utf8(&arrays[0])?, utf8(&arrays[1])?);
         let third = match arrays.get(2) {
+            Some(_) if self.kind == Kind::Replace => None,
             Some(a) => {
                 let c = arrow::compute::cast(a, &DataType::Int64)?;
                 c.as_any().downcast_ref::<Int64Array>().cloned()
@@ -147,6 +154,31 @@ impl ScalarUDFImpl for RegexpFunction {
         };
         let mut compiled = Compiled::default();
         let result: ArrayRef = match self.kind {
+            Kind::Replace => {
+                let replacement = utf8(&arrays[2])?;
+                let mut out = StringBuilder::new();
+                for i in 0..subject.len() {
+                    if subject.is_null(i) || pattern.is_null(i) || replacement.is_null(i) {
+                        out.append_null();
+                        continue;
+                    }
+                    let re = compiled.get(pattern.value(i), self.name())?;
+                    out.append_value(java_replace(re, subject.value(i), replacement.value(i))?);
+                }
+                Arc::new(out.finish())
+            }
+            Kind::Count => {
+                let mut out = arrow::array::Int32Builder::new();
+                for i in 0..subject.len() {
+                    if subject.is_null(i) || pattern.is_null(i) {
+                        out.append_null();
+                        continue;
+                    }
+                    let re = compiled.get(pattern.value(i), self.name())?;
+                    out.append_value(java_captures(re, subject.value(i)).count() as i32);
+                }
+                Arc::new(out.finish())
+            }
             Kind::Extract => {
                 let mut out = StringBuilder::new();
                 for i in 0..subject.len() {
@@ -178,7 +210,7 @@ impl ScalarUDFImpl for RegexpFunction {
                         }
                     } else {
                         let group = group_index(re, n, self.name())?;
-                        for c in re.captures_iter(s) {
+                        for c in java_captures(re, s) {
                             out.values().append_value(c.get(group).map_or("", |m| m.as_str()));
                         }
                     }
@@ -248,11 +280,80 @@ fn spark_split<'a>(s: &'a str, pattern: &str, re: &Regex, limit: i64) -> Vec<&'a
     out
 }
 
+/// Every match of `re` in `s` as Java's `Matcher.find` finds them: after a match the search
+/// goes on where it ended, and an empty match there is one (Rust's iterators skip an empty match
+/// right after another match: `(\d+)?` over `1a` finds `1`, ``, `` in Java and `1`, `` in Rust);
+/// after an empty match it goes on one character further.
+fn java_captures<'a>(re: &'a Regex, s: &'a str) -> impl Iterator<Item = regex::Captures<'a>> + 'a {
+    let mut at = Some(0);
+    std::iter::from_fn(move || {
+        let from = at?;
+        let c = re.captures_at(s, from)?;
+        let m = c.get(0)?;
+        at = match m.is_empty() {
+            true => s[m.end()..].chars().next().map(|ch| m.end() + ch.len_utf8()),
+            false => Some(m.end()),
+        };
+        Some(c)
+    })
+}
+
+/// `s` with every match of `re` (found as [`java_captures`] finds them) replaced by
+/// `replacement` read as Java's `Matcher.appendReplacement` reads it: `$n` a group (as many
+/// digits as still name one), `\\x` the character `x`.
+fn java_replace(re: &Regex, s: &str, replacement: &str) -> Result<String> {
+    let groups = re.captures_len() - 1;
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for c in java_captures(re, s) {
+        let Some(m) = c.get(0) else { continue };
+        out.push_str(&s[last..m.start()]);
+        let mut chars = replacement.chars().peekable();
+        while let Some(ch) = chars.next() {
+            match ch {
+                '\\' => match chars.next() {
+                    Some(next) => out.push(next),
+                    None => return exec_err!("regexp_replace: character to be escaped is missing"),
+                },
+                '$' => match chars.next() {
+                    // Spark 4.1 answers `${name}` otherwise than Java documents it: not taken here.
+                    Some('{') => {
+                        return exec_err!(
+                            "regexp_replace: a named group in the replacement (`${{…}}`) runs on the Spark backend"
+                        )
+                    }
+                    Some(d) if d.is_ascii_digit() => {
+                        let mut group = d.to_digit(10).unwrap_or(0) as usize;
+                        if group > groups {
+                            return exec_err!("regexp_replace: no group {group}");
+                        }
+                        while let Some(next) = chars.peek().and_then(|c| c.to_digit(10)) {
+                            let longer = group * 10 + next as usize;
+                            if longer > groups {
+                                break;
+                            }
+                            group = longer;
+                            chars.next();
+                        }
+                        out.push_str(c.get(group).map_or("", |g| g.as_str()));
+                    }
+                    _ => return exec_err!("regexp_replace: illegal group reference in `{replacement}`"),
+                },
+                other => out.push(other),
+            }
+        }
+        last = m.end();
+    }
+    out.push_str(&s[last..]);
+    Ok(out)
+}
+
 /// Java's `String.split(regex, limit)`.
 fn java_split<'a>(s: &'a str, re: &Regex, limit: i64) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut start = 0;
-    for m in re.find_iter(s) {
+    for c in java_captures(re, s) {
+        let Some(m) = c.get(0) else { continue };
         if limit > 0 && out.len() as i64 == limit - 1 {
             break;
         }
