@@ -508,69 +508,6 @@ fn type_name(t: &DataType) -> Option<String> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(select: &str) -> Vec<String> {
-        let dialect = sqlparser::dialect::GenericDialect {};
-        let mut stmt = sqlparser::parser::Parser::parse_sql(&dialect, select).unwrap().remove(0);
-        let sqlparser::ast::Statement::Query(q) = &mut stmt else { panic!("a query") };
-        name_select_items(&mut q.body);
-        let SetExpr::Select(s) = q.body.as_ref() else { panic!("a select") };
-        s.projection
-            .iter()
-            .map(|i| match i {
-                SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
-                other => format!("unnamed {other}"),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn spark_names_what_it_prints() {
-        // Each name as Spark 4.1.4 gave it for the same expression.
-        assert_eq!(
-            names(
-                "SELECT 1 + 2, -x, abs(-1), upper('abc'), count(*), count(DISTINCT x), CAST(x AS STRING), \
-                 CAST(x + 1 AS DOUBLE), x IS NULL, x NOT IN (1, 2), CASE x WHEN 1 THEN 'a' END, \
-                 x BETWEEN 1 AND 2, s.f, a[x - 1], y || 'z', x <> 1, position('b', y), if(x > 1, 1, 0), \
-                 .5, 'it''s', DATE '2020-01-01' FROM t"
-            ),
-            [
-                "(1 + 2)",
-                "(- x)",
-                "abs(-1)",
-                "upper(abc)",
-                "count(1)",
-                "count(DISTINCT x)",
-                "x",
-                "CAST((x + 1) AS DOUBLE)",
-                "(x IS NULL)",
-                "(NOT (x IN (1, 2)))",
-                "CASE WHEN (x = 1) THEN a END",
-                "between(x, 1, 2)",
-                "f",
-                "a[(x - 1)]",
-                "concat(y, z)",
-                "(NOT (x = 1))",
-                "position(b, y, 1)",
-                "(IF((x > 1), 1, 0))",
-                "0.5",
-                "it's",
-                "DATE '2020-01-01'",
-            ]
-        );
-    }
-
-    #[test]
-    fn a_name_that_would_repeat_another_is_left_to_the_planner() {
-        assert_eq!(names("SELECT t.a + 1, u.a + 1, x FROM t"), ["(a + 1)", "unnamed u.a + 1", "unnamed x"]);
-        assert_eq!(names("SELECT t.a, u.a FROM t"), ["a", "unnamed u.a"]);
-        assert_eq!(names("SELECT x AS `(a + 1)`, t.a + 1 FROM t"), ["(a + 1)", "unnamed t.a + 1"]);
-    }
-}
-
 /// Spark's names for an inline table's columns, `col1`, `col2`, … (DataFusion's are `column1`,
 /// …): every `VALUES` query becomes `SELECT * FROM (VALUES …) AS __values(col1, …)`, which an
 /// alias's own column names (`VALUES (1, 2) AS t(a, b)`) rename as before.
@@ -638,10 +575,73 @@ pub(crate) fn name_inline_tables(query: &mut sqlparser::ast::Query, _: &crate::m
                 value_table_mode: None,
                 flavor: SelectFlavor::Standard,
             };
-            query.body = Box::new(SetExpr::Select(Box::new(select)));
+            *query.body = SetExpr::Select(Box::new(select));
             ControlFlow::Continue(())
         }
     }
     let _ = query.visit(&mut Inline);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(select: &str) -> Vec<String> {
+        let dialect = sqlparser::dialect::GenericDialect {};
+        let mut stmt = sqlparser::parser::Parser::parse_sql(&dialect, select).unwrap().remove(0);
+        let sqlparser::ast::Statement::Query(q) = &mut stmt else { panic!("a query") };
+        name_select_items(&mut q.body);
+        let SetExpr::Select(s) = q.body.as_ref() else { panic!("a select") };
+        s.projection
+            .iter()
+            .map(|i| match i {
+                SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                other => format!("unnamed {other}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spark_names_what_it_prints() {
+        // Each name as Spark 4.1.4 gave it for the same expression.
+        assert_eq!(
+            names(
+                "SELECT 1 + 2, -x, abs(-1), upper('abc'), count(*), count(DISTINCT x), CAST(x AS STRING), \
+                 CAST(x + 1 AS DOUBLE), x IS NULL, x NOT IN (1, 2), CASE x WHEN 1 THEN 'a' END, \
+                 x BETWEEN 1 AND 2, s.f, a[x - 1], y || 'z', x <> 1, position('b', y), if(x > 1, 1, 0), \
+                 .5, 'it''s', DATE '2020-01-01' FROM t"
+            ),
+            [
+                "(1 + 2)",
+                "(- x)",
+                "abs(-1)",
+                "upper(abc)",
+                "count(1)",
+                "count(DISTINCT x)",
+                "x",
+                "CAST((x + 1) AS DOUBLE)",
+                "(x IS NULL)",
+                "(NOT (x IN (1, 2)))",
+                "CASE WHEN (x = 1) THEN a END",
+                "between(x, 1, 2)",
+                "f",
+                "a[(x - 1)]",
+                "concat(y, z)",
+                "(NOT (x = 1))",
+                "position(b, y, 1)",
+                "(IF((x > 1), 1, 0))",
+                "0.5",
+                "it's",
+                "DATE '2020-01-01'",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_that_would_repeat_another_is_left_to_the_planner() {
+        assert_eq!(names("SELECT t.a + 1, u.a + 1, x FROM t"), ["(a + 1)", "unnamed u.a + 1", "unnamed x"]);
+        assert_eq!(names("SELECT t.a, u.a FROM t"), ["a", "unnamed u.a"]);
+        assert_eq!(names("SELECT x AS `(a + 1)`, t.a + 1 FROM t"), ["(a + 1)", "unnamed t.a + 1"]);
+    }
 }
