@@ -133,3 +133,12 @@ SELECT regexp_replace('2024-01-05', '(\\d+)-(\\d+)-(\\d+)', '$3/$2/$1') AS a, re
 SELECT regexp_replace('abc', 'b', '$2') AS a;
 SELECT regexp_count('aaa', 'a*') AS a, regexp_count('', '') AS b, regexp_count('héllo', 'l') AS c, regexp_replace('héé', 'é?', '_') AS d;
 WITH t(s) AS (VALUES ('a1'), ('b22'), (NULL), ('')) SELECT s, regexp_replace(s, '\\d', '#') AS r, regexp_count(s, '\\d') AS n, regexp_extract_all(s, '\\d*', 0) AS m FROM t;
+SELECT sort_array(array(3, 1, 2), '1') AS a;
+SELECT sort_array(array(3, 1, 2), true) AS a, sort_array(array(3, 1, 2), NULL) AS b, sort_array(array(3, 1, 2), NOT true) AS c;
+SELECT sort_array(array(3, 1, 2), b) AS a FROM VALUES (true) t(b);
+SELECT map_contains_key(map('1', 'a'), 1) AS a;
+SELECT array_contains(array(1, 2), '1') AS a;
+SELECT array_contains(array(1, 2), 1L) AS a, array_contains(array(1.5D), 1) AS b, array_contains(array(1), CAST(NULL AS INT)) AS c, array_contains(array('a', NULL), 'a') AS d;
+SELECT array_contains(array('a'), NULL) AS a;
+SELECT map_contains_key(map(1, 'a'), NULL) AS a;
+SELECT array_contains(array(DATE'2024-01-01'), '2024-01-01') AS a;

@@ -62,8 +62,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 16] = [
     // While the tree is as written: an operator after a predicate without parentheses, which
     // Spark's grammar reads otherwise.
     QueryRule { name: "predicate_operands", apply: predicates::refuse_rule },
-    // `count()`, which DataFusion's planner makes `count(1)`; Spark refuses it.
-    QueryRule { name: "empty_count", apply: analysis_errors::refuse_rule },
+    // `count()`, which DataFusion's planner makes `count(1)`, and `sort_array(a, '1')`, which its
+    // template reads as true: Spark refuses both.
+    QueryRule { name: "syntax_refusals", apply: analysis_errors::refuse_rule },
     // `GROUP BY window(…)` becomes a lateral view over each row's windows, which the next rules
     // treat as any other.
     QueryRule { name: "time_windows", apply: crate::functions::datetime::windows::rewrite_rule },

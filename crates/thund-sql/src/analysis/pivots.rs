@@ -253,10 +253,11 @@ fn pivot(
     values: &[ExprWithAlias],
 ) -> Result<LogicalPlan> {
     let schema = Arc::clone(input.schema());
-    let keys = pivot_columns.iter().map(|c| cx.sql_to_expr(c.clone(), &schema)).collect::<Result<Vec<_>>>()?;
+    let keys =
+        pivot_columns.iter().map(|c| cx.sql_expr_to_logical_expr(c.clone(), &schema)).collect::<Result<Vec<_>>>()?;
     let mut planned = Vec::with_capacity(aggregates.len());
     for aggregate in aggregates {
-        let expr = cx.sql_to_expr(aggregate.expr.clone(), &schema)?;
+        let expr = cx.sql_expr_to_logical_expr(aggregate.expr.clone(), &schema)?;
         if find_aggregate_exprs(std::iter::once(&expr)).is_empty() {
             return plan_err!(
                 "Aggregate expression required for pivot, but `{}` did not appear in any aggregate function",
@@ -284,7 +285,7 @@ fn pivot(
     let count = cx.context_provider().get_aggregate_meta("count").ok_or_else(|| plan_datafusion_err!("no count"))?;
     let mut cells = Vec::new();
     for value in values {
-        let literal = cx.sql_to_expr(value.expr.clone(), &DFSchema::empty())?;
+        let literal = cx.sql_expr_to_logical_expr(value.expr.clone(), &DFSchema::empty())?;
         let parts = match (&value.expr, keys.len()) {
             (_, 1) => vec![literal],
             (SqlExpr::Tuple(_), n) => match literal {
@@ -406,7 +407,7 @@ fn unpivot(
                 exprs.len()
             );
         }
-        let planned = exprs.into_iter().map(|e| cx.sql_to_expr(e, &schema)).collect::<Result<Vec<_>>>()?;
+        let planned = exprs.into_iter().map(|e| cx.sql_expr_to_logical_expr(e, &schema)).collect::<Result<Vec<_>>>()?;
         if let Some(not_column) = planned.iter().find(|e| !matches!(e, Expr::Column(_))) {
             return plan_err!("UNPIVOT reads columns, and `{not_column}` is not one");
         }
