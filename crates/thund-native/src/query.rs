@@ -133,9 +133,13 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
         return Err(plan_error(format!("`{}` {why}", name.name)));
     }
     let plan = plan_query(&ctx, &q, &p.root).await?;
-    let df = ctx.execute_logical_plan(plan).await?;
+    // A failure while the query runs (a constant that fails, a malformed value) in Spark's words,
+    // without the layers it surfaced through.
+    let failed =
+        |e: datafusion::error::DataFusionError| NativeError::Execution(thund_sql::in_sparks_words(&e.to_string()));
+    let df = ctx.execute_logical_plan(plan).await.map_err(failed)?;
     let schema = Arc::clone(df.schema().inner());
-    Ok(QueryResult { schema, batches: df.collect().await? })
+    Ok(QueryResult { schema, batches: df.collect().await.map_err(failed)? })
 }
 
 /// The statements of `sql`, split at the semicolons outside quotes and comments (empty ones left

@@ -20,6 +20,19 @@ pub type Result<T, E = SqlError> = std::result::Result<T, E>;
 /// before Arrow's are reached, so these are what remains (an overflow inside a built-in
 /// function, a cast DataFusion inserted).
 pub fn in_sparks_words(text: &str) -> String {
+    // The layers an error surfaced through: an analyzer rule's name (`spark_folding_errors` /
+    // caused by / …) and DataFusion's kind of error.
+    let mut text = text;
+    loop {
+        let unwrapped = match text.split_once("\ncaused by\n") {
+            Some((rule, rest)) if !rule.contains(' ') => rest,
+            _ => text.strip_prefix("Execution error: ").unwrap_or(text),
+        };
+        if unwrapped.len() == text.len() {
+            break;
+        }
+        text = unwrapped;
+    }
     if let Some(rest) = text.strip_prefix("Cast error: ") {
         return format!("a value cannot be cast: {rest}");
     }

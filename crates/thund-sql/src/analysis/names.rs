@@ -43,7 +43,16 @@ fn name_items(select: &mut Select) {
         }
         // A column keeps its own name; `s.f` (a table's column, or a struct's field) is named too.
         let SelectItem::UnnamedExpr(expr) = item else { continue };
-        if matches!(expr, Expr::Identifier(_)) {
+        // A column is named as it is written (`SELECT N1` of a column `n1` is a column `N1` on
+        // Spark; the planner would lower-case it), which an unquoted name in lower case already is.
+        if let Expr::Identifier(i) = &*expr {
+            let written_otherwise = i.quote_style.is_none() && i.value.chars().any(|c| c.is_uppercase());
+            // (Its own name is among `taken` once; twice, another item is named alike.)
+            let lower = i.value.to_lowercase();
+            if written_otherwise && taken.iter().filter(|t| **t == lower).count() == 1 {
+                let alias = Ident::with_quote('`', i.value.clone());
+                *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias };
+            }
             continue;
         }
         // A generator's columns are named after what it generates (`col`, `pos`, …).

@@ -236,7 +236,7 @@ fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, 
 fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -> bool {
     // A select item that is the column alone keeps the name it is written with, as on Spark
     // (`SELECT bc FROM t` of a column `Bc` is a column `bc`).
-    struct Named<'a>(&'a str);
+    struct Named<'a>(&'a str, &'a str);
     impl sqlparser::ast::VisitorMut for Named<'_> {
         type Break = ();
         fn pre_visit_select(&mut self, select: &mut sqlparser::ast::Select) -> ControlFlow<()> {
@@ -247,7 +247,8 @@ fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -
                     Expr::CompoundIdentifier(ids) => ids.last(),
                     _ => None,
                 };
-                if let Some(i) = own.filter(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case(self.0)) {
+                // (Quoted or not: Spark's names resolve ignoring case either way.)
+                if let Some(i) = own.filter(|i| i.value.eq_ignore_ascii_case(self.0) && i.value != self.1) {
                     let alias = Ident::with_quote('`', i.value.clone());
                     *item = sqlparser::ast::SelectItem::ExprWithAlias { expr: e.clone(), alias };
                 }
@@ -255,7 +256,7 @@ fn rename_column(ast: &mut sqlparser::ast::Query, written: &str, column: &str) -
             ControlFlow::Continue(())
         }
     }
-    let _ = sqlparser::ast::VisitMut::visit(ast, &mut Named(written));
+    let _ = sqlparser::ast::VisitMut::visit(ast, &mut Named(written, column));
     let mut renamed = false;
     let mut fix = |i: &mut Ident| {
         // (An unquoted name is lower-cased by the planner, even when written as the column is.)

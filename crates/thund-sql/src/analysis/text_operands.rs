@@ -126,10 +126,19 @@ pub(crate) fn join_keys(
     let mut cast_keys = false;
     for (l, r) in join.on.iter_mut() {
         let (Ok(lt), Ok(rt)) = (l.get_type(&left), r.get_type(&right)) else { continue };
+        // Text met by a DECIMAL or floating point: both sides as DOUBLE (Spark's common type; a
+        // DOUBLE key met by a DECIMAL one would otherwise be cast to the DECIMAL, and round).
+        let both = |t: &DataType| matches!(t, DataType::Float64) && !(lt.is_string() && rt.is_string());
         if let Some(t) = compared(&lt, &rt, ansi) {
+            if both(&t) && rt != t {
+                *r = cast(r.clone(), t.clone());
+            }
             *l = cast(l.clone(), t);
             cast_keys = true;
         } else if let Some(t) = compared(&rt, &lt, ansi) {
+            if both(&t) && lt != t {
+                *l = cast(l.clone(), t.clone());
+            }
             *r = cast(r.clone(), t);
             cast_keys = true;
         }
