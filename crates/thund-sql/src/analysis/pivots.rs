@@ -267,14 +267,7 @@ fn pivot(
         planned.push(expr);
     }
     // Spark groups by every column neither the aggregates nor the pivot columns read.
-    let read: std::collections::HashSet<Column> =
-        keys.iter().chain(&planned).flat_map(|e| e.column_refs()).cloned().collect();
-    let groups: Vec<Expr> = schema
-        .iter()
-        .map(|(qualifier, field)| Column::new(qualifier.cloned(), field.name()))
-        .filter(|c| !read.contains(c))
-        .map(Expr::Column)
-        .collect();
+    let groups = unread(&schema, keys.iter().chain(&planned));
 
     let key_types = keys.iter().map(|k| k.get_type(&schema)).collect::<Result<Vec<_>>>()?;
     // Spark's two ways (see the module): per (group, value) when every aggregate is a number.
@@ -347,6 +340,18 @@ fn pivot(
         );
     }
     LogicalPlanBuilder::from(grouped).project(output)?.build()
+}
+
+/// The columns of `schema` that none of `exprs` reads, in order: PIVOT's implicit groups, the
+/// columns UNPIVOT keeps.
+fn unread<'a>(schema: &DFSchema, exprs: impl Iterator<Item = &'a Expr>) -> Vec<Expr> {
+    let read: std::collections::HashSet<&Column> = exprs.flat_map(|e| e.column_refs()).collect();
+    schema
+        .iter()
+        .map(|(qualifier, field)| Column::new(qualifier.cloned(), field.name()))
+        .filter(|c| !read.contains(c))
+        .map(Expr::Column)
+        .collect()
 }
 
 /// `expr` with every aggregate in it reading only the rows where `holds` (and, read as Spark
@@ -431,14 +436,7 @@ fn unpivot(
             );
         }
     }
-    let read: std::collections::HashSet<Column> =
-        rows.iter().flat_map(|(_, c)| c.iter()).flat_map(|e| e.column_refs()).cloned().collect();
-    let kept: Vec<Expr> = schema
-        .iter()
-        .map(|(qualifier, field)| Column::new(qualifier.cloned(), field.name()))
-        .filter(|c| !read.contains(c))
-        .map(Expr::Column)
-        .collect();
+    let kept = unread(&schema, rows.iter().flat_map(|(_, c)| c.iter()));
     let mut union: Option<LogicalPlanBuilder> = None;
     for (label, values) in rows {
         let projection: Vec<Expr> = kept
