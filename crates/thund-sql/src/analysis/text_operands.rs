@@ -128,7 +128,7 @@ pub(crate) fn join_keys(
         let (Ok(lt), Ok(rt)) = (l.get_type(&left), r.get_type(&right)) else { continue };
         // Text met by a DECIMAL or floating point: both sides as DOUBLE (Spark's common type; a
         // DOUBLE key met by a DECIMAL one would otherwise be cast to the DECIMAL, and round).
-        let both = |t: &DataType| matches!(t, DataType::Float64) && !(lt.is_string() && rt.is_string());
+        let both = |t: &DataType| matches!(t, DataType::Float64);
         if let Some(t) = compared(&lt, &rt, ansi) {
             if both(&t) && rt != t {
                 *r = cast(r.clone(), t.clone());

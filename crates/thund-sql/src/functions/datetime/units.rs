@@ -38,10 +38,6 @@ pub(crate) fn register(ctx: &SessionContext) {
     ctx.register_udf(ScalarUDF::from(ByUnit { add: false, signature: Signature::any(3, Volatility::Immutable) }));
 }
 
-/// The units Spark takes, as it spells them.
-const UNITS: [&str; 11] =
-    ["YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DAYOFYEAR", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"];
-
 /// `timestampadd(UNIT, n, t)` (and its other names) as a call of [`ADD`] with the unit as text;
 /// other calls are left as written.
 pub(crate) fn add(expr: &SqlExpr) -> Option<SqlExpr> {
@@ -64,7 +60,8 @@ fn with_unit(expr: &SqlExpr, udf: &str) -> Option<SqlExpr> {
         return None;
     }
     let unit = unit.value.to_ascii_uppercase();
-    if !UNITS.contains(&unit.as_str()) || (udf == DIFF && unit == "DAYOFYEAR") {
+    let known = MICROS.iter().chain(&MONTHS).any(|(u, _)| *u == unit);
+    if !known || (udf == DIFF && unit == "DAYOFYEAR") {
         return None;
     }
     let mut call = f.clone();
@@ -104,6 +101,7 @@ struct ByUnit {
     signature: Signature,
 }
 
+/// The units of a fixed length (a day is 24 hours in UTC), by their microseconds.
 const MICROS: [(&str, i64); 8] = [
     ("MICROSECOND", 1),
     ("MILLISECOND", 1_000),
@@ -115,6 +113,7 @@ const MICROS: [(&str, i64); 8] = [
     ("WEEK", 604_800_000_000),
 ];
 
+/// The calendar's units, by their months.
 const MONTHS: [(&str, i64); 3] = [("MONTH", 1), ("QUARTER", 3), ("YEAR", 12)];
 
 /// The type a datetime argument is read as: a TIMESTAMP_NTZ stays one, the rest are TIMESTAMPs.
