@@ -8,12 +8,13 @@ use datafusion::prelude::SessionContext;
 use crate::error::{Result, SqlError};
 use crate::modes::SqlModes;
 
-/// Plans `query` in `ctx`'s session with Spark's semantics (`analysis`): the rules on its
-/// syntax tree, DataFusion's planner (resolving names as Spark does), then the plan rules.
+/// Plans `query` in `ctx`'s session with Spark's semantics (`analysis`): NATURAL joins' keys
+/// found, the rules on its syntax tree, DataFusion's planner (resolving names as Spark does), then the plan rules.
 /// Every table it reads must be registered in the session.
 pub async fn plan_query(ctx: &SessionContext, mut query: sqlparser::ast::Query) -> Result<LogicalPlan> {
     let config = ctx.copied_config();
     let modes = SqlModes::of(config.options());
+    crate::analysis::natural_joins::resolve(ctx, &mut query).await;
     crate::analysis::rewrite_query(&mut query, &modes).map_err(SqlError::Plan)?;
     let mut plan = crate::analysis::resolution::plan_case_insensitively(ctx, query)
         .await

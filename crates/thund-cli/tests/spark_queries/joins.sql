@@ -76,3 +76,33 @@ SELECT * FROM VALUES (1L, 'x') a(k, s) LEFT JOIN VALUES ('1.0', 'y'), ('x', 'z')
 SELECT * FROM VALUES (1, 'x'), (2, 'w') a(k, s) RIGHT JOIN VALUES ('1', 'y'), ('3', 'z') b(k, t) USING (k);
 SELECT * FROM VALUES (DATE'2024-01-01') a(k) JOIN VALUES ('2024-01-01'), ('x') b(k) USING (k);
 SELECT * FROM VALUES (true, 1) a(k, v) LEFT SEMI JOIN VALUES ('true'), ('no') b(k) USING (k);
+-- NATURAL joins: the keys first, in the left side's order, then either side's other columns; a
+-- right join's key is the right side's, a full join's the one that is not NULL.
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2), ('c', 3)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3), ('z', 5))
+SELECT * FROM l NATURAL JOIN r;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2), ('c', 3)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3), ('z', 5))
+SELECT * FROM l NATURAL FULL OUTER JOIN r;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2), ('c', 3)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3), ('z', 5))
+SELECT * FROM l NATURAL RIGHT JOIN r;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2), ('c', 3)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3), ('z', 5))
+SELECT k, a, b FROM l AS x NATURAL RIGHT OUTER JOIN r AS y WHERE k > 1;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2), ('c', 3)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3), ('z', 5))
+SELECT k, count(*) AS n FROM l NATURAL FULL JOIN r GROUP BY k;
+WITH l(a, k, j) AS (VALUES ('a', 1, 1), ('b', 2, 2), ('c', 3, 0)),
+     r(j, b, k) AS (VALUES (2, 'x', 2), (0, 'y', 3), (5, 'z', 5))
+SELECT * FROM l NATURAL LEFT JOIN r;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3))
+SELECT * FROM (SELECT k AS K, a FROM l) AS x NATURAL JOIN r;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3)),
+     j AS (SELECT * FROM l NATURAL FULL JOIN r)
+SELECT * FROM j NATURAL JOIN (SELECT k, 'q' AS q FROM r) AS s;
+WITH l(a, k) AS (VALUES ('a', 1), ('b', 2)),
+     r(b, k) AS (VALUES ('x', 2), ('y', 3))
+SELECT * FROM l WHERE EXISTS (SELECT * FROM r NATURAL RIGHT JOIN (SELECT k FROM l) AS m WHERE m.k = l.k);

@@ -2,7 +2,8 @@
 //! ordered list of named rules in two stages.
 //!
 //! ```text
-//!  sqlparser AST ─QUERY_RULES (in order, each with the session's SqlModes)→ AST DataFusion reads
+//!  sqlparser AST ─natural_joins::resolve (each side planned alone)→ NATURAL joins as USING joins
+//!     ─QUERY_RULES (in order, each with the session's SqlModes)→ AST DataFusion reads
 //!     ─resolution::plan_case_insensitively→ LogicalPlan (names resolved ignoring case, lateral
 //!                                            column aliases, sum of VOID)
 //!     ─PLAN_RULES (AnalyzerRules, in order)→ LogicalPlan with Spark's types and answers, or a
@@ -29,6 +30,7 @@ pub(crate) mod lateral;
 pub(crate) mod multisets;
 pub(crate) mod named_windows;
 pub(crate) mod names;
+pub(crate) mod natural_joins;
 pub(crate) mod pivots;
 pub(crate) mod predicates;
 pub(crate) mod resolution;
