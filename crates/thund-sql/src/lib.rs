@@ -14,9 +14,10 @@
 //!                ─spark_context→ SessionContext with every function of `functions` registered
 //!
 //!  sqlparser AST (parsed once, by knut-thund's front-end; tables registered by the caller)
-//!     ─plan_query→ analysis: QUERY_RULES on the tree (literals, predicate operands, time
-//!                  windows, grouping sets, named windows, shapes, names, Spark's spellings,
-//!                  lateral views, datetime types, text arguments)
+//!     ─plan_query→ analysis: NATURAL joins' keys (each side planned alone), then QUERY_RULES
+//!                  on the tree (literals, predicate operands, time windows, grouping sets,
+//!                  named windows, shapes, names, Spark's spellings, lateral views, datetime
+//!                  types, text arguments)
 //!                  → DataFusion's planner, names resolved ignoring case (resolution)
 //!                  → plan rules (fidelity: Spark's types and answers, or a refusal)
 //!     ─▶ LogicalPlan, or SqlError::Plan with the reason
@@ -26,6 +27,8 @@
 //!   `spark.sql.parser.escapedStringLiterals`), written into the session once and read back
 //!   from it by every rule, function and planner that depends on them.
 //! - `analysis`: the ordered, named rules (`analysis::QUERY_RULES`, `analysis::plan_rules`).
+//! - `physical`: DataFusion's physical optimizer rules, each skipped for the plans it would
+//!   answer wrongly (lambdas; two columns of one name, as a self-join has).
 //! - `functions`: the registry and a folder per Spark function category (string, regexp,
 //!   datetime, interval, math, decimal, binary, hash, collection, higher-order, generator,
 //!   aggregate with the sketches, JSON/CSV, variant, xml, cast, misc). Helpers every category
@@ -58,6 +61,7 @@ mod declare;
 mod error;
 mod functions;
 pub mod modes;
+mod physical;
 mod plan;
 mod session;
 mod syntax;

@@ -42,7 +42,7 @@ pub fn spark_state_builder(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> S
         .with_default_features()
         .with_spark_features()
         .with_optimizer_rules(crate::analysis::global_filters::optimizer_rules())
-        .with_physical_optimizer_rules(crate::functions::higher_order::physical_optimizer_rules())
+        .with_physical_optimizer_rules(crate::physical::physical_optimizer_rules())
         // PIVOT and UNPIVOT, which DataFusion's planner does not read.
         .with_relation_planners(vec![Arc::new(crate::analysis::pivots::PivotPlanner)]);
     for rule in crate::analysis::session_analyzer_rules() {

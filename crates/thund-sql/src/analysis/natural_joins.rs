@@ -86,7 +86,7 @@ impl Naturals {
         match body {
             SetExpr::Select(select) => {
                 for from in &mut select.from {
-                    self.from_item(from);
+                    self.relation(from);
                 }
             }
             SetExpr::SetOperation { left, right, .. } => {
@@ -97,13 +97,13 @@ impl Naturals {
         }
     }
 
-    fn from_item(&mut self, from: &mut TableWithJoins) {
+    fn relation(&mut self, from: &mut TableWithJoins) {
         if let TableFactor::NestedJoin { table_with_joins, .. } = &mut from.relation {
-            self.from_item(table_with_joins);
+            self.relation(table_with_joins);
         }
         for at in 0..from.joins.len() {
             if let TableFactor::NestedJoin { table_with_joins, .. } = &mut from.joins[at].relation {
-                self.from_item(table_with_joins);
+                self.relation(table_with_joins);
             }
             let join = &from.joins[at];
             if !is_natural(&join.join_operator) || matches!(join.relation, TableFactor::Derived { lateral: true, .. }) {

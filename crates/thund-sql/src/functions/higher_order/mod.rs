@@ -663,62 +663,11 @@ fn check_keys(flat: &Flat, keys: &ArrayRef) -> Result<()> {
     Ok(())
 }
 
-/// A physical optimizer rule that moves projections or filters (`ProjectionPushdown`,
-/// `FilterPushdown`), skipped for plans holding a lambda. DataFusion 55 renumbers the columns of
-/// an expression it moves through a projection, but not a lambda's variables, which are
-/// numbered after the input's columns: the variable then reads a column of the input instead
-/// (a wrong answer, or an error at best). Plans without lambdas are optimized as before.
-#[derive(Debug)]
-pub(crate) struct UnlessLambdas(pub Arc<dyn datafusion::physical_optimizer::PhysicalOptimizerRule + Send + Sync>);
-
-impl datafusion::physical_optimizer::PhysicalOptimizerRule for UnlessLambdas {
-    fn optimize(
-        &self,
-        plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
-        config: &datafusion::config::ConfigOptions,
-    ) -> Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
-        if holds_lambda(&plan) {
-            return Ok(plan);
-        }
-        self.0.optimize(plan, config)
-    }
-
-    fn optimize_with_context(
-        &self,
-        plan: Arc<dyn datafusion::physical_plan::ExecutionPlan>,
-        context: &dyn datafusion::physical_optimizer::PhysicalOptimizerContext,
-    ) -> Result<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
-        if holds_lambda(&plan) {
-            return Ok(plan);
-        }
-        self.0.optimize_with_context(plan, context)
-    }
-
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn schema_check(&self) -> bool {
-        self.0.schema_check()
-    }
-}
-
-/// Whether any operator of `plan` evaluates a lambda (shown as `(x) -> …`).
-fn holds_lambda(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> bool {
+/// Whether any operator of `plan` evaluates a lambda (shown as `(x) -> …`): DataFusion 55
+/// renumbers the columns of an expression it moves through a projection, but not a lambda's
+/// variables, which are numbered after the input's columns, so a moved lambda's variable reads a
+/// column of the input instead (see `crate::physical`).
+pub(crate) fn holds_lambda(plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>) -> bool {
     let shown = datafusion::physical_plan::displayable(plan.as_ref()).indent(true).to_string();
     shown.contains(") -> ")
-}
-
-/// The session's physical optimizer rules, with those [`UnlessLambdas`] guards wrapped.
-pub(crate) fn physical_optimizer_rules(
-) -> Vec<Arc<dyn datafusion::physical_optimizer::PhysicalOptimizerRule + Send + Sync>> {
-    datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new()
-        .rules
-        .into_iter()
-        .map(|rule| match rule.name() {
-            "ProjectionPushdown" | "FilterPushdown" | "FilterPushdown(Post)" => Arc::new(UnlessLambdas(rule))
-                as Arc<dyn datafusion::physical_optimizer::PhysicalOptimizerRule + Send + Sync>,
-            _ => rule,
-        })
-        .collect()
 }
