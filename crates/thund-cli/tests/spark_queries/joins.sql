@@ -106,3 +106,6 @@ SELECT * FROM j NATURAL JOIN (SELECT k, 'q' AS q FROM r) AS s;
 WITH l(a, k) AS (VALUES ('a', 1), ('b', 2)),
      r(b, k) AS (VALUES ('x', 2), ('y', 3))
 SELECT * FROM l WHERE EXISTS (SELECT * FROM r NATURAL RIGHT JOIN (SELECT k FROM l) AS m WHERE m.k = l.k);
+WITH l(k, a) AS (VALUES (1, 'a'), (2, 'b'), (2, 'bb')),
+     r(k, b) AS (VALUES (2, 'x'), (3, 'y'), (3, 'yy'))
+SELECT k, count(*) OVER w AS n FROM l FULL JOIN r USING (k) WINDOW w AS (PARTITION BY k);

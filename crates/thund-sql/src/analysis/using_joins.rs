@@ -160,6 +160,10 @@ fn rewrite_select(select: &mut Select) {
             let _ = e.visit(&mut visitor);
         }
     }
+    // `WINDOW w AS (PARTITION BY k …)`: a named window reads the keys as the select list does.
+    for window in &mut select.named_window {
+        let _ = window.visit(&mut visitor);
+    }
 }
 
 /// `*` with none of its options (`* EXCEPT (…)` keeps DataFusion's reading).
@@ -194,6 +198,12 @@ mod tests {
         assert_eq!(right, "SELECT r.id AS id, x FROM a AS l RIGHT JOIN b AS r USING(id) WHERE r.id > 1");
         let full = rewritten_by(rewrite_rule, "SELECT id FROM a FULL JOIN b USING (id)").unwrap();
         assert_eq!(full, "SELECT coalesce(a.id, b.id) AS id FROM a FULL JOIN b USING(id)");
+        let window = rewritten_by(
+            rewrite_rule,
+            "SELECT min(x) OVER w FROM a FULL JOIN b USING (id) WINDOW w AS (PARTITION BY id)",
+        )
+        .unwrap();
+        assert!(window.ends_with("WINDOW w AS (PARTITION BY coalesce(a.id, b.id))"), "{window}");
         let semi = rewritten_by(rewrite_rule, "SELECT * FROM a LEFT SEMI JOIN b USING (k, id)").unwrap();
         assert_eq!(semi, "SELECT a.k AS k, a.id AS id, a.* EXCEPT (`k`, `id`) FROM a LEFT SEMI JOIN b USING(k, id)");
         // Two joins: DataFusion's reading, unchanged.
