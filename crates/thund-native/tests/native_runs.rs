@@ -638,9 +638,9 @@ fn filters_over_stored_tables_keep_nan_rows_and_apply_constant_filters() {
 /// A filter on one of two columns of one name stays on its own side of a join over stored
 /// tables: `l.v IS NULL` above a RIGHT JOIN of a table with itself keeps the right rows with no
 /// match (DataFusion 55's physical filter pushdown found the column by its name and pruned the
-/// other side's scan by `v IS NULL`: no rows). The same for a `LIMIT` over an ordered self-join,
-/// whose dynamic filter goes by the same reading. (Spark 4.1.4: (NULL, 10), (NULL, 100); (7, 7),
-/// (10, 100).)
+/// other side's scan by `v IS NULL`: no rows). Beside it, a `LIMIT` over an ordered self-join,
+/// whose TopK dynamic filter goes through the same pushdown, now skipped. (Spark 4.1.4: (NULL,
+/// 10), (NULL, 100); (7, 7), (10, 100).)
 #[test]
 fn filters_on_one_of_two_columns_of_one_name_stay_on_their_side() {
     let dir = project(&[
