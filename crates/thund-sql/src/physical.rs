@@ -11,7 +11,19 @@
 //!   filter to the wrong column (apache/datafusion#25259 fixes it after 55.2). Without the rule,
 //!   the filters the logical optimizer pushed into scans still prune.
 //!
-//! And one rule of ours, before `EnsureRequirements`: a LIMIT / OFFSET over a projection that
+//! And two rules of ours. First of all, `OrderBarriers` puts an [`OrderBarrier`] (rows and
+//! columns as they are; no ordering, no equivalences, no order kept for its parent) where
+//! DataFusion 55 reads an order or a constant the rows do not have:
+//! - above an aggregate over grouping sets (`GROUP BY a, b WITH ROLLUP`): it passes on its
+//!   input's equivalences, so a column constant below (`SELECT TIMESTAMP'…' AS c0 …`) is taken
+//!   for constant above it too, where the rolled-up rows hold NULL; `EnsureRequirements` then
+//!   dropped that column from an `ORDER BY … LIMIT` (the two rows kept were the wrong ones), and
+//!   the final aggregate read its input as sorted on it;
+//! - above an OFFSET without a LIMIT: `EnsureRequirements` pushes the sort of an outer `ORDER
+//!   BY` through it (the limit keeps its input's order, and only a limit with a fetch is checked),
+//!   so the rows skipped were the first ones of the outer order, not of the inner one.
+//!
+//! Then, before `EnsureRequirements`: a LIMIT / OFFSET over a projection that
 //! drops the sort keys (`SELECT c1 FROM (… ORDER BY c0, c1) OFFSET 2`, where nothing above
 //! reads `c0`) is put under that projection, on the sort itself (`LimitsOnTheirOrder`).
 //! `EnsureRequirements` removes a sort whose ordering no operator above can see, and a limit
@@ -42,10 +54,10 @@ const GUARDS: [Guard; 2] = [
     Guard { rules: &["FilterPushdown", "FilterPushdown(Post)"], holds: names_a_column_twice },
 ];
 
-/// DataFusion's default physical optimizer rules, each with the guards that name it, and
-/// [`LimitsOnTheirOrder`] before `EnsureRequirements`.
+/// [`OrderBarriers`], then DataFusion's default physical optimizer rules, each with the guards
+/// that name it, and [`LimitsOnTheirOrder`] before `EnsureRequirements`.
 pub(crate) fn physical_optimizer_rules() -> Vec<Rule> {
-    let mut rules = Vec::new();
+    let mut rules = vec![Arc::new(OrderBarriers) as Rule];
     for rule in datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules {
         if rule.name() == "EnsureRequirements" {
             rules.push(Arc::new(LimitsOnTheirOrder) as Rule);
@@ -54,6 +66,117 @@ pub(crate) fn physical_optimizer_rules() -> Vec<Rule> {
         rules.push(if guards.is_empty() { rule } else { Arc::new(Guarded { rule, guards }) as Rule });
     }
     rules
+}
+
+/// Puts an [`OrderBarrier`] above each aggregate over grouping sets and each OFFSET without a
+/// LIMIT (see the module's documentation for why).
+#[derive(Debug)]
+struct OrderBarriers;
+
+impl PhysicalOptimizerRule for OrderBarriers {
+    fn optimize(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+        _: &datafusion::config::ConfigOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        use datafusion::common::tree_node::Transformed;
+        use datafusion::physical_plan::aggregates::AggregateExec;
+        use datafusion::physical_plan::limit::GlobalLimitExec;
+        plan.transform_up(|node| {
+            let grouping_sets = node.downcast_ref::<AggregateExec>().is_some_and(|a| !a.group_expr().is_single());
+            let offset_only =
+                node.downcast_ref::<GlobalLimitExec>().is_some_and(|l| l.skip() > 0 && l.fetch().is_none());
+            Ok(if grouping_sets || offset_only {
+                Transformed::yes(Arc::new(OrderBarrier::new(node)) as Arc<dyn ExecutionPlan>)
+            } else {
+                Transformed::no(node)
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "OrderBarriers"
+    }
+
+    fn schema_check(&self) -> bool {
+        true
+    }
+}
+
+/// Its input's rows, as they come, under properties that promise nothing: no ordering, no
+/// equivalences or constants, a partitioning of the same count that no requirement is met by,
+/// and no order kept for a parent (so no sort is pushed through it).
+#[derive(Debug)]
+pub(crate) struct OrderBarrier {
+    input: Arc<dyn ExecutionPlan>,
+    properties: Arc<datafusion::physical_plan::PlanProperties>,
+}
+
+impl OrderBarrier {
+    fn new(input: Arc<dyn ExecutionPlan>) -> Self {
+        use datafusion::physical_expr::EquivalenceProperties;
+        use datafusion::physical_plan::{Partitioning, PlanProperties};
+        let partitions = input.output_partitioning().partition_count();
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(input.schema()),
+            Partitioning::UnknownPartitioning(partitions),
+            input.pipeline_behavior(),
+            input.boundedness(),
+        );
+        OrderBarrier { input, properties: Arc::new(properties) }
+    }
+}
+
+impl datafusion::physical_plan::DisplayAs for OrderBarrier {
+    fn fmt_as(&self, _: datafusion::physical_plan::DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "OrderBarrier")
+    }
+}
+
+impl ExecutionPlan for OrderBarrier {
+    fn name(&self) -> &str {
+        "OrderBarrier"
+    }
+
+    fn properties(&self) -> &Arc<datafusion::physical_plan::PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn apply_expressions(
+        &self,
+        _: &mut dyn FnMut(&Arc<dyn datafusion::physical_expr::PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    #[allow(deprecated)] // DataFusion 55 still requires it; `replace_children` calls it.
+    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.len() != 1 {
+            return datafusion::common::internal_err!("OrderBarrier takes one input, not {}", children.len());
+        }
+        Ok(Arc::new(OrderBarrier::new(children.swap_remove(0))))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<datafusion::execution::TaskContext>,
+    ) -> Result<datafusion::execution::SendableRecordBatchStream> {
+        self.input.execute(partition, context)
+    }
 }
 
 /// A limit whose input is a projection that loses (part of) the ordering below it, moved under

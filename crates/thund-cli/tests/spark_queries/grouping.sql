@@ -107,3 +107,5 @@ WITH t(x, y) AS (VALUES (0.0D, 1), (-0.0D, 1), (CAST('NaN' AS DOUBLE), 1), (-CAS
 SELECT count(DISTINCT x) AS a, count(DISTINCT named_struct('x', x)) AS b, count(DISTINCT x, y) AS c, sum(DISTINCT x) AS d FROM t;
 WITH t(k, x) AS (VALUES (1, 0.0D), (1, -0.0D), (2, CAST('NaN' AS DOUBLE)), (2, -CAST('NaN' AS DOUBLE)), (2, 1.0D))
 SELECT k, count(DISTINCT x) AS n, count(DISTINCT x, k) AS m FROM t GROUP BY k;
+SELECT k, c, count(*) AS n FROM (SELECT x AS k, TIMESTAMP'2024-01-01 00:00:00' AS c FROM VALUES (1), (2), (2) AS t(x)) GROUP BY k, c WITH ROLLUP ORDER BY 1 DESC NULLS FIRST, 2 NULLS LAST, 3 DESC LIMIT 2;
+SELECT k, c, sum(x) AS s FROM (SELECT x, x % 2 AS k, 'c' AS c FROM VALUES (1), (2), (3), (4) AS t(x)) GROUP BY CUBE (k, c) ORDER BY c NULLS FIRST, k NULLS FIRST, s LIMIT 3;

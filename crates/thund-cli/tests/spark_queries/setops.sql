@@ -51,3 +51,4 @@ SELECT x FROM VALUES (1),(1),(2) t(x) EXCEPT ALL SELECT x FROM VALUES (1) u(x) O
 -- A semi or anti join USING its keys lists the keys first.
 SELECT * FROM VALUES (1,'a',5) AS b(id,k,w) LEFT SEMI JOIN VALUES ('a',1) AS a(k,id) USING (k, id);
 SELECT * FROM VALUES (1,'a',5),(2,'b',6) AS b(id,k,w) LEFT ANTI JOIN VALUES ('a',1) AS a(k,id) USING (k, id);
+SELECT y FROM (SELECT x AS y, 0 AS z FROM VALUES (3), (1), (2), (5), (4) AS t(x) ORDER BY z DESC, x OFFSET 2) ORDER BY y DESC;
