@@ -109,3 +109,5 @@ SELECT * FROM l WHERE EXISTS (SELECT * FROM r NATURAL RIGHT JOIN (SELECT k FROM 
 WITH l(k, a) AS (VALUES (1, 'a'), (2, 'b'), (2, 'bb')),
      r(k, b) AS (VALUES (2, 'x'), (3, 'y'), (3, 'yy'))
 SELECT k, count(*) OVER w AS n FROM l FULL JOIN r USING (k) WINDOW w AS (PARTITION BY k);
+WITH l(k, a) AS (VALUES (1, 'a'), (2, 'b')), r(k, b) AS (VALUES (2, 'x'), (3, 'y')), m(k, c) AS (VALUES (3, 'p'), (4, 'q'))
+SELECT l.a, r.b FROM l FULL JOIN r USING (k) LEFT ANTI JOIN m USING (k);
