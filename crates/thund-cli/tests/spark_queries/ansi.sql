@@ -100,3 +100,7 @@ SELECT make_date(y, 2, 29) AS v FROM VALUES (2024), (2023) AS t(y);
 SELECT next_day(DATE'2024-01-01', 'xx') AS v;
 SELECT size(NULL) AS v;
 SELECT size(a) AS v FROM VALUES (array(1)), (NULL) AS t(a);
+WITH l(k, a) AS (VALUES (1, 'x'), (2, 'y')), r(k, s, q) AS (VALUES (5, 'true', 1), (6, '3', 2)) SELECT * FROM l LEFT JOIN r ON l.k = r.k WHERE (r.s != CAST('7' AS DOUBLE) OR r.q <> r.q);
+WITH l(k) AS (VALUES (1), (2)), r(k) AS (VALUES (3)) SELECT l.k FROM l JOIN r ON l.k = r.k WHERE l.k >= CAST('a' AS INT);
+WITH l(k, d) AS (VALUES (1, CAST(1 AS DECIMAL(10,2)))), r(k) AS (VALUES (3)) SELECT CAST('99999999999999999999999999999999999999' AS DECIMAL(38,0)) - coalesce(CAST('-99999999.04' AS DECIMAL(10,2)), l.d) AS c FROM l JOIN r ON l.k = r.k;
+WITH l(k) AS (VALUES (1), (2)), r(k) AS (VALUES (3)) SELECT sum(CAST('a' AS DOUBLE)) OVER (PARTITION BY l.k) AS s FROM l JOIN r ON l.k = r.k;

@@ -5,8 +5,13 @@
 //! reaches it, so the native engine would answer (no rows) where Spark stops the flow.
 //!
 //! This rule runs last in the session's analyzer, after DataFusion's type coercion and before
-//! its optimizer removes what no row reaches: each constant part of a select list is evaluated
-//! on one row, and its error is the query's. As on Spark, the
+//! its optimizer removes what no row reaches: each constant part of every operator's
+//! expressions (select lists, filters, join conditions, windows, sort keys, inline tables) is
+//! evaluated on one row, and its error is the query's. That is Spark's answer for any input
+//! but literal rows: over an inline table Spark first filters and projects the rows themselves
+//! (`ConvertToLocalRelation`, where `x > 5 AND CAST('a' AS INT) = 1` stops at its first false
+//! side) and drops what an empty relation feeds (`PropagateEmptyRelation`), so there it may
+//! answer where this rule fails the query — a refusal, never a different answer. As on Spark, the
 //! branches of a conditional are exempt (`CASE WHEN x THEN 1/0 END`, the later arguments of
 //! `coalesce`, `nvl`, `if`): Spark folds them without failing, since no row may take them.
 
@@ -14,10 +19,11 @@ use std::sync::Arc;
 
 use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow::datatypes::Schema;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::DFSchema;
 use datafusion::error::Result;
 use datafusion::execution::context::ExecutionProps;
+use datafusion::logical_expr::expr::ScalarFunction;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::optimizer::AnalyzerRule;
 
@@ -36,15 +42,8 @@ impl AnalyzerRule for FoldingErrors {
         props.mark_start_execution(Arc::new(config.clone()));
         let mut failure = None;
         plan.apply_with_subqueries(|node| {
-            // Select lists only: whether Spark folds a filter's or a join's condition depends on
-            // the order its optimizer meets them in (a filter over literal rows is evaluated
-            // before it is folded, and `AND` stops at its first false side), which a refusal
-            // here could not follow.
-            if !matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_)) {
-                return Ok(TreeNodeRecursion::Continue);
-            }
             for e in node.expressions() {
-                if let Err(error) = check(&e, false, &props) {
+                if let Err(error) = check(&coalesced(e, &props), false, &props) {
                     failure = Some(error);
                     return Ok(TreeNodeRecursion::Stop);
                 }
@@ -56,6 +55,57 @@ impl AnalyzerRule for FoldingErrors {
             None => Ok(plan),
         }
     }
+}
+
+/// `e` with Spark's simplification of `coalesce` (`NullPropagation`, before it folds
+/// constants): NULL arguments dropped, and those after the first that cannot be NULL (here: a
+/// constant that is not), the function itself where one argument is left. So in
+/// `c - coalesce(CAST('-9.04' AS DECIMAL(10,2)), x)` the subtraction becomes constant, and an
+/// overflow there fails the query on Spark whatever `x` holds.
+fn coalesced(e: Expr, props: &ExecutionProps) -> Expr {
+    let simplified = e.clone().transform_up(|e| {
+        let Expr::ScalarFunction(f) = &e else { return Ok(Transformed::no(e)) };
+        if !matches!(f.name(), "coalesce" | "nvl" | "ifnull") {
+            return Ok(Transformed::no(e));
+        }
+        let mut args: Vec<Expr> =
+            f.args.iter().filter(|a| !matches!(a, Expr::Literal(v, _) if v.is_null())).cloned().collect();
+        if let Some(at) = args.iter().position(|a| constant(a) && value(a, props).is_some_and(|v| !v.is_null())) {
+            args.truncate(at + 1);
+        }
+        match args.len() {
+            0 => Ok(Transformed::no(e)),
+            1 => Ok(Transformed::yes(args.remove(0))),
+            n if n == f.args.len() => Ok(Transformed::no(e)),
+            _ => Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(Arc::clone(&f.func), args)))),
+        }
+    });
+    simplified.map(|t| t.data).unwrap_or(e)
+}
+
+/// The value of a constant `e`, where it evaluates (an error is no value).
+pub(crate) fn value(e: &Expr, props: &ExecutionProps) -> Option<datafusion::common::ScalarValue> {
+    match evaluated(e, props)?.ok()? {
+        datafusion::logical_expr::ColumnarValue::Scalar(v) => Some(v),
+        datafusion::logical_expr::ColumnarValue::Array(a) if a.len() == 1 => {
+            datafusion::common::ScalarValue::try_from_array(&a, 0).ok()
+        }
+        _ => None,
+    }
+}
+
+/// A constant `e` evaluated on one row of no columns; `None` where it does not plan so, or a
+/// function cannot answer outside a query's rows (it panics).
+fn evaluated(e: &Expr, props: &ExecutionProps) -> Option<Result<datafusion::logical_expr::ColumnarValue>> {
+    let physical =
+        datafusion::physical_expr::create_physical_expr(e, &DFSchema::empty(), props, &Default::default()).ok()?;
+    let row = RecordBatch::try_new_with_options(
+        Arc::new(Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )
+    .ok()?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| physical.evaluate(&row))).ok()
 }
 
 /// The error of the first constant part of `e` that fails, outside a conditional's branches;
@@ -130,24 +180,11 @@ fn constant(e: &Expr) -> bool {
 
 /// `e` evaluated on one row of no columns: its error, if it fails as a row would.
 fn evaluate(e: &Expr, props: &ExecutionProps) -> Result<()> {
-    let schema = DFSchema::empty();
-    let Ok(physical) = datafusion::physical_expr::create_physical_expr(e, &schema, props, &Default::default()) else {
-        return Ok(());
-    };
-    let row = RecordBatch::try_new_with_options(
-        Arc::new(Schema::empty()),
-        vec![],
-        &RecordBatchOptions::new().with_row_count(Some(1)),
-    )?;
-    // A function that cannot answer outside a query's rows is no failure of the query's.
-    let Ok(answer) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| physical.evaluate(&row))) else {
-        return Ok(());
-    };
-    match answer {
+    match evaluated(e, props) {
         // Only an error Spark raises too, named by its class (`[CAST_INVALID_INPUT]`,
         // `[DIVIDE_BY_ZERO]`, …): a function DataFusion means to simplify before it runs may fail
         // when called directly here, which is no failure of the query's.
-        Err(e) if spark_error_class(&e.to_string()) => Err(e),
+        Some(Err(e)) if spark_error_class(&e.to_string()) => Err(e),
         _ => Ok(()),
     }
 }

@@ -31,6 +31,7 @@ pub(crate) mod multisets;
 pub(crate) mod named_windows;
 pub(crate) mod names;
 pub(crate) mod natural_joins;
+pub(crate) mod outer_joins;
 pub(crate) mod pivots;
 pub(crate) mod predicates;
 pub(crate) mod resolution;
