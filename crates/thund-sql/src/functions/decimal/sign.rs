@@ -2,7 +2,9 @@
 //! with a `MathContext` of 34 digits (DECIMAL128): a value of more digits is rounded half up to 34
 //! significant digits (`-12345678901234567890123456789012345678` is
 //! `-12345678901234567890123456789012350000`), and one the rounding carries past the type's
-//! precision (38 nines) fails, in either mode — as a Spark 4.1.4 server answers.
+//! precision (38 nines) fails, in either mode — as a Spark 4.1.4 server answers. `abs` of a
+//! value that is not negative is that value, unrounded (Spark's `Decimal.abs` negates only a
+//! negative one).
 
 use std::sync::Arc;
 
@@ -58,7 +60,12 @@ impl ScalarUDFImpl for Sign {
             .iter()
             .map(|v| {
                 let Some(v) = v else { return Ok(None) };
-                let v = if self.abs { v.abs() } else { -v };
+                // Spark's `Decimal.abs` negates a negative value only: a value that is not
+                // negative comes back as it is, unrounded.
+                if self.abs && v >= 0 {
+                    return Ok(Some(v));
+                }
+                let v = -v;
                 let rounded = to_34_digits(v);
                 if rounded.unsigned_abs() >= bound as u128 {
                     return exec_err!(
