@@ -174,6 +174,8 @@ mod tests {
         assert!(!refused("SELECT a.x FROM a FULL JOIN b USING (id) JOIN c USING (x)"));
         assert!(!refused("SELECT m.k FROM r FULL JOIN (SELECT k FROM l) AS m USING (k) JOIN c ON c.k = m.k"));
         // A subquery of an expression may read the join's key.
-        assert!(refused("SELECT a.x FROM a FULL JOIN b USING (k) JOIN c ON c.x = a.x WHERE EXISTS (SELECT 1 FROM z WHERE z.k = k)"));
+        assert!(refused(
+            "SELECT a.x FROM a FULL JOIN b USING (k) JOIN c ON c.x = a.x WHERE EXISTS (SELECT 1 FROM z WHERE z.k = k)"
+        ));
     }
 }
