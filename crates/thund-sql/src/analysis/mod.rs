@@ -31,6 +31,7 @@ pub(crate) mod multisets;
 pub(crate) mod named_windows;
 pub(crate) mod names;
 pub(crate) mod natural_joins;
+pub(crate) mod not_in;
 pub(crate) mod outer_joins;
 pub(crate) mod pivots;
 pub(crate) mod predicates;
@@ -59,7 +60,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 16] = [
+pub(crate) const QUERY_RULES: [QueryRule; 17] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
@@ -87,6 +88,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 16] = [
     QueryRule { name: "pivot_names", apply: pivots::name_rule },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
+    // `NOT IN (subquery)` read as a value (in `OR`, under `NOT`, in a select list) as Spark's
+    // existence test, once the select list is named as written.
+    QueryRule { name: "not_in_subqueries", apply: not_in::rewrite_rule },
     // Spark's `col1`, `col2`, … for an inline table's columns.
     QueryRule { name: "inline_table_names", apply: names::name_inline_tables },
     QueryRule { name: "spark_spellings", apply: spellings::rewrite_query },
