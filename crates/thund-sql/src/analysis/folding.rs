@@ -112,7 +112,16 @@ fn evaluated(e: &Expr, props: &ExecutionProps) -> Option<Result<datafusion::logi
 /// `branch`: `e` is one.
 fn check(e: &Expr, branch: bool, props: &ExecutionProps) -> Result<()> {
     if !branch && !matches!(e, Expr::Literal(..) | Expr::Alias(_)) && constant(e) {
-        return evaluate(e, props);
+        match evaluated(e, props) {
+            // Only an error Spark raises too, named by its class (`[CAST_INVALID_INPUT]`,
+            // `[DIVIDE_BY_ZERO]`, …): a function DataFusion means to simplify before it runs may
+            // fail when called directly here, which is no failure of the query's.
+            Some(Err(error)) if spark_error_class(&error.to_string()) => return Err(error),
+            Some(Ok(_)) => return Ok(()),
+            // Not evaluable whole here (a function that answers only in a query's rows): its
+            // parts may be, and fail (`hour(TIMESTAMP'…') % CAST('Ab' AS DECIMAL(38,18))`).
+            _ => {}
+        }
     }
     match e {
         Expr::Case(c) => {
@@ -176,17 +185,6 @@ fn constant(e: &Expr) -> bool {
         Ok(TreeNodeRecursion::Continue)
     });
     constant
-}
-
-/// `e` evaluated on one row of no columns: its error, if it fails as a row would.
-fn evaluate(e: &Expr, props: &ExecutionProps) -> Result<()> {
-    match evaluated(e, props) {
-        // Only an error Spark raises too, named by its class (`[CAST_INVALID_INPUT]`,
-        // `[DIVIDE_BY_ZERO]`, …): a function DataFusion means to simplify before it runs may fail
-        // when called directly here, which is no failure of the query's.
-        Some(Err(e)) if spark_error_class(&e.to_string()) => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Whether a message names a Spark error class: `[` upper-case letters, digits or `_`, `]`.
