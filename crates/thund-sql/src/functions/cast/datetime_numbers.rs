@@ -10,8 +10,9 @@
 //!   overflow fails in ANSI mode and saturates without it); a DECIMAL, its seconds cut to
 //!   microseconds, keeping the low 64 bits as Java's `BigDecimal.longValue` does.
 //! - BOOLEAN and TIMESTAMP cast to each other only without ANSI mode (`true` is one microsecond).
-//! - DATE to a number is NULL without ANSI mode and refused with it; a number to DATE, and
-//!   TIMESTAMP_NTZ to or from a number, are refused in both modes.
+//! - DATE to a number or BOOLEAN is NULL without ANSI mode and refused with it, and by
+//!   `try_cast` in both; a number or BOOLEAN to DATE, and TIMESTAMP_NTZ to or from a number, are
+//!   refused in both modes.
 //!
 //! Each rule was read off a Spark 4.1.4 server in both modes.
 
@@ -57,14 +58,14 @@ pub(crate) fn rule(value: &Expr, from: &DataType, to: &DataType, try_: bool, ans
     };
     match (from, to) {
         (f, t) if (local(f) && (number(t) || t == &DataType::Boolean)) || (local(t) && number(f)) => refuse(),
-        (DataType::Date32, t) if number(t) => {
-            if ansi && !try_ {
+        (DataType::Date32, t) if number(t) || t == &DataType::Boolean => {
+            if ansi || try_ {
                 refuse()
             } else {
                 Ok(Some(Expr::Literal(ScalarValue::try_from(t)?, None)))
             }
         }
-        (f, DataType::Date32) if number(f) => refuse(),
+        (f, DataType::Date32) if number(f) || f == &DataType::Boolean => refuse(),
         (f, t) if instant(f) && (number(t) || t == &DataType::Boolean) => {
             if t == &DataType::Boolean && ansi {
                 return refuse();
