@@ -4,8 +4,9 @@
 //! NULL on either side counts as a match, so the answer is false, never true, where a NULL is met.
 //! DataFusion decorrelates it into a mark join on `x = k`, whose mark ignores NULLs: `2 NOT IN
 //! (SELECT k FROM VALUES (1), (NULL))` was true (Spark: false), and `WHERE x NOT IN (…) OR y`
-//! kept rows Spark drops. (As a filter's own conjunct, DataFusion's null-aware anti join answers
-//! as Spark does, and the predicate stays as written.)
+//! kept rows Spark drops. (A filter's own conjunct stays as written, DataFusion's null-aware anti
+//! join, which answers as Spark does for a column operand; one over a literal operand, `WHERE 1 NOT
+//! IN (…)` with a NULL among the rows, was seen to answer rows Spark drops, and is not covered.)
 //!
 //! The rule writes Spark's answer out of parts DataFusion answers alike. A match ignoring NULLs, a
 //! NULL operand over rows, a NULL among the rows: `NOT (x IN (q)) AND NOT (x IS NULL AND EXISTS
@@ -224,7 +225,8 @@ fn sparks_not_in(operand: Expr, subquery: Box<Query>) -> Option<Expr> {
 }
 
 /// The rows of a one-column subquery whose value is NULL: its own FROM and WHERE with the value
-/// `IS NULL` added, where it is a plain SELECT; over it as a derived table otherwise.
+/// `IS NULL` added; `None` where it is not a plain SELECT. (An aggregate in a plain SELECT's
+/// value, `SELECT max(k) FROM s`, lands in the WHERE and fails to plan: an error, not an answer.)
 fn null_rows(subquery: Box<Query>) -> Option<Box<Query>> {
     let plain = subquery.with.is_none()
         && subquery.order_by.is_none()
