@@ -98,3 +98,14 @@ SELECT try_add(x, 1) AS a, try_multiply(x, 10) AS b FROM VALUES (999999999999999
 SELECT CAST(x AS TINYINT) AS a, CAST(y AS INT) AS b, CAST(z AS INT) AS c FROM VALUES (1000, 3e10D, CAST(1e12 AS DECIMAL(20,0))), (5, 2.9D, CAST(-7.9 AS DECIMAL(20,1))) AS t(x, y, z);
 SELECT CAST(y AS INT) AS b FROM VALUES (CAST('NaN' AS DOUBLE)) AS t(y);
 SELECT abs(x) AS a FROM VALUES (-2147483648), (-5) AS t(x);
+-- A DECIMAL column of inline rows, one a cast of a DOUBLE literal: DECIMAL, not DOUBLE.
+SELECT c, typeof(c) AS t FROM VALUES (CAST(9e37 AS DECIMAL(38,0))), (CAST(1 AS DECIMAL(38,0))) AS t(c);
+-- A wide DECIMAL sum's overflow, in the aggregate itself: a HAVING or an outer filter does not hide it.
+WITH t(k, c) AS (VALUES (1, CAST(9e37 AS DECIMAL(38,0))), (1, CAST(9e37 AS DECIMAL(38,0))), (2, CAST(1 AS DECIMAL(38,0))))
+SELECT k, sum(c) AS s FROM t GROUP BY k HAVING sum(c) < 10;
+WITH t(k, c) AS (VALUES (1, CAST(9e37 AS DECIMAL(38,0))), (1, CAST(9e37 AS DECIMAL(38,0))), (2, CAST(1 AS DECIMAL(38,0))))
+SELECT k, s FROM (SELECT k, c, sum(c) OVER (PARTITION BY k ORDER BY c) AS s FROM t) WHERE c < 10;
+WITH t(k, c) AS (VALUES (1, CAST(9e37 AS DECIMAL(38,0))), (1, CAST(9e37 AS DECIMAL(38,0))), (2, CAST(1 AS DECIMAL(38,0))))
+SELECT k, c, sum(c) OVER (PARTITION BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t;
+-- A divisor of -0.0 is zero: NULL (an error in ANSI mode), not NaN or an infinity.
+SELECT x % y AS r, x / y AS q, CAST(612.5 AS DECIMAL(38,18)) % y AS d FROM VALUES (5.0D, -0.0D), (5.0D, 2.0D) AS t(x, y);

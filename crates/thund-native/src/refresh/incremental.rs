@@ -28,7 +28,8 @@ use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
-    case, cast, col, lit, Aggregate, AggregateUDF, Expr, LogicalPlan, LogicalPlanBuilder, TableScanBuilder,
+    case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder,
+    TableScanBuilder,
 };
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
@@ -155,10 +156,11 @@ fn aggregate_of<'a>(plan: &'a LogicalPlan, source: &QualifiedName) -> Option<(&'
             if params.distinct || params.filter.is_some() || !params.order_by.is_empty() || params.args.len() != 1 {
                 return None;
             }
-            let output = agg.schema.field(agg.group_expr.len() + i).data_type();
+            let wide = params.args[0].get_type(agg.input.schema()).is_ok_and(|t| matches!(t, DataType::Decimal256(..)));
             Some(match func.name() {
-                // (A sum of wide DECIMALs is taken in 256 bits, which a Delta table cannot hold.)
-                "sum" if matches!(output, DataType::Decimal256(..)) => return None,
+                // (A sum of wide DECIMALs is taken in 256 bits and checked as it is answered; a
+                // sum of partial sums would not check it.)
+                "sum" if wide => return None,
                 "sum" => Partial::Sum,
                 "count" => Partial::Count,
                 "min" => Partial::Min,

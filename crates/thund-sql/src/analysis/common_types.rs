@@ -144,11 +144,14 @@ pub(super) fn doubles_over_decimals(e: &Expr, schema: &DFSchema) -> Result<Optio
 /// The rows of VALUES where a column mixes DOUBLEs and DECIMALs, as DOUBLEs: Spark's common type
 /// (`spark_common_number`), where DataFusion's planner cast the DOUBLEs to a DECIMAL; `planned`
 /// are the column types the planner gave. (A cast the planner added cannot be told from one the
-/// user wrote to the same type: only casts of floating point are read through.)
+/// user wrote to the same type: only casts of floating point are read through, and only to a
+/// type the planner can have chosen — it reads a DOUBLE as a DECIMAL(30,15), so the common type
+/// it casts to has a scale of 15 or more. A user's `CAST(9e37 AS DECIMAL(38,0))` row among
+/// DECIMAL(38,0) rows was read through, and the whole column became DOUBLE.)
 pub(super) fn values_doubles_over_decimals(values: &mut [Vec<Expr>], planned: &[DataType]) -> Result<()> {
     let empty = DFSchema::empty();
     for (i, column_type) in planned.iter().enumerate() {
-        if !matches!(column_type, DataType::Decimal128(..)) {
+        if !matches!(column_type, DataType::Decimal128(_, s) if *s >= 15) {
             continue;
         }
         let own = |e: &Expr| match e {

@@ -25,6 +25,7 @@ use datafusion::logical_expr::{
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 
 use crate::declare::{Call, PlanContext};
+use crate::functions::aggregate::decimal_sum::decimal_sum;
 use crate::functions::math::arithmetic::{OnFailure, Op};
 
 /// The plan rule: Spark's types and answers in the session's ANSI mode, or the first function
@@ -561,7 +562,7 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
         return aggregate_types(node, ansi);
     }
     if let LogicalPlan::Window(_) = &node {
-        return window_types(node);
+        return window_types(node, ansi);
     }
     Ok(Transformed::yes(node))
 }
@@ -570,10 +571,12 @@ fn retype(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
 /// window under its names: ranks are INTs (DataFusion's are unsigned), `avg` of a DECIMAL(p,s) is
 /// a DECIMAL(p+4,s+4) rounded half up and `sum` of one NULL or an error on an overflow, as for an
 /// aggregate (`aggregate_types`).
-fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
+fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan>> {
     let LogicalPlan::Window(w) = node else { return Ok(Transformed::no(node)) };
     let input = w.input.schema().clone();
     let mut averages = Vec::new();
+    // Whether a DECIMAL sum is Spark's now (its own type, no cast above).
+    let mut retyped = false;
     let mut window_expr = Vec::with_capacity(w.window_expr.len());
     for e in &w.window_expr {
         let function = match e {
@@ -605,9 +608,10 @@ fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
             let (qualifier, name) = e.qualified_name();
             let mut params = f.params.clone();
             params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
-            let sum = Expr::WindowFunction(Box::new(WindowFunction { fun: f.fun.clone(), params }));
-            window_expr.push(sum.alias_qualified(qualifier.clone(), name.clone()));
-            averages.push((qualifier, name, DataType::Decimal128((p + 10).min(38), s)));
+            let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi));
+            let sum = Expr::WindowFunction(Box::new(WindowFunction { fun, params }));
+            window_expr.push(sum.alias_qualified(qualifier, name));
+            retyped = true;
             continue;
         }
         if p + 5 > 38 {
@@ -623,7 +627,7 @@ fn window_types(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
         window_expr.push(avg.alias_qualified(qualifier.clone(), name.clone()));
         averages.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
     }
-    let node = if averages.is_empty() {
+    let node = if averages.is_empty() && !retyped {
         LogicalPlan::Window(w)
     } else {
         LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?)
@@ -653,9 +657,10 @@ fn int_literals(e: Expr) -> Result<Expr> {
 
 /// `sum` of a DECIMAL(p,s) is a DECIMAL(p+10,s) (at most 38 digits) on Spark too, but one whose
 /// digits do not fit is NULL, or fails in ANSI mode; DataFusion's adds in 128 bits and wraps
-/// around. A sum of a DECIMAL of more than 28 digits is taken over DECIMALs of 256 bits, whose
-/// cast back to Spark's type is NULL or fails (`casts`). The sum and Spark's type, for such a sum.
-fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema) -> Result<Option<(AggregateFunction, DataType)>> {
+/// around. A sum of a DECIMAL of more than 28 digits is taken over DECIMALs of 256 bits by
+/// `decimal_sum`, which answers Spark's type, NULL or an error in the aggregate itself (where a
+/// HAVING cannot hide a group's overflow, as it could from a cast above). The sum, for such a sum.
+fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema, ansi: bool) -> Result<Option<AggregateFunction>> {
     let [arg] = f.params.args.as_slice() else { return Ok(None) };
     let (DataType::Decimal128(p, s), "sum") = (arg.get_type(input)?, f.func.name()) else { return Ok(None) };
     // Below 29 digits the sum's 38 digits hold the sum of 10^10 rows: it would take more rows
@@ -665,8 +670,7 @@ fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema) -> Result<Option<(A
     }
     let mut params = f.params.clone();
     params.args = vec![cast(arg.clone(), DataType::Decimal256(p, s))];
-    let sum = AggregateFunction { func: Arc::clone(&f.func), params };
-    Ok(Some((sum, DataType::Decimal128((p + 10).min(38), s))))
+    Ok(Some(AggregateFunction { func: decimal_sum(ansi), params }))
 }
 
 /// Spark's types of aggregates where DataFusion's differ, cast in a projection above the
@@ -684,6 +688,8 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
     let input = agg.input.schema().clone();
     // The outputs to cast: their names and Spark's type.
     let mut spark_types = Vec::new();
+    // Whether a DECIMAL sum is Spark's now (its own type, no cast above).
+    let mut retyped = false;
     let mut aggr_expr = Vec::with_capacity(agg.aggr_expr.len());
     for e in &agg.aggr_expr {
         let function = match e {
@@ -712,9 +718,9 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
             }
         }
         // A DECIMAL sum is taken over 256-bit DECIMALs and cast back (`wide_decimal_sum`).
-        if let Some((sum, spark_type)) = wide_decimal_sum(f, &input)? {
-            aggr_expr.push(Expr::AggregateFunction(sum).alias_qualified(qualifier.clone(), name.clone()));
-            spark_types.push((qualifier, name, spark_type));
+        if let Some(sum) = wide_decimal_sum(f, &input, ansi)? {
+            aggr_expr.push(Expr::AggregateFunction(sum).alias_qualified(qualifier, name));
+            retyped = true;
             continue;
         }
         let decimal = match f.params.args.as_slice() {
@@ -737,10 +743,13 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
         aggr_expr.push(avg.alias_qualified(qualifier.clone(), name.clone()));
         spark_types.push((qualifier, name, DataType::Decimal128(p + 4, s + 4)));
     }
-    if spark_types.is_empty() {
+    if spark_types.is_empty() && !retyped {
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
+    if spark_types.is_empty() {
+        return Ok(Transformed::yes(agg));
+    }
     let spark_type = |_: usize, q: Option<&TableReference>, f: &Field| {
         spark_types.iter().find(|(wq, wn, _)| wq.as_ref() == q && wn == f.name()).map(|(_, _, t)| t.clone())
     };

@@ -2,13 +2,16 @@
 //! Spark's Greenwald–Khanna summary (`approx_percentile`), the exact percentiles
 //! (`percentiles`), `mode`, `skewness` and `kurtosis` (`moments`), the bitmap aggregates
 //! (`bitmaps`), `collect_set` in Spark's order (`collect_set`), the ANSI `sum` of BIGINTs
-//! (`sum`), `min` / `max` of floating point in Spark's order (`extremes`), the DataSketches functions (`sketches`), and the spellings of DataFusion's own
-//! (`spellings`, with `grouping_id` from the query's GROUP BY).
+//! (`sum`), the `sum` of wide DECIMALs whose overflow is NULL or an error (`decimal_sum`), `min` /
+//! `max` of floating point in Spark's order (`extremes`), the DataSketches functions
+//! (`sketches`), and the spellings of DataFusion's own (`spellings`, with `grouping_id` from the
+//! query's GROUP BY).
 
 mod approx_distinct;
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
+pub(crate) mod decimal_sum;
 pub(crate) mod extremes;
 pub(crate) mod filtered;
 pub(crate) mod mode;

@@ -106,6 +106,16 @@ pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool
     Some(Expr::ScalarFunction(ScalarFunction { func: Arc::new(udf), args: vec![value] }))
 }
 
+/// DECIMALs (of any width) fitted to the DECIMAL `to` as Spark's cast fits them: rounded half up,
+/// and a value whose digits do not fit NULL, or in ANSI mode Spark's error.
+pub(crate) fn fitted_decimals(values: &ArrayRef, to: &DataType, ansi: bool) -> Result<ArrayRef> {
+    let DataType::Decimal128(p, s) = to else { return exec_err!("a DECIMAL fitted to {to}") };
+    let on_invalid = if ansi { OnInvalid::Error } else { OnInvalid::Null };
+    let cast =
+        SparkCast { to: to.clone(), on_invalid, truncate: !ansi, signature: Signature::any(1, Volatility::Immutable) };
+    cast.decimals(values, *p, *s)
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct SparkCast {
     to: DataType,

@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, PrimitiveArray};
 use arrow::compute::kernels::numeric;
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Date32Type, Int16Type, Int32Type, Int64Type, Int8Type};
+use arrow::datatypes::{
+    ArrowPrimitiveType, DataType, Date32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+};
 use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::type_coercion::binary::BinaryTypeCoercer;
 use datafusion::logical_expr::{
@@ -465,7 +467,7 @@ impl Arg {
         if !self.values.data_type().is_numeric() {
             return Ok(self);
         }
-        let zeros = arrow::compute::kernels::cmp::eq(&self.values, &zero(self.values.data_type())?)?;
+        let zeros = zeros(&self.values)?;
         if zeros.true_count() == 0 {
             return Ok(self);
         }
@@ -517,8 +519,18 @@ fn has_zero(divisor: &ArrayRef) -> Result<bool> {
     if divisor.data_type() == &DataType::Null || !divisor.data_type().is_numeric() {
         return Ok(false);
     }
-    let zeros = arrow::compute::kernels::cmp::eq(divisor, &zero(divisor.data_type())?)?;
-    Ok(zeros.true_count() > 0)
+    Ok(zeros(divisor)?.true_count() > 0)
+}
+
+/// Where a number column is zero. Arrow compares floating point by its total order, in which
+/// `-0.0` is not `0.0`; Spark's divisor check (`== 0`) finds both: `5.0D % -0.0D` is NULL (an
+/// error in ANSI mode) on Spark, and was NaN here.
+fn zeros(values: &ArrayRef) -> Result<arrow::array::BooleanArray> {
+    if values.data_type().is_floating() {
+        let doubles = arrow::compute::cast(values, &DataType::Float64)?;
+        return Ok(doubles.as_primitive::<Float64Type>().iter().map(|v| v.map(|v| v == 0.0)).collect());
+    }
+    Ok(arrow::compute::kernels::cmp::eq(values, &zero(values.data_type())?)?)
 }
 
 fn as_type<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<PrimitiveArray<T>> {
