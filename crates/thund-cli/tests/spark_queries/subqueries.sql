@@ -36,3 +36,8 @@ WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k) AS (VALUES (1), (
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k) AS (VALUES (1), (3)) SELECT y FROM t WHERE NOT (x NOT IN (SELECT k FROM s) OR y = 'z');
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, v) AS (VALUES (1, 'a'), (2, NULL)) SELECT y FROM t WHERE (x, y) NOT IN (SELECT k, v FROM s) OR x IS NULL;
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k) AS (VALUES (CAST(NULL AS INT))) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE k > 5) OR y = 'a';
+-- NOT IN conjuncts DataFusion's null-aware anti join misanswers: a constant operand, a correlated subquery.
+WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b')), s(k) AS (VALUES (CAST(NULL AS INT)), (2)) SELECT y FROM t WHERE 1 NOT IN (SELECT k FROM s);
+WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b')), s(k) AS (VALUES (3), (2)) SELECT y FROM t WHERE y > 'a' AND 1 NOT IN (SELECT k FROM s);
+WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CAST(NULL AS INT), 1), (2, 5)) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE s.g > t.x);
+WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CAST(NULL AS INT), 'a'), (2, 'b')) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE s.g = t.y);

@@ -22,14 +22,17 @@ use datafusion::optimizer::optimizer::ApplyOrder;
 use datafusion::optimizer::{OptimizerConfig, OptimizerRule};
 
 /// The session's optimizer rules: DataFusion's, with [`KeptAboveGlobalAggregates`] right
-/// before its filter pushdown and `outer_joins::NullRejectedOuterJoins` right before its
-/// `eliminate_outer_join`.
+/// before its filter pushdown, `outer_joins::NullRejectedOuterJoins` right before its
+/// `eliminate_outer_join` and `null_aware_joins::NullAwareAntiJoins` right after its
+/// `decorrelate_predicate_subquery`.
 pub(crate) fn optimizer_rules() -> Vec<Arc<dyn OptimizerRule + Send + Sync>> {
     let mut rules = datafusion::optimizer::Optimizer::new().rules;
     let at = rules.iter().position(|r| r.name() == "push_down_filter").unwrap_or(rules.len());
     rules.insert(at, Arc::new(KeptAboveGlobalAggregates));
     let at = rules.iter().position(|r| r.name() == "eliminate_outer_join").unwrap_or(0);
     rules.insert(at, Arc::new(super::outer_joins::NullRejectedOuterJoins));
+    let at = rules.iter().position(|r| r.name() == "decorrelate_predicate_subquery").map_or(0, |at| at + 1);
+    rules.insert(at, Arc::new(super::null_aware_joins::NullAwareAntiJoins));
     rules
 }
 

@@ -32,6 +32,7 @@ pub(crate) mod named_windows;
 pub(crate) mod names;
 pub(crate) mod natural_joins;
 pub(crate) mod not_in;
+pub(crate) mod null_aware_joins;
 pub(crate) mod outer_joins;
 pub(crate) mod pivots;
 pub(crate) mod predicates;
