@@ -4,9 +4,10 @@
 //! NULL on either side counts as a match, so the answer is false, never true, where a NULL is met.
 //! DataFusion decorrelates it into a mark join on `x = k`, whose mark ignores NULLs: `2 NOT IN
 //! (SELECT k FROM VALUES (1), (NULL))` was true (Spark: false), and `WHERE x NOT IN (…) OR y`
-//! kept rows Spark drops. (A filter's own conjunct stays as written, DataFusion's null-aware anti
-//! join, which answers as Spark does for a column operand; one over a literal operand, `WHERE 1 NOT
-//! IN (…)` with a NULL among the rows, was seen to answer rows Spark drops, and is not covered.)
+//! kept rows Spark drops. (A filter's own conjunct stays as written: DataFusion's null-aware anti
+//! join, which answers as Spark does for a column operand over an uncorrelated subquery; over a
+//! constant operand or a correlated subquery the optimizer rule `null_aware_joins` gives that
+//! join Spark's condition.)
 //!
 //! The rule writes Spark's answer out of parts DataFusion answers alike. A match ignoring NULLs, a
 //! NULL operand over rows, a NULL among the rows: `NOT (x IN (q)) AND NOT (x IS NULL AND EXISTS
