@@ -41,3 +41,5 @@ WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b')), s(k) AS (VALUES (CAST(NULL AS INT))
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b')), s(k) AS (VALUES (3), (2)) SELECT y FROM t WHERE y > 'a' AND 1 NOT IN (SELECT k FROM s);
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CAST(NULL AS INT), 1), (2, 5)) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE s.g > t.x);
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CAST(NULL AS INT), 'a'), (2, 'b')) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE s.g = t.y);
+-- An ambiguous column of a derived table read by a subquery as an outer column: Spark cannot resolve it.
+SELECT count(*) AS n FROM (SELECT * FROM VALUES (1) AS a(id) FULL JOIN VALUES (2) AS b(id) ON true) AS s WHERE NOT EXISTS (SELECT 1 FROM VALUES (3) AS c(k) WHERE c.k = s.id);

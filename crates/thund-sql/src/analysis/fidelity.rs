@@ -17,7 +17,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue, TableReference};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
-use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
+use datafusion::logical_expr::expr::{AggregateFunction, Exists, InSubquery, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
     cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union,
     WindowFunctionDefinition,
@@ -131,7 +131,9 @@ fn no_rows_from_no_rows(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> {
 
 /// A derived table with two columns of one name (`SELECT * FROM t JOIN t`) is one whose name is
 /// ambiguous on Spark where it is read; DataFusion names the second `name:1` and reads the
-/// first. A node that reads `s.name` and not `s.name:1` (as a `*` would) is refused, as on Spark.
+/// first. A node that reads `s.name` and not `s.name:1` (as a `*` would) is refused, as on Spark
+/// — also where a subquery of the node reads it as an outer column (`WHERE NOT EXISTS (… WHERE
+/// c.k = s.name)`: Spark cannot resolve it, and DataFusion read the first).
 fn ambiguous_references(node: &LogicalPlan) -> Result<()> {
     if matches!(node, LogicalPlan::SubqueryAlias(_)) {
         return Ok(());
@@ -139,6 +141,19 @@ fn ambiguous_references(node: &LogicalPlan) -> Result<()> {
     let mut read = std::collections::HashSet::new();
     for e in node.expressions() {
         read.extend(e.column_refs().into_iter().cloned());
+        e.apply(|e| {
+            if let Expr::Exists(Exists { subquery, .. })
+            | Expr::InSubquery(InSubquery { subquery, .. })
+            | Expr::ScalarSubquery(subquery) = e
+            {
+                for outer in &subquery.outer_ref_columns {
+                    if let Expr::OuterReferenceColumn(_, c) = outer {
+                        read.insert(c.clone());
+                    }
+                }
+            }
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        })?;
     }
     for input in node.inputs() {
         for (q, f) in input.schema().iter() {
