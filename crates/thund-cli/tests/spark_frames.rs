@@ -163,6 +163,7 @@ fn generated_dataframe_programs_give_sparks_answers_natively_or_are_refused() {
         first + count - 1,
         started.elapsed().as_secs_f64()
     );
+    assert_eq!(counts.values().sum::<usize>(), count as usize, "outcomes do not add up");
     differential::print_shares("", &BTreeMap::from([("programs", counts)]), count as usize);
     assert!(
         wrong.is_empty(),

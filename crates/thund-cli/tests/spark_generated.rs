@@ -6,6 +6,15 @@
 //! **different** — an answer other than Spark's without an error, which fails the test. There is
 //! no list of known differences: each one is fixed or refused before it lands.
 //!
+//! One defect of Spark's own is told apart, by asking Spark again rather than by a list: Spark
+//! 4.1.4 and 4.3.0 drop an `ORDER BY` below a `LIMIT` in a derived table when the outer query
+//! holds a correlated scalar subquery (`SELECT s.x, (SELECT max(k) FROM t WHERE t.k = s.x) FROM
+//! (SELECT x FROM u ORDER BY x LIMIT 2) s` answers two arbitrary rows): its `EliminateSorts`
+//! optimizer rule removes the sort once the subquery is rewritten to a join. A query that differs
+//! is asked again with that rule excluded (an optimization, so excluding it cannot change a
+//! correct answer); if Spark then gives this engine's answer, the query is counted as Spark's
+//! lost sort and printed, not as a difference.
+//!
 //! CI runs seeds `1..=THUND_GENERATED_QUERIES` (1,000 by default: 2,000 comparisons). The long
 //! mode is the same test with more queries and another first seed:
 //!
@@ -50,14 +59,19 @@ pub fn query_of(seed: u64) -> String {
 struct Share {
     counts: BTreeMap<&'static str, BTreeMap<Outcome, usize>>,
     different: Vec<String>,
+    /// Queries whose only difference was Spark's lost sort (see the opening comment).
+    sort_lost: Vec<String>,
 }
+
+/// The Spark optimizer rule that drops a sort below a limit (see the opening comment).
+const ELIMINATE_SORTS: &str = "org.apache.spark.sql.catalyst.optimizer.EliminateSorts";
 
 /// Runs `seeds` on Spark and natively, in both modes.
 fn run(url: &str, seeds: &[u64]) -> Share {
     let spark = SparkBackend::new(url);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let verbose = std::env::var_os("THUND_GENERATED_VERBOSE").is_some();
-    let mut share = Share { counts: BTreeMap::new(), different: Vec::new() };
+    let mut share = Share { counts: BTreeMap::new(), different: Vec::new(), sort_lost: Vec::new() };
     for mode in ["true", "false"] {
         let dir = common::project(&[
             (
@@ -70,6 +84,7 @@ fn run(url: &str, seeds: &[u64]) -> Share {
         ]);
         let p = common::load(dir.path());
         let label = if mode == "true" { "ansi" } else { "non-ansi" };
+        share.counts.entry(label).or_default();
         for &seed in seeds {
             let sql = query_of(seed);
             let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], &sql).map_err(|e| e.to_string());
@@ -77,7 +92,21 @@ fn run(url: &str, seeds: &[u64]) -> Share {
                 .block_on(thund_native::query(&p, &sql, &EngineOptions::default()))
                 .map(differential::result_batches)
                 .map_err(|e| e.to_string());
-            let (o, detail) = outcome(on_spark, natively, ordered(&sql));
+            let (o, detail) = outcome(on_spark, natively.clone(), ordered(&sql));
+            if o == Outcome::Different {
+                let again = spark
+                    .query_in(
+                        None,
+                        &[("spark.sql.ansi.enabled", mode), ("spark.sql.optimizer.excludedRules", ELIMINATE_SORTS)],
+                        &sql,
+                    )
+                    .map_err(|e| e.to_string());
+                if outcome(again, natively, ordered(&sql)).0 == Outcome::Equal {
+                    println!("SPARK'S LOST SORT {label} seed {seed} (Spark without {ELIMINATE_SORTS} gives this engine's answer):\n{sql}\n    {detail}\n");
+                    share.sort_lost.push(format!("{label} seed {seed}"));
+                    continue;
+                }
+            }
             *share.counts.entry(label).or_default().entry(o).or_default() += 1;
             if o == Outcome::Different {
                 println!("DIFFERENT {label} seed {seed}:\n{sql}\n    {detail}\n");
@@ -118,15 +147,19 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
     });
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut different = Vec::new();
+    let mut sort_lost = Vec::new();
     for share in shares {
         for (mode, c) in share.counts {
+            let total = counts.entry(mode).or_default();
             for (o, n) in c {
-                *counts.entry(mode).or_default().entry(o).or_default() += n;
+                *total.entry(o).or_default() += n;
             }
         }
         different.extend(share.different);
+        sort_lost.extend(share.sort_lost);
     }
     different.sort();
+    sort_lost.sort();
 
     println!(
         "Spark {url}: {count} generated queries (seeds {first}..={}), each in ANSI and non-ANSI mode, in {:.0} s",
@@ -134,6 +167,16 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
         started.elapsed().as_secs_f64()
     );
     differential::print_shares("mode", &counts, count as usize);
+    for (mode, c) in &counts {
+        let lost = sort_lost.iter().filter(|s| s.starts_with(&format!("{mode} "))).count();
+        assert_eq!(c.values().sum::<usize>() + lost, count as usize, "{mode}: outcomes do not add up");
+    }
+    if !sort_lost.is_empty() {
+        println!(
+            "not counted above, Spark's lost sort (its answer without {ELIMINATE_SORTS} is this engine's): {}",
+            sort_lost.join(", ")
+        );
+    }
     assert!(
         different.is_empty(),
         "{} generated queries answer differently from Spark without an error: {}",

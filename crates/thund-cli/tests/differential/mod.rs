@@ -137,6 +137,6 @@ pub fn print_shares(label: &str, counts: &BTreeMap<&str, BTreeMap<Outcome, usize
         let ns = OUTCOMES.map(n);
         println!("{mode:10} {:>7} {:>7} {:>9} {:>8} {:>10}", shares[0], shares[1], shares[2], shares[3], shares[4]);
         println!("{:10} {:>7} {:>7} {:>9} {:>8} {:>10}", "", ns[0], ns[1], ns[2], ns[3], ns[4]);
-        assert_eq!(ns.iter().sum::<usize>(), count, "{mode}: outcomes do not add up");
+        assert!(ns.iter().sum::<usize>() <= count, "{mode}: more outcomes than queries");
     }
 }
