@@ -1,6 +1,7 @@
 //! Spark's aggregate functions DataFusion lacks or answers otherwise: `percentile_approx` on
 //! Spark's Greenwald–Khanna summary (`approx_percentile`), the exact percentiles
-//! (`percentiles`), `mode`, `skewness` and `kurtosis` (`moments`), the bitmap aggregates
+//! (`percentiles`), `mode`, the variances, standard deviations, `skewness` and `kurtosis` in
+//! Spark's formulas (`moments`), the bitmap aggregates
 //! (`bitmaps`), `collect_set` in Spark's order (`collect_set`), the ANSI `sum` of BIGINTs
 //! (`sum`), the `sum` of wide DECIMALs whose overflow is NULL or an error (`decimal_sum`), `min` /
 //! `max` of floating point in Spark's order (`extremes`), the DataSketches functions
@@ -47,6 +48,11 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("percentile_disc"),
     // `mode() WITHIN GROUP (ORDER BY x)` is `mode(x, true, ascending)`.
     Function::udf("mode").parse(spellings::mode_within_group),
+    Function::udf("var_pop"),
+    Function::udf("var_samp"),
+    Function::udf("stddev_pop"),
+    Function::udf("stddev_samp"),
+    Function::udf("stddev"),
     Function::udf("skewness"),
     Function::udf("kurtosis"),
     Function::udf("bitmap_construct_agg"),
