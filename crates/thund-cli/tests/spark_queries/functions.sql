@@ -142,3 +142,7 @@ SELECT array_contains(array(1, 2), 1L) AS a, array_contains(array(1.5D), 1) AS b
 SELECT array_contains(array('a'), NULL) AS a;
 SELECT map_contains_key(map(1, 'a'), NULL) AS a;
 SELECT array_contains(array(DATE'2024-01-01'), '2024-01-01') AS a;
+-- The variances and standard deviations in Spark's formulas: one infinite value is NaN, not 0.0.
+SELECT var_pop(x) AS a, var_samp(x) AS b, stddev_pop(x) AS c, stddev_samp(x) AS d FROM VALUES (CAST('Infinity' AS DOUBLE)) AS t(x);
+SELECT k, var_samp(x) AS a, stddev(x) AS b, var_pop(DISTINCT x) AS c, std(x) AS d, variance(x) AS e FROM VALUES (1, 1.5D), (1, 2.5D), (2, -0.0D), (2, 0.0D), (2, 4.0D), (3, CAST('NaN' AS DOUBLE)) AS t(k, x) GROUP BY k;
+SELECT x, var_samp(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS v, stddev_pop(x) OVER (ORDER BY x) AS s, skewness(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS k FROM VALUES (1), (5), (3), (10), (-2) AS t(x) ORDER BY x;

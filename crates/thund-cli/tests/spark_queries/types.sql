@@ -109,3 +109,5 @@ WITH t(k, c) AS (VALUES (1, CAST(9e37 AS DECIMAL(38,0))), (1, CAST(9e37 AS DECIM
 SELECT k, c, sum(c) OVER (PARTITION BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM t;
 -- A divisor of -0.0 is zero: NULL (an error in ANSI mode), not NaN or an infinity.
 SELECT x % y AS r, x / y AS q, CAST(612.5 AS DECIMAL(38,18)) % y AS d FROM VALUES (5.0D, -0.0D), (5.0D, 2.0D) AS t(x, y);
+-- pmod by a floating-point zero of either sign: NULL (an error in ANSI mode), not NaN.
+SELECT pmod(x, y) AS p FROM VALUES (5.0D, -0.0D), (5.0D, 0.0D), (-7.5D, 2.0D) AS t(x, y);

@@ -525,7 +525,7 @@ fn has_zero(divisor: &ArrayRef) -> Result<bool> {
 /// Where a number column is zero. Arrow compares floating point by its total order, in which
 /// `-0.0` is not `0.0`; Spark's divisor check (`== 0`) finds both: `5.0D % -0.0D` is NULL (an
 /// error in ANSI mode) on Spark, and was NaN here.
-fn zeros(values: &ArrayRef) -> Result<arrow::array::BooleanArray> {
+pub(super) fn zeros(values: &ArrayRef) -> Result<arrow::array::BooleanArray> {
     if values.data_type().is_floating() {
         let doubles = arrow::compute::cast(values, &DataType::Float64)?;
         return Ok(doubles.as_primitive::<Float64Type>().iter().map(|v| v.map(|v| v == 0.0)).collect());

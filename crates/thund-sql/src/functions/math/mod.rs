@@ -1,10 +1,12 @@
 //! Spark's math functions: its arithmetic in both modes (`arithmetic`: the `try_` operators,
-//! the ANSI ones, DECIMAL division), `conv`, rounding to decimal places (`rounding`), `log1p`,
+//! the ANSI ones, DECIMAL division), `conv`, rounding to decimal places (`rounding`), `log1p`, `pmod` by a
+//! floating-point zero (`pmod`),
 //! and the spellings and answers of DataFusion's own (`rewrites`).
 
 pub(crate) mod arithmetic;
 pub(crate) mod conv;
 pub(crate) mod log1p;
+mod pmod;
 mod rewrites;
 pub(crate) mod rounding;
 
@@ -16,6 +18,7 @@ pub(crate) fn register(ctx: &datafusion::prelude::SessionContext) {
     rounding::register(ctx);
     arithmetic::register(ctx);
     log1p::register(ctx);
+    pmod::register(ctx);
 }
 
 /// Spark's math functions, as they run here.
@@ -37,6 +40,8 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("try_divide"),
     Function::udf("try_mod"),
     Function::udf("log1p"),
+    // A floating-point zero divisor of either sign is NULL, or fails in ANSI mode (`pmod`).
+    Function::udf("pmod"),
     Function::builtin("mod").plan(rewrites::modulo),
     Function::builtin("round").plan(rewrites::round),
     Function::spelled("sign", &[(1, "CAST(signum(__a1) AS DOUBLE)")]),
