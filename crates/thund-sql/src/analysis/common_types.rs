@@ -251,7 +251,21 @@ pub(super) fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<Logic
     let to_common =
         |i: usize, _: Option<&TableReference>, f: &Field| (f.data_type() != &common[i]).then(|| common[i].clone());
     let columns = |plan: &LogicalPlan| -> Vec<Column> { plan.schema().columns() };
-    let (left, right) = (cast_columns(Arc::clone(&j.left), to_common)?, cast_columns(Arc::clone(&j.right), to_common)?);
+    // The side DataFusion made distinct (INTERSECT and EXCEPT without ALL) is cast below its
+    // DISTINCT: Spark removes duplicates of the common type's values, and a cast can make two
+    // values one (28.198 and 27.817 as a DECIMAL(38,0) are both 28).
+    let cast_side = |side: &Arc<LogicalPlan>| -> Result<LogicalPlan> {
+        match side.as_ref() {
+            LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => {
+                Ok(LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(Arc::new(cast_columns(
+                    Arc::clone(input),
+                    to_common,
+                )?))))
+            }
+            _ => cast_columns(Arc::clone(side), to_common),
+        }
+    };
+    let (left, right) = (cast_side(&j.left)?, cast_side(&j.right)?);
     let keys = (columns(&left), columns(&right));
     LogicalPlanBuilder::from(left).join_detailed(right, j.join_type, keys, None, NullEquality::NullEqualsNull)?.build()
 }
