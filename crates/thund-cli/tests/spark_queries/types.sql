@@ -111,3 +111,7 @@ SELECT k, c, sum(c) OVER (PARTITION BY k ROWS BETWEEN 1 PRECEDING AND CURRENT RO
 SELECT x % y AS r, x / y AS q, CAST(612.5 AS DECIMAL(38,18)) % y AS d FROM VALUES (5.0D, -0.0D), (5.0D, 2.0D) AS t(x, y);
 -- pmod by a floating-point zero of either sign: NULL (an error in ANSI mode), not NaN.
 SELECT pmod(x, y) AS p FROM VALUES (5.0D, -0.0D), (5.0D, 0.0D), (-7.5D, 2.0D) AS t(x, y);
+-- The NaN of ∞ + −∞ in a sum, an average or a variance is Spark's one NaN, greater than every number.
+SELECT avg(x) < -5 AS a, sum(x) < -5 AS b, var_pop(x) < -5 AS c, sum(x) AS s FROM VALUES (CAST('Infinity' AS DOUBLE)), (CAST('-Infinity' AS DOUBLE)) AS t(x);
+SELECT k, sum(x) AS s FROM VALUES (1, CAST('Infinity' AS DOUBLE)), (1, CAST('-Infinity' AS DOUBLE)), (2, 1.0D) AS t(k, x) GROUP BY k HAVING sum(x) < 5;
+SELECT x < -5 AS a FROM (SELECT avg(x) OVER () AS x FROM VALUES (CAST('Infinity' AS DOUBLE)), (CAST('-Infinity' AS DOUBLE)) AS t(x));

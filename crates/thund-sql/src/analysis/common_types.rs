@@ -256,12 +256,9 @@ pub(super) fn set_operation_types(node: LogicalPlan, ansi: bool) -> Result<Logic
     // values one (28.198 and 27.817 as a DECIMAL(38,0) are both 28).
     let cast_side = |side: &Arc<LogicalPlan>| -> Result<LogicalPlan> {
         match side.as_ref() {
-            LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => {
-                Ok(LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(Arc::new(cast_columns(
-                    Arc::clone(input),
-                    to_common,
-                )?))))
-            }
+            LogicalPlan::Distinct(datafusion::logical_expr::Distinct::All(input)) => Ok(LogicalPlan::Distinct(
+                datafusion::logical_expr::Distinct::All(Arc::new(cast_columns(Arc::clone(input), to_common)?)),
+            )),
             _ => cast_columns(Arc::clone(side), to_common),
         }
     };

@@ -344,12 +344,17 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         return cast_rewrite(e, schema, ansi);
     }
     // (`min` / `max` over a window may have both.)
+    use crate::functions::window::float_keys::{extremes, totals};
     if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
-        let w = crate::functions::window::float_keys::extremes(&w, schema).unwrap_or(w);
+        let w = extremes(&w, schema).unwrap_or(w);
+        let w = totals(&w, schema).unwrap_or(w);
         return Ok(Transformed::yes(w));
     }
-    if let Some(m) = crate::functions::window::float_keys::extremes(&e, schema) {
+    if let Some(m) = extremes(&e, schema) {
         return Ok(Transformed::yes(m));
+    }
+    if let Some(t) = totals(&e, schema) {
+        return Ok(Transformed::yes(t));
     }
     // A DECIMAL's `-x` and `abs(x)` round to 34 digits on Spark (`decimal::sign`).
     match &e {

@@ -4,7 +4,8 @@
 //! Spark's formulas (`moments`), the bitmap aggregates
 //! (`bitmaps`), `collect_set` in Spark's order (`collect_set`), the ANSI `sum` of BIGINTs
 //! (`sum`), the `sum` of wide DECIMALs whose overflow is NULL or an error (`decimal_sum`), `min` /
-//! `max` of floating point in Spark's order (`extremes`), the DataSketches functions
+//! `max` of floating point in Spark's order (`extremes`), `sum` and `avg` of floating point
+//! with Spark's one NaN (`float_totals`), the DataSketches functions
 //! (`sketches`), and the spellings of DataFusion's own (`spellings`, with `grouping_id` from the
 //! query's GROUP BY).
 
@@ -15,6 +16,7 @@ pub(crate) mod collect_set;
 pub(crate) mod decimal_sum;
 pub(crate) mod extremes;
 pub(crate) mod filtered;
+pub(crate) mod float_totals;
 pub(crate) mod mode;
 pub(crate) mod moments;
 pub(crate) mod nullable;

@@ -77,8 +77,14 @@ impl Moment {
         }
     }
 
-    /// The answer from a buffer (Spark's `evaluateExpression`).
+    /// The answer from a buffer (Spark's `evaluateExpression`), its NaN the positive one: the
+    /// NaN of `∞ − ∞` has its sign bit set, and Arrow's comparisons order floating point
+    /// totally, so it would be less than every number (Spark's NaN is greater).
     fn answer(self, b: &Buffer) -> Option<f64> {
+        self.formula(b).map(|v| if v.is_nan() { f64::NAN } else { v })
+    }
+
+    fn formula(self, b: &Buffer) -> Option<f64> {
         let Buffer { n, m2, m3, m4, .. } = *b;
         if n == 0.0 {
             return None;
@@ -423,6 +429,8 @@ mod tests {
         // Spark 4.1.4: one infinite value is NaN for the population moments (DataFusion's
         // variance said 0.0) and NULL for the sample ones; one value's sample variance is NULL.
         assert!(answer(Moment::VarPop, &[f64::INFINITY]).is_some_and(f64::is_nan));
+        // Positive, so that it compares greater than every number, as Spark's NaN.
+        assert!(answer(Moment::VarPop, &[f64::INFINITY]).is_some_and(f64::is_sign_positive));
         assert!(answer(Moment::StddevPop, &[f64::INFINITY]).is_some_and(f64::is_nan));
         assert_eq!(answer(Moment::VarSamp, &[f64::INFINITY]), None);
         assert_eq!(answer(Moment::StddevSamp, &[7.0]), None);

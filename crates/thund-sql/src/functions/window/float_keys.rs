@@ -111,6 +111,31 @@ pub(crate) fn extremes(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     }
 }
 
+/// `sum` / `avg` (grouped, or over a window) of floating point answering Spark's one NaN
+/// (`aggregate::float_totals`); `None` for every other expression.
+pub(crate) fn totals(e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    use crate::functions::aggregate::float_totals::{is_one_nan_total, one_nan_total};
+    let floating = |args: &[Expr]| matches!(args, [x] if x.get_type(schema).is_ok_and(|t| t.is_floating()));
+    match e {
+        Expr::AggregateFunction(f)
+            if matches!(f.func.name(), "sum" | "avg") && !is_one_nan_total(&f.func) && floating(&f.params.args) =>
+        {
+            let func = one_nan_total(Arc::clone(&f.func));
+            Some(Expr::AggregateFunction(AggregateFunction { func, params: f.params.clone() }))
+        }
+        Expr::WindowFunction(w) => match &w.fun {
+            WindowFunctionDefinition::AggregateUDF(f)
+                if matches!(f.name(), "sum" | "avg") && !is_one_nan_total(f) && floating(&w.params.args) =>
+            {
+                let fun = WindowFunctionDefinition::AggregateUDF(one_nan_total(Arc::clone(f)));
+                Some(Expr::WindowFunction(Box::new(WindowFunction { fun, params: w.params.clone() })))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// A join's floating-point keys, and the equalities of two floating-point values in a join's
 /// or a filter's condition (where a join's keys are until DataFusion's optimizer takes them
 /// out), read as Spark matches them: one NaN, `-0.0` as `0.0`. DataFusion's hash join hashes
