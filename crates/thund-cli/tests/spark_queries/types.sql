@@ -115,3 +115,6 @@ SELECT pmod(x, y) AS p FROM VALUES (5.0D, -0.0D), (5.0D, 0.0D), (-7.5D, 2.0D) AS
 SELECT avg(x) < -5 AS a, sum(x) < -5 AS b, var_pop(x) < -5 AS c, sum(x) AS s FROM VALUES (CAST('Infinity' AS DOUBLE)), (CAST('-Infinity' AS DOUBLE)) AS t(x);
 SELECT k, sum(x) AS s FROM VALUES (1, CAST('Infinity' AS DOUBLE)), (1, CAST('-Infinity' AS DOUBLE)), (2, 1.0D) AS t(k, x) GROUP BY k HAVING sum(x) < 5;
 SELECT x < -5 AS a FROM (SELECT avg(x) OVER () AS x FROM VALUES (CAST('Infinity' AS DOUBLE)), (CAST('-Infinity' AS DOUBLE)) AS t(x));
+-- An aggregate over DISTINCT floating point reads -0.0 as 0.0 and one NaN, as Spark's grouping does.
+SELECT count(DISTINCT x) AS a, sum(DISTINCT x) AS b, count(DISTINCT x, y) AS c FROM VALUES (-0.0D, 1), (0.0D, 1), (CAST('NaN' AS DOUBLE), 2), (-CAST('NaN' AS DOUBLE), 2), (1.5D, 3) AS t(x, y);
+SELECT k, count(DISTINCT x) AS a FROM VALUES (1, -0.0D), (1, 0.0D), (2, 3.0D) AS t(k, x) GROUP BY k WITH CUBE;

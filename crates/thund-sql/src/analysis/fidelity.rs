@@ -344,7 +344,7 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
         return cast_rewrite(e, schema, ansi);
     }
     // (`min` / `max` over a window may have both.)
-    use crate::functions::window::float_keys::{extremes, totals};
+    use crate::functions::window::float_keys::{distinct_arguments, extremes, totals};
     if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
         let w = extremes(&w, schema).unwrap_or(w);
         let w = totals(&w, schema).unwrap_or(w);
@@ -352,6 +352,10 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     }
     if let Some(m) = extremes(&e, schema) {
         return Ok(Transformed::yes(m));
+    }
+    if let Some(d) = distinct_arguments(&e, schema) {
+        let d = totals(&d, schema).unwrap_or(d);
+        return Ok(Transformed::yes(d));
     }
     if let Some(t) = totals(&e, schema) {
         return Ok(Transformed::yes(t));

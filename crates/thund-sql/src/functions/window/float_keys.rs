@@ -111,6 +111,19 @@ pub(crate) fn extremes(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     }
 }
 
+/// An aggregate over `DISTINCT` floating-point values with its values read as Spark's
+/// grouping reads them: `-0.0` as `0.0` and one NaN (`count(DISTINCT x)` of `-0.0` and `0.0`
+/// is 1 on Spark); `None` for every other expression.
+pub(crate) fn distinct_arguments(e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    let Expr::AggregateFunction(f) = e else { return None };
+    if !f.params.distinct || !f.params.args.iter().any(|a| float_key(a, schema).is_some()) {
+        return None;
+    }
+    let mut params = f.params.clone();
+    params.args = params.args.iter().map(|a| float_key(a, schema).unwrap_or_else(|| a.clone())).collect();
+    Some(Expr::AggregateFunction(AggregateFunction { func: Arc::clone(&f.func), params }))
+}
+
 /// `sum` / `avg` (grouped, or over a window) of floating point answering Spark's one NaN
 /// (`aggregate::float_totals`); `None` for every other expression.
 pub(crate) fn totals(e: &Expr, schema: &DFSchema) -> Option<Expr> {
