@@ -6,14 +6,17 @@
 //! **different** — an answer other than Spark's without an error, which fails the test. There is
 //! no list of known differences: each one is fixed or refused before it lands.
 //!
-//! One defect of Spark's own is told apart, by asking Spark again rather than by a list: Spark
-//! 4.1.4 and 4.3.0 drop an `ORDER BY` below a `LIMIT` in a derived table when the outer query
-//! holds a correlated scalar subquery (`SELECT s.x, (SELECT max(k) FROM t WHERE t.k = s.x) FROM
-//! (SELECT x FROM u ORDER BY x LIMIT 2) s` answers two arbitrary rows): its `EliminateSorts`
-//! optimizer rule removes the sort once the subquery is rewritten to a join. A query that differs
-//! is asked again with that rule excluded (an optimization, so excluding it cannot change a
-//! correct answer); if Spark then gives this engine's answer, the query is counted as Spark's
-//! lost sort and printed, not as a difference.
+//! Two defects of Spark's own are told apart, by asking Spark again rather than by a list of
+//! queries (`SPARK_DEFECTS`): a query that differs, and shows the defect's symptom, is asked
+//! again with the one optimizer rule that causes it excluded — an optimization, so excluding it
+//! cannot change a correct answer — and if Spark then gives this engine's answer, the query is
+//! counted under the defect and printed, not as a difference. Both are in Spark 4.1.4 and 4.3.0:
+//! - `EliminateSorts` drops an `ORDER BY` below a `LIMIT` in a derived table when the outer
+//!   query holds a correlated scalar subquery (`SELECT s.x, (SELECT max(k) FROM t WHERE t.k =
+//!   s.x) FROM (SELECT x FROM u ORDER BY x LIMIT 2) s` answers two arbitrary rows);
+//! - `PushDownPredicates` pushes a filter whose correlated subquery reads a column that is itself
+//!   a scalar subquery's answer into the derived table, where the query then fails with
+//!   `SCALAR_SUBQUERY_TOO_MANY_ROWS` though each subquery is an aggregate of one row.
 //!
 //! CI runs seeds `1..=THUND_GENERATED_QUERIES` (1,000 by default: 2,000 comparisons). The long
 //! mode is the same test with more queries and another first seed:
@@ -59,19 +62,39 @@ pub fn query_of(seed: u64) -> String {
 struct Share {
     counts: BTreeMap<&'static str, BTreeMap<Outcome, usize>>,
     different: Vec<String>,
-    /// Queries whose only difference was Spark's lost sort (see the opening comment).
-    sort_lost: Vec<String>,
+    /// Queries whose only difference was a defect of Spark's (see the opening comment), with
+    /// the defect's name.
+    spark_defects: Vec<(&'static str, String)>,
 }
 
-/// The Spark optimizer rule that drops a sort below a limit (see the opening comment).
-const ELIMINATE_SORTS: &str = "org.apache.spark.sql.catalyst.optimizer.EliminateSorts";
+/// A defect of Spark's: its name, the optimizer rule that causes it, and whether Spark's outcome
+/// shows its symptom (its rows, or its error).
+struct SparkDefect {
+    name: &'static str,
+    rule: &'static str,
+    symptom: fn(&Result<Vec<arrow::array::RecordBatch>, String>) -> bool,
+}
+
+/// Spark's defects the test tells apart (see the opening comment).
+const SPARK_DEFECTS: [SparkDefect; 2] = [
+    SparkDefect {
+        name: "a sort below a limit lost",
+        rule: "org.apache.spark.sql.catalyst.optimizer.EliminateSorts",
+        symptom: |spark| spark.is_ok(),
+    },
+    SparkDefect {
+        name: "a pushed filter's subquery failing",
+        rule: "org.apache.spark.sql.catalyst.optimizer.PushDownPredicates",
+        symptom: |spark| spark.as_ref().is_err_and(|e| e.contains("SCALAR_SUBQUERY_TOO_MANY_ROWS")),
+    },
+];
 
 /// Runs `seeds` on Spark and natively, in both modes.
 fn run(url: &str, seeds: &[u64]) -> Share {
     let spark = SparkBackend::new(url);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let verbose = std::env::var_os("THUND_GENERATED_VERBOSE").is_some();
-    let mut share = Share { counts: BTreeMap::new(), different: Vec::new(), sort_lost: Vec::new() };
+    let mut share = Share { counts: BTreeMap::new(), different: Vec::new(), spark_defects: Vec::new() };
     for mode in ["true", "false"] {
         let dir = common::project(&[
             (
@@ -92,20 +115,29 @@ fn run(url: &str, seeds: &[u64]) -> Share {
                 .block_on(thund_native::query(&p, &sql, &EngineOptions::default()))
                 .map(differential::result_batches)
                 .map_err(|e| e.to_string());
+            let defects: Vec<&SparkDefect> = SPARK_DEFECTS.iter().filter(|d| (d.symptom)(&on_spark)).collect();
             let (o, detail) = outcome(on_spark, natively.clone(), ordered(&sql));
-            if o == Outcome::Different {
-                let again = spark
-                    .query_in(
-                        None,
-                        &[("spark.sql.ansi.enabled", mode), ("spark.sql.optimizer.excludedRules", ELIMINATE_SORTS)],
-                        &sql,
-                    )
-                    .map_err(|e| e.to_string());
-                if outcome(again, natively, ordered(&sql)).0 == Outcome::Equal {
-                    println!("SPARK'S LOST SORT {label} seed {seed} (Spark without {ELIMINATE_SORTS} gives this engine's answer):\n{sql}\n    {detail}\n");
-                    share.sort_lost.push(format!("{label} seed {seed}"));
-                    continue;
-                }
+            let defect = (o == Outcome::Different)
+                .then(|| {
+                    defects.into_iter().find(|d| {
+                        let again = spark
+                            .query_in(
+                                None,
+                                &[("spark.sql.ansi.enabled", mode), ("spark.sql.optimizer.excludedRules", d.rule)],
+                                &sql,
+                            )
+                            .map_err(|e| e.to_string());
+                        outcome(again, natively.clone(), ordered(&sql)).0 == Outcome::Equal
+                    })
+                })
+                .flatten();
+            if let Some(d) = defect {
+                println!(
+                    "SPARK'S DEFECT ({}) {label} seed {seed}: Spark without {} gives this engine's answer\n{sql}\n    {detail}\n",
+                    d.name, d.rule
+                );
+                share.spark_defects.push((d.name, format!("{label} seed {seed}")));
+                continue;
             }
             *share.counts.entry(label).or_default().entry(o).or_default() += 1;
             if o == Outcome::Different {
@@ -147,7 +179,7 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
     });
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut different = Vec::new();
-    let mut sort_lost = Vec::new();
+    let mut spark_defects = Vec::new();
     for share in shares {
         for (mode, c) in share.counts {
             let total = counts.entry(mode).or_default();
@@ -156,10 +188,10 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
             }
         }
         different.extend(share.different);
-        sort_lost.extend(share.sort_lost);
+        spark_defects.extend(share.spark_defects);
     }
     different.sort();
-    sort_lost.sort();
+    spark_defects.sort();
 
     println!(
         "Spark {url}: {count} generated queries (seeds {first}..={}), each in ANSI and non-ANSI mode, in {:.0} s",
@@ -168,14 +200,19 @@ fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused()
     );
     differential::print_shares("mode", &counts, count as usize);
     for (mode, c) in &counts {
-        let lost = sort_lost.iter().filter(|s| s.starts_with(&format!("{mode} "))).count();
-        assert_eq!(c.values().sum::<usize>() + lost, count as usize, "{mode}: outcomes do not add up");
+        let spark_s = spark_defects.iter().filter(|(_, s)| s.starts_with(&format!("{mode} "))).count();
+        assert_eq!(c.values().sum::<usize>() + spark_s, count as usize, "{mode}: outcomes do not add up");
     }
-    if !sort_lost.is_empty() {
-        println!(
-            "not counted above, Spark's lost sort (its answer without {ELIMINATE_SORTS} is this engine's): {}",
-            sort_lost.join(", ")
-        );
+    for d in &SPARK_DEFECTS {
+        let seeds: Vec<&str> = spark_defects.iter().filter(|(n, _)| *n == d.name).map(|(_, s)| s.as_str()).collect();
+        if !seeds.is_empty() {
+            println!(
+                "not counted above, Spark's defect ({}; its answer without {} is this engine's): {}",
+                d.name,
+                d.rule,
+                seeds.join(", ")
+            );
+        }
     }
     assert!(
         different.is_empty(),
