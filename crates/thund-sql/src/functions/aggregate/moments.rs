@@ -19,7 +19,8 @@
 //! merges the partial buffers of its partitions into an empty one, and whether such a merge
 //! makes `m2` NaN (∞ · 0) or infinite depends on how the rows were split: the same values
 //! answered Infinity in one query and NaN in another on Spark 4.1.4. Any infinite or NaN value
-//! makes every moment NaN on every split, and so is answered.
+//! makes every moment NaN on every split, and so do values of one sign that are all that large
+//! (`merged_answer`); those are answered.
 //!
 //! In a window frame that slides (rows leave it), Spark recomputes the frame's buffer from its
 //! first row for every row, so the sliding accumulator here keeps the frame's values and does
@@ -152,7 +153,7 @@ impl AggregateUDFImpl for CentralMoment {
                 true,
             ))]);
         }
-        Ok(["n", "avg", "m2", "m3", "m4", "nonfinite"]
+        Ok(["n", "avg", "m2", "m3", "m4", "nonfinite", "positives", "negatives", "min_abs"]
             .iter()
             .map(|f| Arc::new(Field::new(format_state_name(args.name, f), DataType::Float64, false)))
             .collect())
@@ -162,7 +163,7 @@ impl AggregateUDFImpl for CentralMoment {
         if args.is_distinct {
             return Ok(Box::new(DistinctMoments { moment: self.moment, values: HashSet::new() }));
         }
-        Ok(Box::new(Moments { moment: self.moment, buffer: Buffer::default(), nonfinite: 0.0 }))
+        Ok(Box::new(Moments { moment: self.moment, buffer: Buffer::default(), extent: Extent::default() }))
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
@@ -232,18 +233,58 @@ impl Buffer {
 struct Moments {
     moment: Moment,
     buffer: Buffer,
-    /// How many values were infinite or NaN (see the opening comment).
+    extent: Extent,
+}
+
+/// What tells whether Spark's answer depends on how it splits the rows (see the opening
+/// comment): how many values were infinite or NaN, positive, negative, and the least magnitude.
+#[derive(Debug, Clone, Copy)]
+struct Extent {
     nonfinite: f64,
+    positives: f64,
+    negatives: f64,
+    min_abs: f64,
+}
+
+impl Default for Extent {
+    fn default() -> Self {
+        Extent { nonfinite: 0.0, positives: 0.0, negatives: 0.0, min_abs: f64::INFINITY }
+    }
+}
+
+impl Extent {
+    fn add(&mut self, x: f64) {
+        self.nonfinite += f64::from(u8::from(!x.is_finite()));
+        self.positives += f64::from(u8::from(x > 0.0));
+        self.negatives += f64::from(u8::from(x < 0.0));
+        self.min_abs = self.min_abs.min(x.abs());
+    }
+
+    fn merge(&mut self, o: Extent) {
+        self.nonfinite += o.nonfinite;
+        self.positives += o.positives;
+        self.negatives += o.negatives;
+        self.min_abs = self.min_abs.min(o.min_abs);
+    }
 }
 
 /// The answer of a buffer that Spark's final aggregate merged, or the refusal where its answer
 /// depends on its partitions (see the opening comment).
-fn merged_answer(moment: Moment, b: &Buffer, nonfinite: f64) -> Result<ScalarValue> {
+///
+/// Spark's final aggregate merges each partition's buffer into an empty one, whose first merge
+/// multiplies `avg² / n` by zero: where that product is infinite the answer is NaN. When every
+/// value has one sign and the least of them already makes it infinite, every partition's
+/// buffer does, and Spark's answer is NaN however the rows were split.
+fn merged_answer(moment: Moment, b: &Buffer, extent: Extent) -> Result<ScalarValue> {
     let order = moment.order();
     let moments = [b.m2, b.m3, b.m4];
     let overflows = moments[..usize::from(order - 1)].iter().any(|m| !m.is_finite())
         || !(b.avg.abs().powi(i32::from(order)) * b.n).is_finite();
-    if nonfinite == 0.0 && overflows {
+    if extent.nonfinite == 0.0 && overflows {
+        let one_sign = extent.positives == b.n || extent.negatives == b.n;
+        if one_sign && !(extent.min_abs * (extent.min_abs / b.n)).is_finite() {
+            return Ok(ScalarValue::Float64(Some(f64::NAN)));
+        }
         return exec_err!(
             "{}: the values are too large for a DOUBLE's moments (beyond about 1e{}); Spark's answer, \
              NaN or Infinity, depends on how it splits the rows into partitions",
@@ -258,7 +299,7 @@ impl Accumulator for Moments {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let order = self.moment.order();
         for x in doubles(&values[0])?.iter().flatten() {
-            self.nonfinite += f64::from(u8::from(!x.is_finite()));
+            self.extent.add(x);
             self.buffer.update(x, order);
         }
         Ok(())
@@ -270,18 +311,22 @@ impl Accumulator for Moments {
         for i in 0..columns[0].len() {
             let at = |c: usize| columns[c].value(i);
             self.buffer.merge(Buffer { n: at(0), avg: at(1), m2: at(2), m3: at(3), m4: at(4) }, order);
-            self.nonfinite += at(5);
+            self.extent.merge(Extent { nonfinite: at(5), positives: at(6), negatives: at(7), min_abs: at(8) });
         }
         Ok(())
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         let b = self.buffer;
-        Ok([b.n, b.avg, b.m2, b.m3, b.m4, self.nonfinite].into_iter().map(|v| ScalarValue::Float64(Some(v))).collect())
+        let e = self.extent;
+        Ok([b.n, b.avg, b.m2, b.m3, b.m4, e.nonfinite, e.positives, e.negatives, e.min_abs]
+            .into_iter()
+            .map(|v| ScalarValue::Float64(Some(v)))
+            .collect())
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        merged_answer(self.moment, &self.buffer, self.nonfinite)
+        merged_answer(self.moment, &self.buffer, self.extent)
     }
 
     fn size(&self) -> usize {
@@ -388,8 +433,9 @@ impl Accumulator for DistinctMoments {
         let order = self.moment.order();
         let mut b = Buffer::default();
         values.iter().for_each(|x| b.update(*x, order));
-        let nonfinite = values.iter().filter(|x| !x.is_finite()).count() as f64;
-        merged_answer(self.moment, &b, nonfinite)
+        let mut extent = Extent::default();
+        values.iter().for_each(|x| extent.add(*x));
+        merged_answer(self.moment, &b, extent)
     }
 
     fn size(&self) -> usize {
@@ -446,7 +492,7 @@ mod tests {
         // Spark 4.1.4 answers NaN for 1e300, -1e300, 1e300 and Infinity for values holding one
         // 1e300 among small ones, by how its partitions' buffers merge: refused here.
         let accumulate = |values: &[f64]| {
-            let mut m = Moments { moment: Moment::VarSamp, buffer: Buffer::default(), nonfinite: 0.0 };
+            let mut m = Moments { moment: Moment::VarSamp, buffer: Buffer::default(), extent: Extent::default() };
             m.update_batch(&[Arc::new(Float64Array::from(values.to_vec())) as ArrayRef]).unwrap();
             m.evaluate()
         };
@@ -457,6 +503,10 @@ mod tests {
         assert!(matches!(large, ScalarValue::Float64(Some(v)) if (v - 5e59).abs() <= 1e-15 * 5e59), "{large:?}");
         let nan = accumulate(&[1e300, f64::NAN]).unwrap();
         assert!(matches!(nan, ScalarValue::Float64(Some(v)) if v.is_nan()), "{nan:?}");
+        // Values of one sign whose squares all overflow: NaN on every split of Spark's (Spark
+        // 4.1.4: stddev_pop of 1e300 repeated is NaN).
+        let same = accumulate(&[1e300, 1e300, 2e300]).unwrap();
+        assert!(matches!(same, ScalarValue::Float64(Some(v)) if v.is_nan()), "{same:?}");
     }
 
     #[test]
