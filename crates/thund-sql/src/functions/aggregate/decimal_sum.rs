@@ -15,15 +15,17 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray};
+use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{exec_err, Result, ScalarValue};
+use datafusion::common::{exec_err, Result};
 use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
+
+use super::answered::{answered, answered_groups, Answer};
 
 /// The `sum` of a DECIMAL of 256 bits answered in Spark's DECIMAL type; `ansi` for the mode.
 pub(crate) fn decimal_sum(ansi: bool) -> Arc<AggregateUDF> {
@@ -73,7 +75,7 @@ impl AggregateUDFImpl for DecimalSum {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        Ok(Box::new(Fitted { sum: sum_udaf().accumulator(AccumulatorArgs { return_field, ..args })?, fit }))
+        Ok(answered(sum_udaf().accumulator(AccumulatorArgs { return_field, ..args })?, fit))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -85,7 +87,7 @@ impl AggregateUDFImpl for DecimalSum {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
         let sum = sum_udaf().inner().create_sliding_accumulator(AccumulatorArgs { return_field, ..args })?;
-        Ok(Box::new(Fitted { sum, fit }))
+        Ok(answered(sum, fit))
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
@@ -96,7 +98,7 @@ impl AggregateUDFImpl for DecimalSum {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
         let sums = sum_udaf().inner().create_groups_accumulator(AccumulatorArgs { return_field, ..args })?;
-        Ok(Box::new(FittedGroups { sums, fit }))
+        Ok(answered_groups(sums, fit))
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {
@@ -115,89 +117,8 @@ struct Fit {
     ansi: bool,
 }
 
-impl Fit {
+impl Answer for Fit {
     fn array(&self, totals: &ArrayRef) -> Result<ArrayRef> {
         crate::functions::cast::fitted_decimals(totals, &self.to, self.ansi)
-    }
-
-    fn scalar(&self, total: ScalarValue) -> Result<ScalarValue> {
-        ScalarValue::try_from_array(&self.array(&total.to_array()?)?, 0)
-    }
-}
-
-/// DataFusion's accumulator, its answer fitted.
-#[derive(Debug)]
-struct Fitted {
-    sum: Box<dyn Accumulator>,
-    fit: Fit,
-}
-
-impl Accumulator for Fitted {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.sum.update_batch(values)
-    }
-
-    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.sum.retract_batch(values)
-    }
-
-    fn supports_retract_batch(&self) -> bool {
-        self.sum.supports_retract_batch()
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.sum.merge_batch(states)
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        self.sum.state()
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        let total = self.sum.evaluate()?;
-        self.fit.scalar(total)
-    }
-
-    fn size(&self) -> usize {
-        size_of_val(self) + self.sum.size()
-    }
-}
-
-/// DataFusion's group accumulator, its answers fitted.
-struct FittedGroups {
-    sums: Box<dyn GroupsAccumulator>,
-    fit: Fit,
-}
-
-impl GroupsAccumulator for FittedGroups {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        groups: &[usize],
-        filter: Option<&BooleanArray>,
-        total: usize,
-    ) -> Result<()> {
-        self.sums.update_batch(values, groups, filter, total)
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef], groups: &[usize], total: usize) -> Result<()> {
-        self.sums.merge_batch(states, groups, total)
-    }
-
-    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let totals = self.sums.evaluate(emit_to)?;
-        self.fit.array(&totals)
-    }
-
-    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        self.sums.state(emit_to)
-    }
-
-    fn convert_to_state(&self, values: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
-        self.sums.convert_to_state(values, filter)
-    }
-
-    fn size(&self) -> usize {
-        self.sums.size()
     }
 }

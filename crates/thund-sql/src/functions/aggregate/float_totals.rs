@@ -2,20 +2,21 @@
 //! whose sign bit is set (x86's default NaN), and Arrow's comparisons order floating point
 //! totally, so that NaN was less than every number: `HAVING sum(x) < -5` kept a group Spark
 //! drops (Spark's NaN is one value, greater than every number). This wraps DataFusion's own
-//! aggregate — its accumulators, partial states, group accumulators and sliding window frames
-//! unchanged — and gives each answer's NaN as the positive one (`float_keys::one_nan`).
+//! aggregate (`answered`: its accumulators, partial states, group accumulators and sliding
+//! window frames unchanged) and gives each answer's NaN as the positive one (`float_keys::one_nan`).
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray};
+use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, FieldRef};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature,
+    Accumulator, AggregateUDF, AggregateUDFImpl, GroupsAccumulator, ReversedUDAF, Signature,
 };
 
+use super::answered::{answered, answered_groups, Answer};
 use crate::functions::window::float_keys::one_nan;
 
 /// `inner` (DataFusion's `sum` or `avg`) answering Spark's one NaN.
@@ -55,7 +56,7 @@ impl AggregateUDFImpl for OneNanTotal {
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(OneNan(self.inner.accumulator(args)?)))
+        Ok(answered(self.inner.accumulator(args)?, OneNan))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
@@ -63,7 +64,7 @@ impl AggregateUDFImpl for OneNanTotal {
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(OneNan(self.inner.inner().create_sliding_accumulator(args)?)))
+        Ok(answered(self.inner.inner().create_sliding_accumulator(args)?, OneNan))
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
@@ -71,7 +72,7 @@ impl AggregateUDFImpl for OneNanTotal {
     }
 
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(OneNanGroups(self.inner.inner().create_groups_accumulator(args)?)))
+        Ok(answered_groups(self.inner.inner().create_groups_accumulator(args)?, OneNan))
     }
 
     fn default_value(&self, data_type: &DataType) -> Result<ScalarValue> {
@@ -88,75 +89,20 @@ impl AggregateUDFImpl for OneNanTotal {
     }
 }
 
-/// DataFusion's accumulator, its answer's NaN the positive one.
+/// Each answer's NaN the positive one.
 #[derive(Debug)]
-struct OneNan(Box<dyn Accumulator>);
+struct OneNan;
 
-impl Accumulator for OneNan {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.0.update_batch(values)
+impl Answer for OneNan {
+    fn array(&self, answers: &ArrayRef) -> Result<ArrayRef> {
+        Ok(one_nan(Arc::clone(answers)))
     }
 
-    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.0.retract_batch(values)
-    }
-
-    fn supports_retract_batch(&self) -> bool {
-        self.0.supports_retract_batch()
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.0.merge_batch(states)
-    }
-
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        self.0.state()
-    }
-
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(match self.0.evaluate()? {
+    fn scalar(&self, answer: ScalarValue) -> Result<ScalarValue> {
+        Ok(match answer {
             ScalarValue::Float64(Some(v)) if v.is_nan() => ScalarValue::Float64(Some(f64::NAN)),
             ScalarValue::Float32(Some(v)) if v.is_nan() => ScalarValue::Float32(Some(f32::NAN)),
             other => other,
         })
-    }
-
-    fn size(&self) -> usize {
-        size_of_val(self) + self.0.size()
-    }
-}
-
-/// DataFusion's group accumulator, its answers' NaNs the positive one.
-struct OneNanGroups(Box<dyn GroupsAccumulator>);
-
-impl GroupsAccumulator for OneNanGroups {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        groups: &[usize],
-        filter: Option<&BooleanArray>,
-        total: usize,
-    ) -> Result<()> {
-        self.0.update_batch(values, groups, filter, total)
-    }
-
-    fn merge_batch(&mut self, states: &[ArrayRef], groups: &[usize], total: usize) -> Result<()> {
-        self.0.merge_batch(states, groups, total)
-    }
-
-    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        Ok(one_nan(self.0.evaluate(emit_to)?))
-    }
-
-    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
-        self.0.state(emit_to)
-    }
-
-    fn convert_to_state(&self, values: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
-        self.0.convert_to_state(values, filter)
-    }
-
-    fn size(&self) -> usize {
-        self.0.size()
     }
 }

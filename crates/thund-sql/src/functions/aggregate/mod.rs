@@ -9,6 +9,7 @@
 //! (`sketches`), and the spellings of DataFusion's own (`spellings`, with `grouping_id` from the
 //! query's GROUP BY).
 
+mod answered;
 mod approx_distinct;
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
