@@ -66,3 +66,6 @@ SELECT x, cume_dist() OVER () AS a, percent_rank() OVER () AS b FROM VALUES (1),
 SELECT count(*) FILTER (WHERE x > 0) OVER () AS n FROM VALUES (1), (2) AS t(x);
 SELECT x, median(x) OVER (ORDER BY x) AS m FROM VALUES (1), (2) AS t(x);
 SELECT x, median(x) OVER (PARTITION BY x) AS m, percentile(x, 0.5) OVER (ORDER BY x) AS p, mode(x) OVER (ORDER BY x) AS o FROM VALUES (1), (1), (2) AS t(x);
+-- Spark refuses an aggregate over DISTINCT values in a window; DataFusion answered.
+SELECT k, count(DISTINCT x) OVER (PARTITION BY k) AS n FROM VALUES (1, 1), (1, 1), (2, 3) AS t(k, x);
+SELECT k, sum(DISTINCT x) OVER (ORDER BY k) AS n FROM VALUES (1, 1), (1, 1), (2, 3) AS t(k, x);

@@ -6,7 +6,8 @@
 //!   (`UNSUPPORTED_GROUPING_EXPRESSION`; DataFusion answers 0);
 //! - a ranking or offset window function without `ORDER BY` (`row_number() OVER ()`: Spark's
 //!   rows have no order to number; DataFusion numbers them as they come);
-//! - an aggregate with `FILTER (WHERE …)` over a window;
+//! - an aggregate with `FILTER (WHERE …)` or `DISTINCT` over a window
+//!   (`DISTINCT_WINDOW_FUNCTION_UNSUPPORTED`; DataFusion answers it);
 //! - `median` over an ordered window (`INVALID_WINDOW_SPEC_FOR_AGGREGATION_FUNC`);
 //! - a year-month interval compared with a day-time one (`DATATYPE_MISMATCH`);
 //! - `array_contains` / `map_contains_key` of a text in numbers or a number in texts (Spark
@@ -111,6 +112,10 @@ fn refusal(e: &Expr, schema: &datafusion::common::DFSchema) -> Option<String> {
                 WindowFunctionDefinition::WindowUDF(_) if ORDERED_ONLY.contains(&name) && !ordered => {
                     Some(format!("Window function {name}() requires window to be ordered, please add ORDER BY clause"))
                 }
+                WindowFunctionDefinition::AggregateUDF(_) if w.params.distinct => Some(format!(
+                    "[DISTINCT_WINDOW_FUNCTION_UNSUPPORTED] Distinct window functions are not supported: \
+                     {name}(DISTINCT …) OVER (…)"
+                )),
                 WindowFunctionDefinition::AggregateUDF(_) if w.params.filter.is_some() => {
                     Some("Window aggregate function with filter predicate is not supported yet".into())
                 }
