@@ -118,3 +118,5 @@ SELECT x < -5 AS a FROM (SELECT avg(x) OVER () AS x FROM VALUES (CAST('Infinity'
 -- An aggregate over DISTINCT floating point reads -0.0 as 0.0 and one NaN, as Spark's grouping does.
 SELECT count(DISTINCT x) AS a, sum(DISTINCT x) AS b, count(DISTINCT x, y) AS c FROM VALUES (-0.0D, 1), (0.0D, 1), (CAST('NaN' AS DOUBLE), 2), (-CAST('NaN' AS DOUBLE), 2), (1.5D, 3) AS t(x, y);
 SELECT k, count(DISTINCT x) AS a FROM VALUES (1, -0.0D), (1, 0.0D), (2, 3.0D) AS t(k, x) GROUP BY k WITH CUBE;
+-- Spark drops the DISTINCT of `min` and `max` (duplicates do not change them): the first -0.0 is kept.
+SELECT CAST(min(DISTINCT x) AS STRING) AS a, CAST(max(DISTINCT x) AS STRING) AS b FROM VALUES (-0.0D), (0.0D), (-0.0D) AS t(x);

@@ -333,6 +333,9 @@ fn cast_rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Ex
     }
 }
 
+/// One of the rewrites of floating point in [`rewrite`]: the expression it makes, if any.
+type FloatStep<'a> = dyn Fn(&Expr) -> Result<Option<Expr>> + 'a;
+
 fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> {
     if let Some(doubles) = super::common_types::doubles_over_decimals(&e, schema)? {
         return Ok(Transformed::yes(doubles));
@@ -343,22 +346,24 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
         return cast_rewrite(e, schema, ansi);
     }
-    // (`min` / `max` over a window may have both.)
-    use crate::functions::window::float_keys::{distinct_arguments, extremes, totals};
-    if let Some(w) = crate::functions::window::zero_keys(&e, schema)? {
-        let w = extremes(&w, schema).unwrap_or(w);
-        let w = totals(&w, schema).unwrap_or(w);
-        return Ok(Transformed::yes(w));
+    // Floating point read as Spark reads it. One call may need several of these (`max(DISTINCT
+    // x)`, `sum(x) OVER (PARTITION BY y)`), so each step takes what the one before it made.
+    use crate::functions::window::float_keys::{distinct_arguments, eliminate_distinct, extremes, totals};
+    let steps: [&FloatStep; 5] = [
+        &|e| Ok(eliminate_distinct(e)),
+        &|e| crate::functions::window::zero_keys(e, schema),
+        &|e| Ok(extremes(e, schema)),
+        &|e| Ok(distinct_arguments(e, schema)),
+        &|e| Ok(totals(e, schema)),
+    ];
+    let mut floating: Option<Expr> = None;
+    for step in steps {
+        if let Some(next) = step(floating.as_ref().unwrap_or(&e))? {
+            floating = Some(next);
+        }
     }
-    if let Some(m) = extremes(&e, schema) {
-        return Ok(Transformed::yes(m));
-    }
-    if let Some(d) = distinct_arguments(&e, schema) {
-        let d = totals(&d, schema).unwrap_or(d);
-        return Ok(Transformed::yes(d));
-    }
-    if let Some(t) = totals(&e, schema) {
-        return Ok(Transformed::yes(t));
+    if let Some(f) = floating {
+        return Ok(Transformed::yes(f));
     }
     // A DECIMAL's `-x` and `abs(x)` round to 34 digits on Spark (`decimal::sign`).
     match &e {

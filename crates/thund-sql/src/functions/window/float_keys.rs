@@ -17,8 +17,8 @@ use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{AggregateFunction, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
-    Aggregate, ColumnarValue, Distinct, Expr, ExprSchemable, GroupingSet, LogicalPlan, Operator, ScalarFunctionArgs,
-    ScalarUDF, ScalarUDFImpl, Signature, Volatility, WindowFunctionDefinition,
+    Aggregate, AggregateUDF, ColumnarValue, Distinct, Expr, ExprSchemable, GroupingSet, LogicalPlan, Operator,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility, WindowFunctionDefinition,
 };
 
 /// `x` read as Spark orders it when it is floating point (and not already so read); `None`
@@ -90,25 +90,31 @@ pub(crate) fn one_nan(values: ArrayRef) -> ArrayRef {
 /// (`aggregate::extremes`); `None` for every other expression.
 pub(crate) fn extremes(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     use crate::functions::aggregate::extremes::{extreme, is_extreme};
-    let floating = |args: &[Expr]| matches!(args, [x] if x.get_type(schema).is_ok_and(|t| t.is_floating()));
-    match e {
-        Expr::AggregateFunction(f)
-            if matches!(f.func.name(), "min" | "max") && !is_extreme(&f.func) && floating(&f.params.args) =>
-        {
-            let func = extreme(f.func.name() == "max");
-            Some(Expr::AggregateFunction(AggregateFunction { func, params: f.params.clone() }))
-        }
-        Expr::WindowFunction(w) => match &w.fun {
-            WindowFunctionDefinition::AggregateUDF(f)
-                if matches!(f.name(), "min" | "max") && !is_extreme(f) && floating(&w.params.args) =>
-            {
-                let fun = WindowFunctionDefinition::AggregateUDF(extreme(f.name() == "max"));
-                Some(Expr::WindowFunction(Box::new(WindowFunction { fun, params: w.params.clone() })))
-            }
-            _ => None,
-        },
-        _ => None,
+    floating_aggregate(e, schema, &["min", "max"], is_extreme, |f| extreme(f.name() == "max"))
+}
+
+/// Aggregates whose answer duplicates do not change: Spark drops their DISTINCT
+/// (`EliminateDistinct`), so `min(DISTINCT x)` is `min(x)`, the first of `-0.0` and `0.0` kept.
+const DUPLICATE_AGNOSTIC: &[&str] =
+    &["min", "max", "bit_and", "bit_or", "first_value", "last_value", "approx_distinct", "collect_set"];
+
+/// Whether `f` groups its arguments' values before it aggregates them: a `DISTINCT` one that
+/// duplicates change.
+fn groups_its_arguments(f: &AggregateFunction) -> bool {
+    f.params.distinct && !DUPLICATE_AGNOSTIC.contains(&f.func.name())
+}
+
+/// `e` without the DISTINCT Spark drops (`min(DISTINCT x)` is `min(x)`); `None` for every
+/// other expression. DataFusion would group the values first, and which of `-0.0` and `0.0`
+/// its grouping keeps is not Spark's first one.
+pub(crate) fn eliminate_distinct(e: &Expr) -> Option<Expr> {
+    let Expr::AggregateFunction(f) = e else { return None };
+    if !f.params.distinct || !DUPLICATE_AGNOSTIC.contains(&f.func.name()) {
+        return None;
     }
+    let mut f = f.clone();
+    f.params.distinct = false;
+    Some(Expr::AggregateFunction(f))
 }
 
 /// An aggregate over `DISTINCT` floating-point values with its values read as Spark's
@@ -116,7 +122,7 @@ pub(crate) fn extremes(e: &Expr, schema: &DFSchema) -> Option<Expr> {
 /// is 1 on Spark); `None` for every other expression.
 pub(crate) fn distinct_arguments(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     let Expr::AggregateFunction(f) = e else { return None };
-    if !f.params.distinct || !f.params.args.iter().any(|a| float_key(a, schema).is_some()) {
+    if !groups_its_arguments(f) || !f.params.args.iter().any(|a| float_key(a, schema).is_some()) {
         return None;
     }
     let mut params = f.params.clone();
@@ -128,19 +134,31 @@ pub(crate) fn distinct_arguments(e: &Expr, schema: &DFSchema) -> Option<Expr> {
 /// (`aggregate::float_totals`); `None` for every other expression.
 pub(crate) fn totals(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     use crate::functions::aggregate::float_totals::{is_one_nan_total, one_nan_total};
-    let floating = |args: &[Expr]| matches!(args, [x] if x.get_type(schema).is_ok_and(|t| t.is_floating()));
+    floating_aggregate(e, schema, &["sum", "avg"], is_one_nan_total, |f| one_nan_total(Arc::clone(f)))
+}
+
+/// `e` with its aggregate function put in place by `spark`'s, where `e` calls one of `names`
+/// (grouped, or over a window) on one floating-point argument and that function is not Spark's
+/// already (`is_spark`); `None` otherwise.
+fn floating_aggregate(
+    e: &Expr,
+    schema: &DFSchema,
+    names: &[&str],
+    is_spark: fn(&AggregateUDF) -> bool,
+    spark: impl Fn(&Arc<AggregateUDF>) -> Arc<AggregateUDF>,
+) -> Option<Expr> {
+    let applies = |f: &AggregateUDF, args: &[Expr]| {
+        names.contains(&f.name())
+            && !is_spark(f)
+            && matches!(args, [x] if x.get_type(schema).is_ok_and(|t| t.is_floating()))
+    };
     match e {
-        Expr::AggregateFunction(f)
-            if matches!(f.func.name(), "sum" | "avg") && !is_one_nan_total(&f.func) && floating(&f.params.args) =>
-        {
-            let func = one_nan_total(Arc::clone(&f.func));
-            Some(Expr::AggregateFunction(AggregateFunction { func, params: f.params.clone() }))
+        Expr::AggregateFunction(f) if applies(&f.func, &f.params.args) => {
+            Some(Expr::AggregateFunction(AggregateFunction { func: spark(&f.func), params: f.params.clone() }))
         }
         Expr::WindowFunction(w) => match &w.fun {
-            WindowFunctionDefinition::AggregateUDF(f)
-                if matches!(f.name(), "sum" | "avg") && !is_one_nan_total(f) && floating(&w.params.args) =>
-            {
-                let fun = WindowFunctionDefinition::AggregateUDF(one_nan_total(Arc::clone(f)));
+            WindowFunctionDefinition::AggregateUDF(f) if applies(f, &w.params.args) => {
+                let fun = WindowFunctionDefinition::AggregateUDF(spark(f));
                 Some(Expr::WindowFunction(Box::new(WindowFunction { fun, params: w.params.clone() })))
             }
             _ => None,
@@ -344,7 +362,7 @@ pub(crate) fn group_keys(node: LogicalPlan) -> Result<Transformed<LogicalPlan>> 
                         .collect::<Result<_>>()?;
                     Ok(Transformed::yes(Expr::AggregateFunction(f)))
                 }
-                Expr::AggregateFunction(f) if f.params.distinct => {
+                Expr::AggregateFunction(f) if groups_its_arguments(f) => {
                     let mut f = f.clone();
                     let mut keyed = false;
                     f.params.args = f
