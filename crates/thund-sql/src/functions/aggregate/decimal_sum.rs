@@ -9,20 +9,24 @@
 //! on the aggregate's output (a HAVING) is pushed below such a cast, and a column nobody reads is
 //! pruned with it, so an overflowing group would go unseen where Spark's aggregate fails.
 //!
-//! Spark checks each addition, so a total that leaves the range on the way and comes back
-//! (`MAX + 1 - 2`) fails there in some orders of its rows; here only a total that does not fit
-//! fails, the answer every order of Spark's gives.
+//! Spark checks each addition (its buffer is a row of Spark's type), so a total that leaves the
+//! range on the way and comes back (`MAX + 1 - 2`) is NULL or an error in some orders of its
+//! rows and the total in others: which one depends on how Spark splits and orders them. Every
+//! running total lies between the sum of the negative values and that of the positive ones, so
+//! these are added up beside the total ([`SignedSums`]): where both fit, every order of Spark's
+//! gives the total; where the total fits and one of them does not, the query is refused rather
+//! than answered with one of Spark's possible answers.
 
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
+use arrow::array::{Array, ArrayRef, BooleanArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
-use datafusion::common::{exec_err, Result};
+use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::functions_aggregate::sum::sum_udaf;
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::AggregateOrderSensitivity;
 use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
+    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, ReversedUDAF, Signature, Volatility,
 };
 
 use super::answered::{answered, answered_groups, Answer};
@@ -75,19 +79,38 @@ impl AggregateUDFImpl for DecimalSum {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        Ok(answered(sum_udaf().accumulator(AccumulatorArgs { return_field, ..args })?, fit))
+        let bound = fit.to.clone();
+        let sums = SignedSums::of(
+            || sum_udaf().accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args }),
+            bound,
+        )?;
+        Ok(answered(Box::new(sums), fit))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         let return_field = self.wide_field(&args.return_field, args.input_fields[0].data_type())?;
-        sum_udaf().inner().state_fields(StateFieldsArgs { return_field, ..args })
+        let one = sum_udaf().inner().state_fields(StateFieldsArgs { return_field, ..args })?;
+        Ok(PARTS
+            .iter()
+            .flat_map(|part| {
+                one.iter().map(move |f| Arc::new(f.as_ref().clone().with_name(format!("{}[{part}]", f.name()))))
+            })
+            .collect())
     }
 
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        let sum = sum_udaf().inner().create_sliding_accumulator(AccumulatorArgs { return_field, ..args })?;
-        Ok(answered(sum, fit))
+        let bound = fit.to.clone();
+        let sums = SignedSums::of(
+            || {
+                sum_udaf()
+                    .inner()
+                    .create_sliding_accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args })
+            },
+            bound,
+        )?;
+        Ok(answered(Box::new(sums), fit))
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
@@ -97,8 +120,16 @@ impl AggregateUDFImpl for DecimalSum {
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        let sums = sum_udaf().inner().create_groups_accumulator(AccumulatorArgs { return_field, ..args })?;
-        Ok(answered_groups(sums, fit))
+        let bound = fit.to.clone();
+        let sums = SignedSums::of(
+            || {
+                sum_udaf()
+                    .inner()
+                    .create_groups_accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args })
+            },
+            bound,
+        )?;
+        Ok(answered_groups(Box::new(sums), fit))
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {
@@ -120,5 +151,149 @@ struct Fit {
 impl Answer for Fit {
     fn array(&self, totals: &ArrayRef) -> Result<ArrayRef> {
         crate::functions::cast::fitted_decimals(totals, &self.to, self.ansi)
+    }
+}
+
+/// The state's parts, in order: the total, the positive values' sum, the negative values' sum.
+const PARTS: [&str; 3] = ["total", "positive", "negative"];
+
+/// DataFusion's sums (`A`: an accumulator or a group accumulator) of all values, of the
+/// positive ones and of the negative ones; answers the total, or refuses a total that fits
+/// `bound` where a running total of some order of the rows would not.
+#[derive(Debug)]
+struct SignedSums<A> {
+    parts: [A; 3],
+    bound: DataType,
+}
+
+impl<A> SignedSums<A> {
+    fn of(make: impl Fn() -> Result<A>, bound: DataType) -> Result<Self> {
+        Ok(Self { parts: [make()?, make()?, make()?], bound })
+    }
+
+    /// The values for each part: all of them, the positive ones, the negative ones (the others
+    /// NULL, which a sum skips).
+    fn split(values: &[ArrayRef]) -> Result<[Vec<ArrayRef>; 3]> {
+        use arrow::compute::kernels::{boolean::not, cmp};
+        let [v] = values else { return exec_err!("sum of DECIMALs called with {} arguments", values.len()) };
+        let zero = ScalarValue::new_zero(v.data_type())?.to_scalar()?;
+        let positive = arrow::compute::nullif(v, &not(&cmp::gt(v, &zero)?)?)?;
+        let negative = arrow::compute::nullif(v, &not(&cmp::lt(v, &zero)?)?)?;
+        Ok([vec![Arc::clone(v)], vec![positive], vec![negative]])
+    }
+
+    /// `totals`, or an error where one fits `bound` and its positive or negative sum does not.
+    fn checked(&self, totals: ArrayRef, positives: &ArrayRef, negatives: &ArrayRef) -> Result<ArrayRef> {
+        let fitted = |a: &ArrayRef| crate::functions::cast::fitted_decimals(a, &self.bound, false);
+        let (t, p, n) = (fitted(&totals)?, fitted(positives)?, fitted(negatives)?);
+        let leaves = |raw: &ArrayRef, fit: &ArrayRef, i: usize| raw.is_valid(i) && fit.is_null(i);
+        if (0..totals.len()).any(|i| t.is_valid(i) && (leaves(positives, &p, i) || leaves(negatives, &n, i))) {
+            return exec_err!(
+                "the sum of these DECIMAL values fits {}, but adding them up one by one leaves its range in some \
+                 orders of the rows: Spark's answer (the sum, NULL or an overflow error) depends on how it splits and \
+                 orders them; cast the values to DOUBLE, or run on the Spark backend",
+                crate::types::spark_type_name(&self.bound)
+            );
+        }
+        Ok(totals)
+    }
+
+    /// The parts' states in the order of [`PARTS`], split back.
+    fn states(states: &[ArrayRef]) -> [&[ArrayRef]; 3] {
+        let n = states.len() / 3;
+        [&states[..n], &states[n..2 * n], &states[2 * n..]]
+    }
+}
+
+impl Accumulator for SignedSums<Box<dyn Accumulator>> {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        for (part, values) in self.parts.iter_mut().zip(Self::split(values)?) {
+            part.update_batch(&values)?;
+        }
+        Ok(())
+    }
+
+    fn retract_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        for (part, values) in self.parts.iter_mut().zip(Self::split(values)?) {
+            part.retract_batch(&values)?;
+        }
+        Ok(())
+    }
+
+    fn supports_retract_batch(&self) -> bool {
+        self.parts.iter().all(|p| p.supports_retract_batch())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        for (part, states) in self.parts.iter_mut().zip(Self::states(states)) {
+            part.merge_batch(states)?;
+        }
+        Ok(())
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let mut state = Vec::new();
+        for part in self.parts.iter_mut() {
+            state.extend(part.state()?);
+        }
+        Ok(state)
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        let [t, p, n] = &mut self.parts;
+        let (t, p, n) = (t.evaluate()?.to_array()?, p.evaluate()?.to_array()?, n.evaluate()?.to_array()?);
+        ScalarValue::try_from_array(&self.checked(t, &p, &n)?, 0)
+    }
+
+    fn size(&self) -> usize {
+        size_of_val(self) + self.parts.iter().map(|p| p.size()).sum::<usize>()
+    }
+}
+
+impl GroupsAccumulator for SignedSums<Box<dyn GroupsAccumulator>> {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        groups: &[usize],
+        filter: Option<&BooleanArray>,
+        total: usize,
+    ) -> Result<()> {
+        for (part, values) in self.parts.iter_mut().zip(Self::split(values)?) {
+            part.update_batch(&values, groups, filter, total)?;
+        }
+        Ok(())
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef], groups: &[usize], total: usize) -> Result<()> {
+        for (part, states) in self.parts.iter_mut().zip(Self::states(states)) {
+            part.merge_batch(states, groups, total)?;
+        }
+        Ok(())
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        let [t, p, n] = &mut self.parts;
+        let (t, p, n) = (t.evaluate(emit_to)?, p.evaluate(emit_to)?, n.evaluate(emit_to)?);
+        self.checked(t, &p, &n)
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        let mut state = Vec::new();
+        for part in self.parts.iter_mut() {
+            state.extend(part.state(emit_to)?);
+        }
+        Ok(state)
+    }
+
+    fn convert_to_state(&self, values: &[ArrayRef], filter: Option<&BooleanArray>) -> Result<Vec<ArrayRef>> {
+        let mut state = Vec::new();
+        for (part, values) in self.parts.iter().zip(Self::split(values)?) {
+            state.extend(part.convert_to_state(&values, filter)?);
+        }
+        Ok(state)
+    }
+
+    fn size(&self) -> usize {
+        self.parts.iter().map(|p| p.size()).sum()
     }
 }
