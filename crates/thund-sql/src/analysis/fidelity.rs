@@ -17,10 +17,11 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, ScalarValue, TableReference};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::functions_aggregate::average::avg_udaf;
+use datafusion::functions_aggregate::count::count_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Exists, InSubquery, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
-    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Union,
-    WindowFunctionDefinition,
+    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection,
+    Union, WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 
@@ -606,6 +607,7 @@ fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan
     let mut averages = Vec::new();
     // Whether a DECIMAL sum is Spark's now (its own type, no cast above).
     let mut retyped = false;
+    let mut wide_averages = Vec::new();
     let mut window_expr = Vec::with_capacity(w.window_expr.len());
     for e in &w.window_expr {
         let function = match e {
@@ -643,10 +645,22 @@ fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan
             retyped = true;
             continue;
         }
-        if p + 5 > 38 {
-            return Err(crate::declare::refused("avg", "of a DECIMAL wider than 33 digits Spark bounds its scale"));
-        }
         let (qualifier, name) = e.qualified_name();
+        if p + 5 > 38 {
+            // A sum and a count over the window, divided above (`decimal_avg`).
+            let average = WideAverage::new(wide_averages.len(), qualifier, name, p, s);
+            let mut params = f.params.clone();
+            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
+            let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi));
+            let sum = Expr::WindowFunction(Box::new(WindowFunction { fun, params }));
+            let fun = WindowFunctionDefinition::AggregateUDF(count_udaf());
+            let count = Expr::WindowFunction(Box::new(WindowFunction { fun, params: f.params.clone() }));
+            window_expr.push(sum.alias(&average.sum));
+            window_expr.push(count.alias(&average.count));
+            wide_averages.push(average);
+            retyped = true;
+            continue;
+        }
         let mut params = f.params.clone();
         params.args = vec![cast(params.args[0].clone(), DataType::Decimal128(p + 1, s + 1))];
         let avg = Expr::WindowFunction(Box::new(WindowFunction {
@@ -659,7 +673,8 @@ fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan
     let node = if averages.is_empty() && !retyped {
         LogicalPlan::Window(w)
     } else {
-        LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?)
+        let window = LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?);
+        WideAverage::divided(window, &wide_averages, ansi)?
     };
     if averages.is_empty() && !node.schema().fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
         return Ok(Transformed::yes(node));
@@ -702,6 +717,52 @@ fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema, ansi: bool) -> Resu
     Ok(Some(AggregateFunction { func: decimal_sum(ansi), params }))
 }
 
+/// An `avg` of a DECIMAL(p,s) wider than 33 digits, taken as a sum and a count (columns of
+/// these names) and divided in a projection above (`decimal_avg`) under the average's name.
+struct WideAverage {
+    qualifier: Option<TableReference>,
+    name: String,
+    sum: String,
+    count: String,
+    to: DataType,
+}
+
+impl WideAverage {
+    fn new(i: usize, qualifier: Option<TableReference>, name: String, p: u8, s: i8) -> Self {
+        let to = crate::functions::aggregate::decimal_avg::average_type(p, s);
+        Self { qualifier, name, sum: format!("__thund_avg_sum_{i}"), count: format!("__thund_avg_count_{i}"), to }
+    }
+
+    /// `plan` (an aggregate or a window with the averages' sums and counts) with each pair
+    /// divided into its average, every other column as it is.
+    fn divided(plan: LogicalPlan, averages: &[WideAverage], ansi: bool) -> Result<LogicalPlan> {
+        if averages.is_empty() {
+            return Ok(plan);
+        }
+        let unqualified = |name: &str| Expr::Column(datafusion::common::Column::new_unqualified(name));
+        let exprs = plan
+            .schema()
+            .iter()
+            .filter_map(|(q, f)| {
+                let ours = q.is_none();
+                if let Some(a) = averages.iter().find(|a| ours && f.name() == &a.sum) {
+                    let udf = crate::functions::aggregate::decimal_avg::quotient(a.to.clone(), ansi);
+                    let average = Expr::ScalarFunction(ScalarFunction::new_udf(
+                        udf,
+                        vec![unqualified(&a.sum), unqualified(&a.count)],
+                    ));
+                    return Some(average.alias_qualified(a.qualifier.clone(), &a.name));
+                }
+                if averages.iter().any(|a| ours && f.name() == &a.count) {
+                    return None;
+                }
+                Some(Expr::from((q, f)))
+            })
+            .collect();
+        Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(plan))?))
+    }
+}
+
 /// Spark's types of aggregates where DataFusion's differ, cast in a projection above the
 /// aggregate under the aggregate's names:
 /// - `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function library
@@ -719,6 +780,7 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
     let mut spark_types = Vec::new();
     // Whether a DECIMAL sum is Spark's now (its own type, no cast above).
     let mut retyped = false;
+    let mut wide_averages = Vec::new();
     let mut aggr_expr = Vec::with_capacity(agg.aggr_expr.len());
     for e in &agg.aggr_expr {
         let function = match e {
@@ -764,7 +826,17 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
             continue;
         };
         if p + 5 > 38 {
-            return Err(crate::declare::refused("avg", "of a DECIMAL wider than 33 digits Spark bounds its scale"));
+            // A sum and a count, divided above (`decimal_avg`).
+            let average = WideAverage::new(wide_averages.len(), qualifier, name, p, s);
+            let mut params = f.params.clone();
+            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
+            let sum = Expr::AggregateFunction(AggregateFunction { func: decimal_sum(ansi), params });
+            let count = Expr::AggregateFunction(AggregateFunction { func: count_udaf(), params: f.params.clone() });
+            aggr_expr.push(sum.alias(&average.sum));
+            aggr_expr.push(count.alias(&average.count));
+            wide_averages.push(average);
+            retyped = true;
+            continue;
         }
         let mut params = f.params.clone();
         params.args = vec![cast(params.args[0].clone(), DataType::Decimal128(p + 1, s + 1))];
@@ -776,6 +848,7 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
         return Ok(Transformed::no(LogicalPlan::Aggregate(agg)));
     }
     let agg = LogicalPlan::Aggregate(Aggregate::try_new(agg.input, agg.group_expr, aggr_expr)?);
+    let agg = WideAverage::divided(agg, &wide_averages, ansi)?;
     if spark_types.is_empty() {
         return Ok(Transformed::yes(agg));
     }

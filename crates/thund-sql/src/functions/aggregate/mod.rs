@@ -3,7 +3,8 @@
 //! (`percentiles`), `mode`, the variances, standard deviations, `skewness` and `kurtosis` in
 //! Spark's formulas (`moments`), the bitmap aggregates
 //! (`bitmaps`), `collect_set` in Spark's order (`collect_set`), the ANSI `sum` of BIGINTs
-//! (`sum`), the `sum` of wide DECIMALs whose overflow is NULL or an error (`decimal_sum`), `min` /
+//! (`sum`), the `sum` of wide DECIMALs whose overflow is NULL or an error (`decimal_sum`) and
+//! their `avg` (`decimal_avg`), `min` /
 //! `max` of floating point in Spark's order (`extremes`), `sum` and `avg` of floating point
 //! with Spark's one NaN (`float_totals`), the DataSketches functions
 //! (`sketches`), and the spellings of DataFusion's own (`spellings`, with `grouping_id` from the
@@ -14,6 +15,7 @@ mod approx_distinct;
 pub(crate) mod approx_percentile;
 pub(crate) mod bitmaps;
 pub(crate) mod collect_set;
+pub(crate) mod decimal_avg;
 pub(crate) mod decimal_sum;
 pub(crate) mod extremes;
 pub(crate) mod filtered;
