@@ -52,7 +52,13 @@ pub(crate) fn spark_common_number(types: &[DataType]) -> Option<DataType> {
 /// `x` cast to the common type `to` if it is a number of another type.
 fn to_common(x: Expr, to: &DataType, schema: &DFSchema) -> Result<Expr> {
     let t = x.get_type(schema)?;
-    Ok(if t.is_numeric() && &t != to { cast(x, to.clone()) } else { x })
+    Ok(match (&t, to) {
+        (DataType::Decimal128(_, from), DataType::Decimal128(_, into)) if into < from => {
+            crate::functions::cast::rounded_decimal(x, to.clone())
+        }
+        _ if t.is_numeric() && &t != to => cast(x, to.clone()),
+        _ => x,
+    })
 }
 
 /// The operands of a conditional (`CASE`, `IF`, `coalesce`, `nvl`, `greatest`, …), a comparison

@@ -116,6 +116,24 @@ pub(crate) fn fitted_decimals(values: &ArrayRef, to: &DataType, ansi: bool) -> R
     cast.decimals(values, *p, *s)
 }
 
+/// `x` (a DECIMAL) as the DECIMAL `to` of a smaller scale, rounded half up as a cast rounds, by
+/// a function rather than a cast: DataFusion's optimizer reads a comparison of a cast with a
+/// literal as the uncast value compared with the literal cast back (`unwrap_cast_in_comparison`),
+/// which is wrong where the cast rounds (`CAST(-0.325365 AS DECIMAL(38,0)) <=> 0` is true on
+/// Spark; `-0.325365 <=> 0.000000` is not).
+pub(crate) fn rounded_decimal(x: Expr, to: DataType) -> Expr {
+    let cast = SparkCast {
+        to,
+        on_invalid: OnInvalid::Null,
+        truncate: false,
+        signature: Signature::any(1, Volatility::Immutable),
+    };
+    Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction::new_udf(
+        Arc::new(ScalarUDF::from(cast)),
+        vec![x],
+    ))
+}
+
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct SparkCast {
     to: DataType,
