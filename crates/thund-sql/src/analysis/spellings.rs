@@ -1,7 +1,7 @@
 //! Spark's spellings DataFusion reads otherwise, rewritten on the parse, in queries and in
 //! expressions alike: functions DataFusion has under another name or form (each function's
 //! declaration in its category: templates and rewrites), Spark's literals (`1L`, `1.5e3`, escaped strings, typed intervals), `struct`'s
-//! field names, `CAST(… AS MAP<…>)`, a lambda's `x.f`, and a table function's named `input`.
+//! field names, `MINUS` as `EXCEPT`, `CAST(… AS MAP<…>)`, a lambda's `x.f`, and a table function's named `input`.
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -22,6 +22,18 @@ pub(crate) fn rewrite_expr(expr: &mut Expr) {
     let _ = expr.visit(&mut SparkFunctions);
 }
 
+/// Spark's `MINUS` (and `MINUS ALL`) is `EXCEPT`, which DataFusion's planner knows by that name only.
+fn minus_as_except(body: &mut sqlparser::ast::SetExpr) {
+    use sqlparser::ast::{SetExpr, SetOperator};
+    if let SetExpr::SetOperation { op, left, right, .. } = body {
+        if *op == SetOperator::Minus {
+            *op = SetOperator::Except;
+        }
+        minus_as_except(left);
+        minus_as_except(right);
+    }
+}
+
 /// The Spark functions DataFusion spells differently, rewritten in a parse (queries' and
 /// expressions' alike).
 struct SparkFunctions;
@@ -35,6 +47,7 @@ impl VisitorMut for SparkFunctions {
     /// retyped later.
     fn pre_visit_query(&mut self, query: &mut sqlparser::ast::Query) -> ControlFlow<()> {
         crate::functions::aggregate::spellings::fill_grouping_id(query);
+        minus_as_except(&mut query.body);
         if let sqlparser::ast::SetExpr::Values(values) = query.body.as_mut() {
             for row in values.rows.iter_mut() {
                 let _ = sqlparser::ast::visit_expressions_mut(row, |e| {
