@@ -201,22 +201,30 @@ fn spark_name(e: &Expr, name: &str) -> String {
 
 /// The name a planning error could not find and the one column whose name it is, ignoring case.
 fn differently_cased(e: &datafusion::error::DataFusionError) -> Option<(String, String)> {
-    use datafusion::common::SchemaError;
+    use datafusion::common::{Column, SchemaError};
     use datafusion::error::DataFusionError;
     let mut at = e;
     loop {
         match at {
             DataFusionError::SchemaError(schema_error, _) => {
                 let SchemaError::FieldNotFound { field, valid_fields } = schema_error.as_ref() else { return None };
+                let alike = |c: &&Column| c.name.eq_ignore_ascii_case(&field.name);
                 let mut names: Vec<&str> = valid_fields
                     .iter()
-                    .filter(|c| c.name.eq_ignore_ascii_case(&field.name))
+                    .filter(alike)
                     .filter(|c| match (&field.relation, &c.relation) {
                         (Some(want), Some(have)) => want.table().eq_ignore_ascii_case(have.table()),
                         _ => true,
                     })
                     .map(|c| c.name.as_str())
                     .collect();
+                // A subquery's reference to an outer column (`WHERE t2.k = t1.Ts`) is not found
+                // among the fields the error lists, which are the subquery's own: a column of
+                // theirs spelled alike names the case to try (if the outer one is cased
+                // otherwise, planning fails again with this error, and it is the answer).
+                if names.is_empty() && field.relation.is_some() {
+                    names = valid_fields.iter().filter(alike).map(|c| c.name.as_str()).collect();
+                }
                 names.sort_unstable();
                 names.dedup();
                 return match names.as_slice() {
