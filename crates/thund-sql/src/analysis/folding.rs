@@ -97,8 +97,18 @@ pub(crate) fn value(e: &Expr, props: &ExecutionProps) -> Option<datafusion::comm
 /// A constant `e` evaluated on one row of no columns; `None` where it does not plan so, or a
 /// function cannot answer outside a query's rows (it panics).
 fn evaluated(e: &Expr, props: &ExecutionProps) -> Option<Result<datafusion::logical_expr::ColumnarValue>> {
+    // Simplified first, as the optimizer simplifies it before it runs: some functions answer
+    // only in their simplified form (datafusion-spark's `date_trunc`).
+    let context = datafusion::logical_expr::simplify::SimplifyContext::builder()
+        .with_config_options(props.config_options.clone().unwrap_or_default())
+        .with_query_execution_start_time(props.query_execution_start_time)
+        .build();
+    let e = match datafusion::optimizer::simplify_expressions::ExprSimplifier::new(context).simplify(e.clone()) {
+        Ok(simplified) => simplified,
+        Err(error) => return Some(Err(error)),
+    };
     let physical =
-        datafusion::physical_expr::create_physical_expr(e, &DFSchema::empty(), props, &Default::default()).ok()?;
+        datafusion::physical_expr::create_physical_expr(&e, &DFSchema::empty(), props, &Default::default()).ok()?;
     let row = RecordBatch::try_new_with_options(
         Arc::new(Schema::empty()),
         vec![],
