@@ -92,6 +92,11 @@ pub(crate) fn batches(
     format: QueryFormat,
 ) -> anyhow::Result<String> {
     Ok(match format {
+        // No rows still show the columns' names (Arrow's table of no batches is `++`).
+        QueryFormat::Table if batches.is_empty() => {
+            let empty = RecordBatch::new_empty(std::sync::Arc::new(schema.clone()));
+            format!("{}\n", arrow::util::pretty::pretty_format_batches(&[empty])?)
+        }
         QueryFormat::Table => format!("{}\n", arrow::util::pretty::pretty_format_batches(batches)?),
         QueryFormat::Csv => {
             let mut buf = Vec::new();

@@ -117,6 +117,10 @@ fn init_run_query_and_events_work_on_the_sample() {
         "csv",
     ]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "region,year,month,orders,revenue\n");
+    // As a table, no rows still show the columns.
+    let o = thund(&["query", "-p", p(&demo), "SELECT region, orders FROM revenue_by_region WHERE region = 'nowhere'"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("| region | orders |"), "{}", text(&o));
 
     let o = thund(&[
         "query",
