@@ -42,10 +42,12 @@ pub fn typed(batches: &[RecordBatch], ordered: bool) -> (Vec<String>, Vec<String
                     .iter()
                     .zip(&raw)
                     .map(|(f, raw)| match (f, raw) {
-                        (Ok(f), Some(raw)) if f.value(r).to_string().starts_with("ERROR:") => {
-                            format!("<timestamp {} units since the epoch>", raw.value(r))
-                        }
-                        (Ok(f), _) => f.value(r).to_string(),
+                        (Ok(f), raw) => match (f.value(r).to_string(), raw) {
+                            (text, Some(raw)) if text.starts_with("ERROR:") => {
+                                format!("<timestamp {} units since the epoch>", raw.value(r))
+                            }
+                            (text, _) => text,
+                        },
                         (Err(e), _) => format!("<{e}>"),
                     })
                     .collect(),
@@ -64,6 +66,11 @@ pub fn typed(batches: &[RecordBatch], ordered: bool) -> (Vec<String>, Vec<String
 /// partitions' buffers leave rounding noise of about ε·|mean| (`5.7e-14` for a stddev of
 /// 680.99, `1.2e-32` for a variance of 1.465), which depends on how Spark split the rows.
 pub fn same_rows(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(r, s)| same_row(types, r, s))
+}
+
+/// Whether two rows are equal, as [`same_rows`] compares them.
+fn same_row(types: &[String], r: &[String], s: &[String]) -> bool {
     let close = |t: &String, x: &String, y: &String| {
         x == y
             || (t == "DOUBLE" || t == "FLOAT")
@@ -75,10 +82,27 @@ pub fn same_rows(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool
                     _ => false,
                 }
     };
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(r, s)| r.len() == s.len() && r.iter().zip(s).zip(types).all(|((x, y), t)| close(t, x, y)))
+    r.len() == s.len() && r.iter().zip(s).zip(types).all(|((x, y), t)| close(t, x, y))
+}
+
+/// Whether two sets of rows in no defined order (each sorted by its text) are equal, as
+/// [`same_rows`] compares them: two rows within the tolerance may sort apart (`0.0` and
+/// `5.6e-14`), so rows that do not pair up in order are each matched with any row left.
+pub fn same_row_set(types: &[String], a: &[Vec<String>], b: &[Vec<String>]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if same_rows(types, a, b) {
+        return true;
+    }
+    let mut unmatched: Vec<&Vec<String>> = b.iter().collect();
+    a.iter().all(|r| match unmatched.iter().position(|s| same_row(types, r, s)) {
+        Some(i) => {
+            unmatched.swap_remove(i);
+            true
+        }
+        None => false,
+    })
 }
 
 /// A native result's rows; a result of no rows as one empty batch, so that its column names and
@@ -138,8 +162,9 @@ pub fn outcome(
         Err(e) => return (Outcome::Refused, e),
     };
     // A result of no rows has no batches natively but a schema-only batch on Spark.
+    let same = if ordered { same_rows } else { same_row_set };
     let same_values =
-        same_rows(&spark.1, &native.2, &spark.2) && (native.1 == spark.1 || spark.2.is_empty() && native.1.is_empty());
+        same(&spark.1, &native.2, &spark.2) && (native.1 == spark.1 || spark.2.is_empty() && native.1.is_empty());
     match (same_values, native.0 == spark.0) {
         (true, true) => (Outcome::Equal, String::new()),
         (true, false) => (Outcome::NamesDiffer, format!("{:?} vs Spark's {:?}", native.0, spark.0)),
