@@ -43,3 +43,5 @@ WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CA
 WITH t(x, y) AS (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')), s(k, g) AS (VALUES (CAST(NULL AS INT), 'a'), (2, 'b')) SELECT y FROM t WHERE x NOT IN (SELECT k FROM s WHERE s.g = t.y);
 -- An ambiguous column of a derived table read by a subquery as an outer column: Spark cannot resolve it.
 SELECT count(*) AS n FROM (SELECT * FROM VALUES (1) AS a(id) FULL JOIN VALUES (2) AS b(id) ON true) AS s WHERE NOT EXISTS (SELECT 1 FROM VALUES (3) AS c(k) WHERE c.k = s.id);
+-- An outer column read in another case than it was defined with, from a correlated subquery.
+WITH t3 AS (SELECT * FROM VALUES (1, 2, 3), (2, 3, 2) AS t3(id, k, Ts)) SELECT T1.k, (SELECT max(T2.id) FROM t3 AS T2 WHERE T2.k = T1.ts) AS c FROM t3 AS T1;
