@@ -768,7 +768,9 @@ impl WideAverage {
 /// - `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function library
 ///   here answers a DOUBLE; DataFusion's own average truncates). The average is taken by
 ///   DataFusion's over the values scaled up by one digit, and the cast rounds that digit away
-///   (Arrow's cast to a smaller scale rounds half up).
+///   (Arrow's cast to a smaller scale rounds half up). Over 33 digits that would not fit, and
+///   the average is a sum and a count divided above the aggregate as Spark divides them
+///   ([`WideAverage`]).
 /// - Spark has no unsigned types: an unsigned count (`regr_count`) is a BIGINT.
 /// - In ANSI mode a `sum(DISTINCT …)` of BIGINTs that overflows fails (DataFusion's wraps, as
 ///   Spark's does without ANSI mode): it is taken over DECIMAL(38,0)s, and the cast back to a
