@@ -143,3 +143,6 @@ SELECT sum(x) FILTER (WHERE x > 0) AS s, sum(x) AS t FROM VALUES (92233720368547
 SELECT k, sum(x) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s FROM VALUES (1, 9223372036854775807L), (2, -9223372036854775807L), (3, 9223372036854775807L) AS t(k, x);
 -- A constant that fails fails the query on Spark, rows or none (datafusion-spark's date_trunc answers only once simplified).
 SELECT CAST(date_trunc('DAY', TIMESTAMP'2024-11-03 01:30:00') AS DECIMAL(10,2)) AS c FROM VALUES (1) AS t(x) WHERE x > 5;
+-- IN of floating point: a list of constants is a set of bits in DataFusion, where 0.0 found no -0.0.
+SELECT CAST('0' AS DOUBLE) NOT IN (CAST('-0.0' AS DOUBLE)) AS a, CAST('0' AS DOUBLE) IN (CAST('-0.0' AS DOUBLE)) AS b, x IN (-0.0D, 5D) AS d, x NOT IN (-0.0D) AS e FROM VALUES (0.0D) AS t(x);
+SELECT x, x IN (-0.0D, 1D, 2D, 3D, 4D, 5D, 6D, 7D, 8D, 9D, 10D, 11D, 12D, 13D, 14D, 15D, 16D, 17D, 18D, 19D, 20D, 21D, 22D, 23D, 24D, 25D, 26D, 27D, 28D, 29D, 30D, 31D, 32D, 33D, 34D, 35D) AS a, x IN (CAST('NaN' AS DOUBLE), 1D, 2D, 3D, 4D, 5D, 6D, 7D, 8D, 9D, 10D, 11D, 12D, 13D, 14D, 15D, 16D, 17D, 18D, 19D, 20D, 21D, 22D, 23D, 24D, 25D, 26D, 27D, 28D, 29D, 30D, 31D, 32D, 33D, 34D, 35D) AS b FROM VALUES (0.0D), (-0.0D), (CAST('NaN' AS DOUBLE)), (-CAST('NaN' AS DOUBLE)) AS t(x);

@@ -349,9 +349,10 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     }
     // Floating point read as Spark reads it. One call may need several of these (`max(DISTINCT
     // x)`, `sum(x) OVER (PARTITION BY y)`), so each step takes what the one before it made.
-    use crate::functions::window::float_keys::{distinct_arguments, eliminate_distinct, extremes, totals};
-    let steps: [&FloatStep; 5] = [
+    use crate::functions::window::float_keys::{distinct_arguments, eliminate_distinct, extremes, in_lists, totals};
+    let steps: [&FloatStep; 6] = [
         &|e| Ok(eliminate_distinct(e)),
+        &|e| Ok(in_lists(e, schema)),
         &|e| crate::functions::window::zero_keys(e, schema),
         &|e| Ok(extremes(e, schema)),
         &|e| Ok(distinct_arguments(e, schema)),

@@ -130,6 +130,36 @@ pub(crate) fn distinct_arguments(e: &Expr, schema: &DFSchema) -> Option<Expr> {
     Some(Expr::AggregateFunction(AggregateFunction { func: Arc::clone(&f.func), params }))
 }
 
+/// `x IN (…)` of floating point with both sides read as keys (`-0.0` as `0.0`) where the list
+/// may hold a zero: DataFusion looks a list of constants up in a set of the values' bits, where
+/// `0.0` does not find `-0.0` (`0.0 IN (-0.0, 1.0, …)` is true on Spark); `None` for every other
+/// expression, and for a list of literals none of which is a zero.
+pub(crate) fn in_lists(e: &Expr, schema: &DFSchema) -> Option<Expr> {
+    let Expr::InList(l) = e else { return None };
+    if !l.expr.get_type(schema).is_ok_and(|t| t.is_floating()) {
+        return None;
+    }
+    let may_be_zero = |x: &Expr| match x {
+        Expr::Literal(ScalarValue::Float64(Some(v)), _) => *v == 0.0,
+        Expr::Literal(ScalarValue::Float32(Some(v)), _) => *v == 0.0,
+        Expr::Literal(..) => false,
+        _ => true,
+    };
+    if !l.list.iter().any(may_be_zero) {
+        return None;
+    }
+    let key = |x: &Expr| float_key(x, schema);
+    if key(&l.expr).is_none() && l.list.iter().all(|x| key(x).is_none()) {
+        return None;
+    }
+    let keyed = |x: &Expr| key(x).unwrap_or_else(|| x.clone());
+    Some(Expr::InList(datafusion::logical_expr::expr::InList {
+        expr: Box::new(keyed(&l.expr)),
+        list: l.list.iter().map(keyed).collect(),
+        negated: l.negated,
+    }))
+}
+
 /// `sum` / `avg` (grouped, or over a window) of floating point answering Spark's one NaN
 /// (`aggregate::float_totals`); `None` for every other expression.
 pub(crate) fn totals(e: &Expr, schema: &DFSchema) -> Option<Expr> {
