@@ -238,15 +238,28 @@ impl DatetimeCast {
     }
 }
 
-/// A DECIMAL's seconds (unscaled `v` at scale `s`) as microseconds, cut toward zero and kept to
-/// their low 64 bits (Java's `BigDecimal.longValue`).
+/// A DECIMAL's seconds (unscaled `v` at scale `s`) as microseconds, as Spark computes them:
+/// `(BigDecimal(v, s) * 1000000).longValue` in Scala, whose product is rounded half even to 34
+/// significant digits (its `DECIMAL128` context), cut toward zero and kept to its low 64 bits
+/// (Java's `BigDecimal.longValue`).
 fn cut_to_micros(v: i128, s: i32) -> i64 {
-    if s >= 6 {
-        (v / 10i128.pow((s - 6) as u32)) as i64
-    } else {
-        // The low 64 bits of the exact product are those of the product modulo 2^128.
-        v.wrapping_mul(10i128.pow((6 - s) as u32)) as i64
+    use arrow::datatypes::i256;
+    let ten = i256::from_i128(10);
+    // (Exact in 256 bits: at most 38 + 7 digits.)
+    let mut product = i256::from_i128(v).wrapping_mul(ten.wrapping_pow(6));
+    let digits = product.wrapping_abs().to_string().len() as u32;
+    if digits > 34 {
+        let unit = ten.wrapping_pow(digits - 34);
+        let (q, r) = (product.wrapping_div(unit), product.wrapping_rem(unit));
+        let twice = r.wrapping_abs().wrapping_mul(i256::from_i128(2));
+        let odd = q.wrapping_rem(i256::from_i128(2)) != i256::ZERO;
+        let up = twice > unit || twice == unit && odd;
+        let sign = if product < i256::ZERO { i256::MINUS_ONE } else { i256::ONE };
+        product = q.wrapping_add(if up { sign } else { i256::ZERO }).wrapping_mul(unit);
     }
+    // Cut toward zero, as 256-bit division does.
+    let whole = if s > 0 { product.wrapping_div(ten.wrapping_pow(s as u32)) } else { product };
+    whole.as_i128() as i64
 }
 
 /// `v` at scale `from` written at scale `to`, rounded half up; `None` when it does not fit.
@@ -280,6 +293,9 @@ mod tests {
         // 99999999999999999999.9 s: the low 64 bits of 99999999999999999999900000 µs.
         let exact: i128 = 99_999_999_999_999_999_999_900_000;
         assert_eq!(cut_to_micros(999_999_999_999_999_999_999, 1), exact as i64);
+        // 10^38 - 1 s: the product rounds to 10^44 µs (34 digits) before its low 64 bits are
+        // taken — Spark 4.1.4's 4512-08-22 02:22:28.581376, not the exact product's :27.
+        assert_eq!(cut_to_micros(10i128.pow(38) - 1, 0), 80_237_960_548_581_376);
     }
 
     #[test]
