@@ -20,8 +20,8 @@ use datafusion::functions_aggregate::average::avg_udaf;
 use datafusion::functions_aggregate::count::count_udaf;
 use datafusion::logical_expr::expr::{AggregateFunction, Exists, InSubquery, ScalarFunction, WindowFunction};
 use datafusion::logical_expr::{
-    cast, lit, Aggregate, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator, Projection,
-    Union, WindowFunctionDefinition,
+    cast, lit, Aggregate, AggregateUDF, BinaryExpr, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, Operator,
+    Projection, Union, WindowFunctionDefinition,
 };
 use datafusion::optimizer::analyzer::type_coercion::coerce_union_schema;
 
@@ -640,24 +640,22 @@ fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalPlan
             let (qualifier, name) = e.qualified_name();
             let mut params = f.params.clone();
             params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
-            let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi));
+            let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi, true));
             let sum = Expr::WindowFunction(Box::new(WindowFunction { fun, params }));
             window_expr.push(sum.alias_qualified(qualifier, name));
             retyped = true;
             continue;
         }
         let (qualifier, name) = e.qualified_name();
-        if p + 5 > 38 {
+        if p > 28 {
             // A sum and a count over the window, divided above (`decimal_avg`).
             let average = WideAverage::new(wide_averages.len(), qualifier, name, p, s);
-            let mut params = f.params.clone();
-            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
-            let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi));
-            let sum = Expr::WindowFunction(Box::new(WindowFunction { fun, params }));
-            let fun = WindowFunctionDefinition::AggregateUDF(count_udaf());
-            let count = Expr::WindowFunction(Box::new(WindowFunction { fun, params: f.params.clone() }));
-            window_expr.push(sum.alias(&average.sum));
-            window_expr.push(count.alias(&average.count));
+            for (func, arg, name) in average.parts(&f.params.args[0], ansi, true) {
+                let mut params = f.params.clone();
+                params.args = vec![arg];
+                let fun = WindowFunctionDefinition::AggregateUDF(func);
+                window_expr.push(Expr::WindowFunction(Box::new(WindowFunction { fun, params })).alias(name));
+            }
             wide_averages.push(average);
             retyped = true;
             continue;
@@ -715,7 +713,7 @@ fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema, ansi: bool) -> Resu
     }
     let mut params = f.params.clone();
     params.args = vec![cast(arg.clone(), DataType::Decimal256(p, s))];
-    Ok(Some(AggregateFunction { func: decimal_sum(ansi), params }))
+    Ok(Some(AggregateFunction { func: decimal_sum(ansi, false), params }))
 }
 
 /// An `avg` of a DECIMAL(p,s) wider than 33 digits, taken as a sum and a count (columns of
@@ -725,13 +723,27 @@ struct WideAverage {
     name: String,
     sum: String,
     count: String,
+    /// The argument's type (a DECIMAL), and the average's.
+    from: (u8, i8),
     to: DataType,
 }
 
 impl WideAverage {
     fn new(i: usize, qualifier: Option<TableReference>, name: String, p: u8, s: i8) -> Self {
         let to = crate::functions::aggregate::decimal_avg::average_type(p, s);
-        Self { qualifier, name, sum: format!("__thund_avg_sum_{i}"), count: format!("__thund_avg_count_{i}"), to }
+        let (sum, count) = (format!("__thund_avg_sum_{i}"), format!("__thund_avg_count_{i}"));
+        Self { qualifier, name, sum, count, from: (p, s), to }
+    }
+
+    /// The aggregates taken for it (of the average's argument `arg`): each function, its
+    /// argument and its column's name — the sum (over 256-bit DECIMALs, `window` for a window's)
+    /// and the count.
+    fn parts(&self, arg: &Expr, ansi: bool, window: bool) -> [(Arc<AggregateUDF>, Expr, &str); 2] {
+        let wide = DataType::Decimal256(self.from.0, self.from.1);
+        [
+            (decimal_sum(ansi, window), cast(arg.clone(), wide), self.sum.as_str()),
+            (count_udaf(), arg.clone(), self.count.as_str()),
+        ]
     }
 
     /// `plan` (an aggregate or a window with the averages' sums and counts) with each pair
@@ -769,9 +781,9 @@ impl WideAverage {
 /// - `avg` of a DECIMAL(p,s) is a DECIMAL(p+4,s+4) rounded half up (the Spark function library
 ///   here answers a DOUBLE; DataFusion's own average truncates). The average is taken by
 ///   DataFusion's over the values scaled up by one digit, and the cast rounds that digit away
-///   (Arrow's cast to a smaller scale rounds half up). Over 33 digits that would not fit, and
-///   the average is a sum and a count divided above the aggregate as Spark divides them
-///   ([`WideAverage`]).
+///   (Arrow's cast to a smaller scale rounds half up). Over 28 digits DataFusion's 128-bit sum of
+///   those could wrap (and over 33 the type would not fit): the average is a sum and a count
+///   divided above the aggregate as Spark divides them ([`WideAverage`]).
 /// - Spark has no unsigned types: an unsigned count (`regr_count`) is a BIGINT.
 /// - In ANSI mode a `sum(DISTINCT …)` of BIGINTs that overflows fails (DataFusion's wraps, as
 ///   Spark's does without ANSI mode): it is taken over DECIMAL(38,0)s, and the cast back to a
@@ -828,15 +840,14 @@ fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<LogicalP
             aggr_expr.push(e.clone());
             continue;
         };
-        if p + 5 > 38 {
+        if p > 28 {
             // A sum and a count, divided above (`decimal_avg`).
             let average = WideAverage::new(wide_averages.len(), qualifier, name, p, s);
-            let mut params = f.params.clone();
-            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
-            let sum = Expr::AggregateFunction(AggregateFunction { func: decimal_sum(ansi), params });
-            let count = Expr::AggregateFunction(AggregateFunction { func: count_udaf(), params: f.params.clone() });
-            aggr_expr.push(sum.alias(&average.sum));
-            aggr_expr.push(count.alias(&average.count));
+            for (func, arg, name) in average.parts(&f.params.args[0], ansi, false) {
+                let mut params = f.params.clone();
+                params.args = vec![arg];
+                aggr_expr.push(Expr::AggregateFunction(AggregateFunction { func, params }).alias(name));
+            }
             wide_averages.push(average);
             retyped = true;
             continue;

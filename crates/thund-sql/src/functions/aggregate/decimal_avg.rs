@@ -2,8 +2,8 @@
 //! takes DataFusion's average over values one digit wider while p + 5 ≤ 38): a
 //! DECIMAL(min(p+4, 38), min(s+4, 38)). Spark keeps a sum (the DECIMAL sum's buffer and
 //! overflow) and a count, and answers `DecimalDivideWithOverflowCheck(sum, count)`: the
-//! quotient as Java's `BigDecimal` divides, rounded half up to 39 decimals, then rounded half up
-//! to the result's scale — NULL, or in ANSI mode an error, where it does not fit the result's
+//! quotient as Java's `BigDecimal` divides, cut to 39 decimals, then rounded half up to the
+//! result's scale — NULL, or in ANSI mode an error, where it does not fit the result's
 //! precision (an average of DECIMAL(38,18) values beyond 10^16 does not fit DECIMAL(38,22)).
 //!
 //! The plan rewrite takes the sum (`decimal_sum`, its overflow and order checks included) and the
@@ -15,9 +15,6 @@ use arrow::array::{Array, ArrayRef, AsArray, Decimal128Array};
 use arrow::datatypes::{i256, DataType, Decimal128Type, DecimalType, Int64Type};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility};
-
-/// The scale Java's `BigDecimal` divides to in Spark's DECIMAL division (`MAX_SCALE + 1`).
-const DIVISION_SCALE: u32 = 39;
 
 /// Spark's type of the average of a DECIMAL(p,s) (`DecimalType.bounded(p + 4, s + 4)`).
 pub(crate) fn average_type(p: u8, s: i8) -> DataType {
@@ -39,7 +36,7 @@ struct Quotient {
 
 impl ScalarUDFImpl for Quotient {
     fn name(&self) -> &str {
-        "avg"
+        "decimal_average"
     }
 
     fn signature(&self) -> &Signature {
@@ -61,8 +58,12 @@ impl ScalarUDFImpl for Quotient {
         };
         let counts = arrow::compute::cast(&counts, &DataType::Int64)?;
         let (sums, counts) = (sums.as_primitive::<Decimal128Type>(), counts.as_primitive::<Int64Type>());
-        let shift = u32::try_from(i32::from(scale) - i32::from(sum_scale)).unwrap_or(0);
-        let bound = i256::from_i128(10).checked_pow(u32::from(precision)).unwrap_or(i256::MAX);
+        let (Ok(shift), Some(bound)) = (
+            u32::try_from(i32::from(scale) - i32::from(sum_scale)),
+            i256::from_i128(10).checked_pow(u32::from(precision)),
+        ) else {
+            return exec_err!("an average of DECIMAL({sum_scale}) sums answered as {}", self.to);
+        };
         let mut out = Vec::with_capacity(sums.len());
         for (sum, count) in sums.iter().zip(counts.iter()) {
             let (Some(sum), Some(count)) = (sum, count) else {
@@ -73,7 +74,7 @@ impl ScalarUDFImpl for Quotient {
                 out.push(None);
                 continue;
             }
-            let average = rounded(sum, count, shift, u32::from(scale.unsigned_abs()));
+            let average = rounded(sum, count, shift);
             match average {
                 Some(v) if v.wrapping_abs() < bound => out.push(v.to_i128()),
                 _ if self.ansi => {
@@ -92,44 +93,16 @@ impl ScalarUDFImpl for Quotient {
     }
 }
 
-/// `sum / count` (`sum` unscaled at some scale s, `count` > 0) unscaled at scale s + `shift`
-/// (= `scale`), as Spark rounds it: half up to [`DIVISION_SCALE`] decimals, then half up to
-/// `scale`. `None` if it does not fit 256 bits.
-fn rounded(sum: i128, count: i64, shift: u32, scale: u32) -> Option<i256> {
+/// `sum / count` (`sum` unscaled at some scale s, `count` > 0) unscaled at scale s + `shift`,
+/// as Spark rounds it: Java's `BigDecimal` division cut (`RoundingMode.DOWN`) to 39 decimals,
+/// then half up to the result's scale — the same as half up on the exact quotient, since the
+/// scale is at most 38 and a cut below it leaves whether the rest is half a unit or more.
+/// `None` if it does not fit 256 bits.
+fn rounded(sum: i128, count: i64, shift: u32) -> Option<i256> {
     let magnitude = i256::from_i128(sum).wrapping_abs().checked_mul(i256::from_i128(10).checked_pow(shift)?)?;
-    let count_wide = i256::from_i128(i128::from(count));
-    let mut whole = magnitude.checked_div(count_wide)?;
-    let mut rest = magnitude.checked_rem(count_wide)?.to_i128()? as u128;
-    let count = count as u128;
-    // The digits after `scale` down to the 39th, by long division (the remainder stays below
-    // `count`, so ten of it fit 128 bits).
-    let mut digits = Vec::with_capacity(DIVISION_SCALE.saturating_sub(scale) as usize);
-    for _ in scale..DIVISION_SCALE {
-        rest *= 10;
-        digits.push((rest / count) as u8);
-        rest %= count;
-    }
-    // Half up at the 39th decimal: a carry may run through the digits into `whole`.
-    if (rest * 10 / count) >= 5 {
-        let mut carry = true;
-        for d in digits.iter_mut().rev() {
-            if !carry {
-                break;
-            }
-            *d += 1;
-            carry = *d == 10;
-            if carry {
-                *d = 0;
-            }
-        }
-        if carry {
-            whole = whole.checked_add(i256::ONE)?;
-        }
-    }
-    // Half up at `scale`.
-    if digits.first().is_some_and(|&d| d >= 5) {
-        whole = whole.checked_add(i256::ONE)?;
-    }
+    let count = i256::from_i128(i128::from(count));
+    let (whole, rest) = (magnitude.checked_div(count)?, magnitude.checked_rem(count)?);
+    let whole = if rest.checked_mul(i256::from_i128(2))? >= count { whole.checked_add(i256::ONE)? } else { whole };
     Some(if sum < 0 { whole.checked_neg()? } else { whole })
 }
 
@@ -137,26 +110,25 @@ fn rounded(sum: i128, count: i64, shift: u32, scale: u32) -> Option<i256> {
 mod tests {
     use super::*;
 
-    fn avg(sum: i128, count: i64, shift: u32, scale: u32) -> i128 {
-        rounded(sum, count, shift, scale).unwrap().to_i128().unwrap()
+    fn avg(sum: i128, count: i64, shift: u32) -> i128 {
+        rounded(sum, count, shift).unwrap().to_i128().unwrap()
     }
 
     #[test]
     fn rounds_half_up_away_from_zero_at_the_scale() {
         // 5.000000000000000001 / 3 at scale 18 → 22: exact, 1.6666666666666666670000.
-        assert_eq!(avg(5_000_000_000_000_000_001, 3, 4, 22), 16_666_666_666_666_666_670_000);
-        // 2 / 3 at scale 0 → 4: 0.6667; −2 / 3: −0.6667.
-        assert_eq!(avg(2, 3, 4, 4), 6667);
-        assert_eq!(avg(-2, 3, 4, 4), -6667);
-        // 1 / 8 at scale 0 → 2: 0.125 → 0.13.
-        assert_eq!(avg(1, 8, 2, 2), 13);
+        assert_eq!(avg(5_000_000_000_000_000_001, 3, 4), 16_666_666_666_666_666_670_000);
+        // 2 / 3 at scale 0 → 4: 0.6667; −2 / 3: −0.6667; 1 / 8 at scale 0 → 2: 0.13.
+        assert_eq!(avg(2, 3, 4), 6667);
+        assert_eq!(avg(-2, 3, 4), -6667);
+        assert_eq!(avg(1, 8, 2), 13);
     }
 
     #[test]
-    fn keeps_thirty_eight_decimals() {
-        // 1 / 3 and 2 / 3 at scale 38: the 39th decimal rounds the 38th (down, then up).
-        assert_eq!(avg(1, 3, 38, 38), 33_333_333_333_333_333_333_333_333_333_333_333_333);
-        // 2 / 3 at scale 38: 0.666…67 (the 39th 6 rounds the 38th up once).
-        assert_eq!(avg(2, 3, 38, 38), 66_666_666_666_666_666_666_666_666_666_666_666_667);
+    fn a_rest_below_half_rounds_down_whatever_follows() {
+        // 9e-38 / 20 = 0.45e-38 at scale 38: Spark 4.1.4's 0E-38 (its division cuts at 39
+        // decimals, 0.4, rather than rounding the 5 up into 0.5).
+        assert_eq!(avg(9, 20, 0), 0);
+        assert_eq!(avg(10, 20, 0), 1);
     }
 }

@@ -9,7 +9,8 @@
 //! on the aggregate's output (a HAVING) is pushed below such a cast, and a column nobody reads is
 //! pruned with it, so an overflowing group would go unseen where Spark's aggregate fails.
 //!
-//! Spark checks each addition (its buffer is a row of Spark's type), so a total that leaves the
+//! Spark checks each addition in an aggregate (its buffer is a row of Spark's type; a window's
+//! is not, and its answers alone are checked), so a total that leaves the
 //! range on the way and comes back (`MAX + 1 - 2`) is NULL or an error in some orders of its
 //! rows and the total in others: which one depends on how Spark splits and orders them. Every
 //! running total lies between the sum of the negative values and that of the positive ones, so
@@ -31,14 +32,18 @@ use datafusion::logical_expr::{
 
 use super::answered::{answered, answered_groups, Answer};
 
-/// The `sum` of a DECIMAL of 256 bits answered in Spark's DECIMAL type; `ansi` for the mode.
-pub(crate) fn decimal_sum(ansi: bool) -> Arc<AggregateUDF> {
-    Arc::new(AggregateUDF::from(DecimalSum { ansi, signature: Signature::any(1, Volatility::Immutable) }))
+/// The `sum` of a DECIMAL of 256 bits answered in Spark's DECIMAL type; `ansi` for the mode,
+/// `window` for a window's (whose running totals Spark never checks, see below).
+pub(crate) fn decimal_sum(ansi: bool, window: bool) -> Arc<AggregateUDF> {
+    Arc::new(AggregateUDF::from(DecimalSum { ansi, window, signature: Signature::any(1, Volatility::Immutable) }))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct DecimalSum {
     ansi: bool,
+    /// Over a window Spark keeps the running total in an object, unbounded, and checks only
+    /// each answer: no order of the rows fails where the total fits, and nothing is refused.
+    window: bool,
     signature: Signature,
 }
 
@@ -79,17 +84,18 @@ impl AggregateUDFImpl for DecimalSum {
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        let bound = fit.to.clone();
-        let sums = SignedSums::of(
-            || sum_udaf().accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args }),
-            bound,
-        )?;
-        Ok(answered(Box::new(sums), fit))
+        let make = || sum_udaf().accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args });
+        let sums: Box<dyn Accumulator> =
+            if self.window { make()? } else { Box::new(SignedSums::of(make, fit.to.clone())?) };
+        Ok(answered(sums, fit))
     }
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         let return_field = self.wide_field(&args.return_field, args.input_fields[0].data_type())?;
         let one = sum_udaf().inner().state_fields(StateFieldsArgs { return_field, ..args })?;
+        if self.window {
+            return Ok(one);
+        }
         Ok(PARTS
             .iter()
             .flat_map(|part| {
@@ -101,16 +107,13 @@ impl AggregateUDFImpl for DecimalSum {
     fn create_sliding_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        let bound = fit.to.clone();
-        let sums = SignedSums::of(
-            || {
-                sum_udaf()
-                    .inner()
-                    .create_sliding_accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args })
-            },
-            bound,
-        )?;
-        Ok(answered(Box::new(sums), fit))
+        let make = || {
+            let args = AccumulatorArgs { return_field: Arc::clone(&return_field), ..args };
+            sum_udaf().inner().create_sliding_accumulator(args)
+        };
+        let sums: Box<dyn Accumulator> =
+            if self.window { make()? } else { Box::new(SignedSums::of(make, fit.to.clone())?) };
+        Ok(answered(sums, fit))
     }
 
     fn groups_accumulator_supported(&self, args: AccumulatorArgs) -> bool {
@@ -120,16 +123,13 @@ impl AggregateUDFImpl for DecimalSum {
     fn create_groups_accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
         let fit = self.fitted(&args)?;
         let return_field = self.wide_field(&args.return_field, args.expr_fields[0].data_type())?;
-        let bound = fit.to.clone();
-        let sums = SignedSums::of(
-            || {
-                sum_udaf()
-                    .inner()
-                    .create_groups_accumulator(AccumulatorArgs { return_field: Arc::clone(&return_field), ..args })
-            },
-            bound,
-        )?;
-        Ok(answered_groups(Box::new(sums), fit))
+        let make = || {
+            let args = AccumulatorArgs { return_field: Arc::clone(&return_field), ..args };
+            sum_udaf().inner().create_groups_accumulator(args)
+        };
+        let sums: Box<dyn GroupsAccumulator> =
+            if self.window { make()? } else { Box::new(SignedSums::of(make, fit.to.clone())?) };
+        Ok(answered_groups(sums, fit))
     }
 
     fn reverse_expr(&self) -> ReversedUDAF {

@@ -170,7 +170,8 @@ fn partials(states: &[ArrayRef]) -> impl Iterator<Item = Option<Signed>> + '_ {
     })
 }
 
-/// The state fields' names after the sum's own.
+/// The names of the state's fields: the total, and the totals of the positive and of the
+/// negative values (see the module).
 const PARTS: [&str; 3] = ["sum", "positives", "negatives"];
 
 impl Accumulator for Total {

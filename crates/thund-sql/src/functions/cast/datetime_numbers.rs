@@ -258,7 +258,11 @@ fn cut_to_micros(v: i128, s: i32) -> i64 {
         product = q.wrapping_add(if up { sign } else { i256::ZERO }).wrapping_mul(unit);
     }
     // Cut toward zero, as 256-bit division does.
-    let whole = if s > 0 { product.wrapping_div(ten.wrapping_pow(s as u32)) } else { product };
+    let whole = if s >= 0 {
+        product.wrapping_div(ten.wrapping_pow(s as u32))
+    } else {
+        product.wrapping_mul(ten.wrapping_pow(s.unsigned_abs()))
+    };
     whole.as_i128() as i64
 }
 
