@@ -14,13 +14,14 @@
 //! range on the way and comes back (`MAX + 1 - 2`) is NULL or an error in some orders of its
 //! rows and the total in others: which one depends on how Spark splits and orders them. Every
 //! running total lies between the sum of the negative values and that of the positive ones, so
-//! these are added up beside the total ([`SignedSums`]): where both fit, every order of Spark's
+//! the positive ones are added up beside the total, the negative ones' sum being the difference
+//! ([`SignedSums`]): where both fit, every order of Spark's
 //! gives the total; where the total fits and one of them does not, the query is refused rather
 //! than answered with one of Spark's possible answers.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, Result, ScalarValue};
 use datafusion::functions_aggregate::sum::sum_udaf;
@@ -154,40 +155,51 @@ impl Answer for Fit {
     }
 }
 
-/// The state's parts, in order: the total, the positive values' sum, the negative values' sum.
-const PARTS: [&str; 3] = ["total", "positive", "negative"];
+/// The state's parts, in order: the total and the positive values' sum.
+const PARTS: [&str; 2] = ["total", "positive"];
 
 /// DataFusion's sums (`A`: an accumulator or a group accumulator) of all values, of the
 /// positive ones and of the negative ones; answers the total, or refuses a total that fits
 /// `bound` where a running total of some order of the rows would not.
 #[derive(Debug)]
 struct SignedSums<A> {
-    parts: [A; 3],
+    parts: [A; 2],
     bound: DataType,
 }
 
 impl<A> SignedSums<A> {
     fn of(make: impl Fn() -> Result<A>, bound: DataType) -> Result<Self> {
-        Ok(Self { parts: [make()?, make()?, make()?], bound })
+        Ok(Self { parts: [make()?, make()?], bound })
     }
 
-    /// The values for each part: all of them, the positive ones, the negative ones (the others
-    /// NULL, which a sum skips).
-    fn split(values: &[ArrayRef]) -> Result<[Vec<ArrayRef>; 3]> {
+    /// The values for each part: all of them, and the positive ones (the others NULL, which a
+    /// sum skips).
+    fn split(values: &[ArrayRef]) -> Result<[Vec<ArrayRef>; 2]> {
         use arrow::compute::kernels::{boolean::not, cmp};
         let [v] = values else { return exec_err!("sum of DECIMALs called with {} arguments", values.len()) };
         let zero = ScalarValue::new_zero(v.data_type())?.to_scalar()?;
         let positive = arrow::compute::nullif(v, &not(&cmp::gt(v, &zero)?)?)?;
-        let negative = arrow::compute::nullif(v, &not(&cmp::lt(v, &zero)?)?)?;
-        Ok([vec![Arc::clone(v)], vec![positive], vec![negative]])
+        Ok([vec![Arc::clone(v)], vec![positive]])
     }
 
-    /// `totals`, or an error where one fits `bound` and its positive or negative sum does not.
-    fn checked(&self, totals: ArrayRef, positives: &ArrayRef, negatives: &ArrayRef) -> Result<ArrayRef> {
-        let fitted = |a: &ArrayRef| crate::functions::cast::fitted_decimals(a, &self.bound, false);
-        let (t, p, n) = (fitted(&totals)?, fitted(positives)?, fitted(negatives)?);
-        let leaves = |raw: &ArrayRef, fit: &ArrayRef, i: usize| raw.is_valid(i) && fit.is_null(i);
-        if (0..totals.len()).any(|i| t.is_valid(i) && (leaves(positives, &p, i) || leaves(negatives, &n, i))) {
+    /// `totals`, or an error where one fits `bound` and its positive or negative values' sum
+    /// (the total less the positive ones') does not.
+    fn checked(&self, totals: ArrayRef, positives: &ArrayRef) -> Result<ArrayRef> {
+        use arrow::datatypes::{i256, Decimal256Type};
+        let DataType::Decimal128(precision, _) = self.bound else {
+            return exec_err!("a DECIMAL sum answered as {}", self.bound);
+        };
+        let Some(limit) = i256::from_i128(10).checked_pow(u32::from(precision)) else {
+            return exec_err!("a DECIMAL sum answered as {}", self.bound);
+        };
+        let (t, p) = (totals.as_primitive::<Decimal256Type>(), positives.as_primitive::<Decimal256Type>());
+        let leaves = (0..t.len()).any(|i| {
+            let total = t.value(i);
+            let positive = if p.is_valid(i) { p.value(i) } else { i256::ZERO };
+            let negative = total.wrapping_sub(positive);
+            t.is_valid(i) && total.wrapping_abs() < limit && (positive >= limit || negative <= limit.wrapping_neg())
+        });
+        if leaves {
             return exec_err!(
                 "the sum of these DECIMAL values fits {}, but adding them up one by one leaves its range in some \
                  orders of the rows: Spark's answer (the sum, NULL or an overflow error) depends on how it splits and \
@@ -199,9 +211,8 @@ impl<A> SignedSums<A> {
     }
 
     /// The parts' states in the order of [`PARTS`], split back.
-    fn states(states: &[ArrayRef]) -> [&[ArrayRef]; 3] {
-        let n = states.len() / 3;
-        [&states[..n], &states[n..2 * n], &states[2 * n..]]
+    fn states(states: &[ArrayRef]) -> [&[ArrayRef]; 2] {
+        states.split_at(states.len() / 2).into()
     }
 }
 
@@ -240,9 +251,9 @@ impl Accumulator for SignedSums<Box<dyn Accumulator>> {
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let [t, p, n] = &mut self.parts;
-        let (t, p, n) = (t.evaluate()?.to_array()?, p.evaluate()?.to_array()?, n.evaluate()?.to_array()?);
-        ScalarValue::try_from_array(&self.checked(t, &p, &n)?, 0)
+        let [t, p] = &mut self.parts;
+        let (t, p) = (t.evaluate()?.to_array()?, p.evaluate()?.to_array()?);
+        ScalarValue::try_from_array(&self.checked(t, &p)?, 0)
     }
 
     fn size(&self) -> usize {
@@ -272,9 +283,9 @@ impl GroupsAccumulator for SignedSums<Box<dyn GroupsAccumulator>> {
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
-        let [t, p, n] = &mut self.parts;
-        let (t, p, n) = (t.evaluate(emit_to)?, p.evaluate(emit_to)?, n.evaluate(emit_to)?);
-        self.checked(t, &p, &n)
+        let [t, p] = &mut self.parts;
+        let (t, p) = (t.evaluate(emit_to)?, p.evaluate(emit_to)?);
+        self.checked(t, &p)
     }
 
     fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
