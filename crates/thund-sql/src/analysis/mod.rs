@@ -20,6 +20,7 @@
 //! it) and DataFusion's type coercion sees the types they chose; `SparkText` runs in the
 //! session's analyzer, after that coercion, because it rewrites the casts coercion adds.
 
+pub(crate) mod aggregate_types;
 pub(crate) mod analysis_errors;
 pub(crate) mod common_types;
 pub(crate) mod fidelity;
