@@ -48,10 +48,12 @@ pub fn spark_state_builder(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> S
     for rule in crate::analysis::session_analyzer_rules() {
         builder = builder.with_analyzer_rule(rule);
     }
-    // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them);
-    // before them, Spark's casts of a text operand.
+    // Spark's interval operators, before the built-in planners (whose `EXTRACT` refuses them),
+    // and the DECIMAL products DataFusion cannot type; before them, Spark's casts of a text
+    // operand.
     let planners = builder.expr_planners().get_or_insert_with(Vec::new);
     planners.insert(0, Arc::new(crate::functions::interval::arithmetic::IntervalPlanner { ansi }));
+    planners.insert(0, Arc::new(crate::functions::math::arithmetic::DecimalProductPlanner { ansi }));
     planners.insert(0, Arc::new(crate::analysis::text_operands::TextOperandPlanner { ansi }));
     builder
 }

@@ -341,10 +341,12 @@ impl ScalarUDFImpl for Arithmetic {
 }
 
 impl Arithmetic {
-    /// `l op r` over DECIMALs (an integer as the DECIMAL of its type), each row exact in 256 bits
-    /// and rounded half up to the scale `s`, as Spark's `BigDecimal` arithmetic is; a value of
-    /// more than `p` digits is NULL, or fails in ANSI mode.
+    /// `l op r` over DECIMALs (an integer as the DECIMAL of its type), each row exact and rounded
+    /// half up to the scale `s`, as Spark's `BigDecimal` arithmetic is; a value of more than `p`
+    /// digits is NULL, or fails in ANSI mode. A row is computed in 128 bits where no step
+    /// overflows them (nearly always: a pipeline's sums and products of prices), else in 256.
     fn exact_decimals(&self, l: &ArrayRef, r: &ArrayRef, p: u8, s: i8) -> Result<ArrayRef> {
+        use arrow::buffer::NullBuffer;
         use arrow::datatypes::{i256, Decimal128Type};
         let as_decimal = |a: &ArrayRef| -> Result<(PrimitiveArray<Decimal128Type>, i32)> {
             let (dp, ds) = decimal_of(a.data_type()).unwrap_or((38, 0));
@@ -352,59 +354,44 @@ impl Arithmetic {
             Ok((d.as_primitive::<Decimal128Type>().clone(), ds))
         };
         let ((x, sx), (y, sy)) = (as_decimal(l)?, as_decimal(r)?);
-        let ten = |k: i32| i256::from_i128(10).wrapping_pow(k as u32);
-        let bound = i256::from_i128(10).wrapping_pow(u32::from(p));
-        let scale = i32::from(s);
+        if x.len() != y.len() {
+            return exec_err!("DECIMAL {} of {} and {} values", self.op.function(), x.len(), y.len());
+        }
+        let steps = DecimalSteps::new(self.op, sx, sy, i32::from(s), p);
+        let nulls = NullBuffer::union(x.nulls(), y.nulls());
         let mut out = Vec::with_capacity(x.len());
-        for i in 0..x.len().max(y.len()) {
-            let (a, b) = (x.is_valid(i % x.len()), y.is_valid(i % y.len()));
-            if !a || !b {
-                out.push(None);
+        let mut valid = Vec::with_capacity(x.len());
+        for (i, (&a, &b)) in x.values().iter().zip(y.values()).enumerate() {
+            if nulls.as_ref().is_some_and(|n| n.is_null(i)) {
+                out.push(0);
+                valid.push(false);
                 continue;
             }
-            let (a, b) = (i256::from_i128(x.value(i % x.len())), i256::from_i128(y.value(i % y.len())));
-            // The exact answer and its scale.
-            let common = sx.max(sy);
-            let align = |v: i256, from: i32| v.wrapping_mul(ten(common - from));
-            let (exact, exact_scale) = match self.op {
-                Op::Add => (align(a, sx).wrapping_add(align(b, sy)), common),
-                Op::Subtract => (align(a, sx).wrapping_sub(align(b, sy)), common),
-                Op::Multiply => (a.wrapping_mul(b), sx + sy),
-                _ => {
-                    let d = align(b, sy);
-                    if d == i256::ZERO {
-                        out.push(None);
-                        continue;
-                    }
-                    (align(a, sx).wrapping_rem(d), common)
-                }
+            let answer = match steps.narrow(a, b) {
+                Some(v) => Some(v),
+                None => steps.wide(i256::from_i128(a), i256::from_i128(b)),
             };
-            let rounded = if exact_scale > scale {
-                let d = ten(exact_scale - scale);
-                let (q, r) = (exact.wrapping_div(d), exact.wrapping_rem(d));
-                let half_or_more = r.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= d;
-                if half_or_more {
-                    q.wrapping_add(if exact < i256::ZERO { i256::MINUS_ONE } else { i256::ONE })
-                } else {
-                    q
+            match answer {
+                // Within the bound: an i128.
+                Some(Ok(v)) => {
+                    out.push(v);
+                    valid.push(true);
                 }
-            } else {
-                exact.wrapping_mul(ten(scale - exact_scale))
-            };
-            if rounded.wrapping_abs() >= bound {
-                if self.on_failure == OnFailure::Error {
+                Some(Err(digits)) if self.on_failure == OnFailure::Error => {
                     return exec_err!(
-                        "[NUMERIC_VALUE_OUT_OF_RANGE] a value of {} digits cannot be represented as DECIMAL({p},{s}): {}",
-                        rounded.to_string().trim_start_matches('-').len(),
+                        "[NUMERIC_VALUE_OUT_OF_RANGE] a value of {digits} digits cannot be represented as DECIMAL({p},{s}): {}",
                         crate::modes::ansi_hint(Some(&format!("try_{}", self.op.function())))
                     );
                 }
-                out.push(None);
-                continue;
+                // Out of range, or a remainder by zero.
+                _ => {
+                    out.push(0);
+                    valid.push(false);
+                }
             }
-            out.push(rounded.to_i128());
         }
-        Ok(Arc::new(PrimitiveArray::<Decimal128Type>::from(out).with_precision_and_scale(p, s)?))
+        let nulls = valid.iter().any(|v| !v).then(|| NullBuffer::from(valid));
+        Ok(Arc::new(PrimitiveArray::<Decimal128Type>::new(out.into(), nulls).with_precision_and_scale(p, s)?))
     }
 
     /// A DECIMAL answer whose values have at most `precision` digits: Arrow's kernels only fail
@@ -531,6 +518,128 @@ pub(super) fn zeros(values: &ArrayRef) -> Result<arrow::array::BooleanArray> {
         return Ok(doubles.as_primitive::<Float64Type>().iter().map(|v| v.map(|v| v == 0.0)).collect());
     }
     Ok(arrow::compute::kernels::cmp::eq(values, &zero(values.data_type())?)?)
+}
+
+/// Plans `a * b` of two DECIMALs whose scales add up beyond 38 (`DECIMAL(38,20) * DECIMAL(38,20)`)
+/// as Spark's product (a DECIMAL(38,6), [`decimal_result_type`]): DataFusion's planner cannot
+/// type such a product and fails the query.
+#[derive(Debug)]
+pub(crate) struct DecimalProductPlanner {
+    pub(crate) ansi: bool,
+}
+
+impl datafusion::logical_expr::planner::ExprPlanner for DecimalProductPlanner {
+    fn plan_binary_op(
+        &self,
+        expr: datafusion::logical_expr::planner::RawBinaryExpr,
+        schema: &datafusion::common::DFSchema,
+    ) -> Result<datafusion::logical_expr::planner::PlannerResult<datafusion::logical_expr::planner::RawBinaryExpr>>
+    {
+        use datafusion::logical_expr::planner::PlannerResult;
+        use datafusion::logical_expr::ExprSchemable;
+        let scale = |e: &datafusion::logical_expr::Expr| match e.get_type(schema) {
+            Ok(DataType::Decimal128(_, s)) => Some(i32::from(s)),
+            _ => None,
+        };
+        let product = expr.op == sqlparser::ast::BinaryOperator::Multiply;
+        match (scale(&expr.left), scale(&expr.right)) {
+            (Some(a), Some(b)) if product && a + b > 38 => {
+                let on_failure = if self.ansi { OnFailure::Error } else { OnFailure::Null };
+                let func = Arc::new(operator(Op::Multiply, on_failure));
+                Ok(PlannerResult::Planned(datafusion::logical_expr::Expr::ScalarFunction(
+                    datafusion::logical_expr::expr::ScalarFunction { func, args: vec![expr.left, expr.right] },
+                )))
+            }
+            _ => Ok(PlannerResult::Original(expr)),
+        }
+    }
+}
+
+/// The steps of one DECIMAL operation `a op b` (scales `sx`, `sy`) to Spark's DECIMAL(p, s),
+/// worked out once per batch: the factors aligning both sides to a common scale, and the
+/// rescaling of the exact answer to `s`.
+struct DecimalSteps {
+    op: Op,
+    /// 10^(common scale - each side's scale).
+    align: (i128, i128),
+    /// The exact answer's scale less the result's: > 0 rounds digits away, < 0 adds zeros.
+    rescale: i32,
+    /// 10^p: the first value that does not fit.
+    bound: i128,
+}
+
+impl DecimalSteps {
+    fn new(op: Op, sx: i32, sy: i32, s: i32, p: u8) -> Self {
+        let common = sx.max(sy);
+        let exact_scale = if op == Op::Multiply { sx + sy } else { common };
+        let ten = |k: i32| 10i128.pow(k as u32);
+        Self { op, align: (ten(common - sx), ten(common - sy)), rescale: exact_scale - s, bound: ten(i32::from(p)) }
+    }
+
+    /// The answer in 128 bits: `Some(Ok(v))` within the bound, `Some(Err(digits))` beyond it,
+    /// `None` where a step would overflow 128 bits (or a remainder by zero, left to [`Self::wide`]).
+    fn narrow(&self, a: i128, b: i128) -> Option<Result<i128, usize>> {
+        let exact = match self.op {
+            Op::Add => a.checked_mul(self.align.0)?.checked_add(b.checked_mul(self.align.1)?)?,
+            Op::Subtract => a.checked_mul(self.align.0)?.checked_sub(b.checked_mul(self.align.1)?)?,
+            Op::Multiply => a.checked_mul(b)?,
+            _ => a.checked_mul(self.align.0)?.checked_rem(b.checked_mul(self.align.1)?)?,
+        };
+        let rounded = match self.rescale {
+            0 => exact,
+            k if k > 0 => {
+                let d = 10i128.checked_pow(k as u32)?;
+                let (q, r) = (exact / d, exact % d);
+                // Half up, away from zero (|r| < d ≤ 10^38: twice it fits a u128).
+                if r.unsigned_abs() * 2 >= d.unsigned_abs() {
+                    q + exact.signum()
+                } else {
+                    q
+                }
+            }
+            k => exact.checked_mul(10i128.checked_pow((-k) as u32)?)?,
+        };
+        Some(if rounded.unsigned_abs() < self.bound.unsigned_abs() {
+            Ok(rounded)
+        } else {
+            Err(rounded.unsigned_abs().to_string().len())
+        })
+    }
+
+    /// The answer in 256 bits, as [`Self::narrow`]; `None` for a remainder by zero.
+    fn wide(&self, a: arrow::datatypes::i256, b: arrow::datatypes::i256) -> Option<Result<i128, usize>> {
+        use arrow::datatypes::i256;
+        let ten = |k: i32| i256::from_i128(10).wrapping_pow(k as u32);
+        let (fa, fb) = (i256::from_i128(self.align.0), i256::from_i128(self.align.1));
+        let exact = match self.op {
+            Op::Add => a.wrapping_mul(fa).wrapping_add(b.wrapping_mul(fb)),
+            Op::Subtract => a.wrapping_mul(fa).wrapping_sub(b.wrapping_mul(fb)),
+            Op::Multiply => a.wrapping_mul(b),
+            _ => {
+                let d = b.wrapping_mul(fb);
+                if d == i256::ZERO {
+                    return None;
+                }
+                a.wrapping_mul(fa).wrapping_rem(d)
+            }
+        };
+        let rounded = if self.rescale > 0 {
+            let d = ten(self.rescale);
+            let (q, r) = (exact.wrapping_div(d), exact.wrapping_rem(d));
+            if r.wrapping_abs().wrapping_mul(i256::from_i128(2)) >= d {
+                q.wrapping_add(if exact < i256::ZERO { i256::MINUS_ONE } else { i256::ONE })
+            } else {
+                q
+            }
+        } else {
+            exact.wrapping_mul(ten(-self.rescale))
+        };
+        Some(if rounded.wrapping_abs() < i256::from_i128(self.bound) {
+            rounded.to_i128().ok_or(0)
+        } else {
+            Err(rounded.to_string().trim_start_matches('-').len())
+        })
+    }
 }
 
 fn as_type<T: ArrowPrimitiveType>(a: &ArrayRef) -> Result<PrimitiveArray<T>> {
