@@ -1,7 +1,7 @@
 //! Spark's types of aggregates and window aggregates where DataFusion's differ, part of the plan
 //! rule `fidelity::SparkSemantics`: `avg` of a DECIMAL(p,s) a DECIMAL(p+4,s+4) rounded half up
 //! (over 28 digits a sum and a count divided as Spark divides them, [`WideAverage`]), a wide
-//! DECIMAL `sum` over 256-bit values with Spark's overflow (`aggregate::decimal_sum`), the ANSI
+//! DECIMAL `sum` added up in 256 bits with Spark's overflow (`aggregate::decimal_sum`), the ANSI
 //! `sum(DISTINCT …)` of BIGINTs, and unsigned counts as BIGINTs or INTs.
 
 use std::sync::Arc;
@@ -57,10 +57,9 @@ pub(super) fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<
             continue;
         }
         if a.name() == "sum" {
-            // Over 256-bit DECIMALs, as an aggregate's (`wide_decimal_sum`).
+            // Added up in 256 bits, as an aggregate's (`wide_decimal_sum`).
             let (qualifier, name) = e.qualified_name();
-            let mut params = f.params.clone();
-            params.args = vec![cast(params.args[0].clone(), DataType::Decimal256(p, s))];
+            let params = f.params.clone();
             let fun = WindowFunctionDefinition::AggregateUDF(decimal_sum(ansi, true));
             let sum = Expr::WindowFunction(Box::new(WindowFunction { fun, params }));
             window_expr.push(sum.alias_qualified(qualifier, name));
@@ -93,7 +92,12 @@ pub(super) fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<
     let node = if averages.is_empty() && !retyped {
         LogicalPlan::Window(w)
     } else {
-        let window = LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?);
+        let (window_expr, repeats) = without_repeats(window_expr);
+        let mut window = LogicalPlan::Window(datafusion::logical_expr::Window::try_new(window_expr, w.input)?);
+        if !repeats.is_empty() {
+            let columns = window.schema().iter().map(Expr::from).chain(repeats);
+            window = LogicalPlan::Projection(Projection::try_new(columns.collect(), Arc::new(window))?);
+        }
         WideAverage::divided(window, &wide_averages, ansi)?
     };
     if averages.is_empty() && !node.schema().fields().iter().any(|f| f.data_type() == &DataType::UInt64) {
@@ -108,33 +112,52 @@ pub(super) fn window_types(node: LogicalPlan, ansi: bool) -> Result<Transformed<
     super::common_types::cast_columns(Arc::new(node), spark_type).map(Transformed::yes)
 }
 
+/// `exprs` (a window's) with each repeat of an expression under another name (a wide average's
+/// sum beside the query's own `sum` over the same window) left out — DataFusion's planner plans
+/// one column per window expression and fails on the second — and, for each repeat, the column
+/// of the first under the repeat's name.
+fn without_repeats(exprs: Vec<Expr>) -> (Vec<Expr>, Vec<Expr>) {
+    let mut kept: Vec<Expr> = Vec::with_capacity(exprs.len());
+    let mut repeats = Vec::new();
+    for e in exprs {
+        let unaliased = |e: &Expr| e.clone().unalias();
+        match kept.iter().find(|k| unaliased(k) == unaliased(&e)) {
+            Some(first) => {
+                let (qualifier, name) = e.qualified_name();
+                let (first_qualifier, first_name) = first.qualified_name();
+                let first = Expr::Column(datafusion::common::Column::new(first_qualifier, first_name));
+                repeats.push(first.alias_qualified(qualifier, name));
+            }
+            None => kept.push(e),
+        }
+    }
+    (kept, repeats)
+}
+
 /// `sum` of a DECIMAL(p,s) is a DECIMAL(p+10,s) (at most 38 digits) on Spark too, but one whose
 /// digits do not fit is NULL, or fails in ANSI mode; DataFusion's adds in 128 bits and wraps
-/// around. A sum of a DECIMAL of more than 28 digits is taken over DECIMALs of 256 bits by
+/// around. A sum of a DECIMAL of more than 28 digits is added up in 256 bits by
 /// `decimal_sum`, which answers Spark's type, NULL or an error in the aggregate itself (where a
 /// HAVING cannot hide a group's overflow, as it could from a cast above). The sum, for such a sum.
 fn wide_decimal_sum(f: &AggregateFunction, input: &DFSchema, ansi: bool) -> Result<Option<AggregateFunction>> {
     let [arg] = f.params.args.as_slice() else { return Ok(None) };
-    let (DataType::Decimal128(p, s), "sum") = (arg.get_type(input)?, f.func.name()) else { return Ok(None) };
+    let (DataType::Decimal128(p, _), "sum") = (arg.get_type(input)?, f.func.name()) else { return Ok(None) };
     // Below 29 digits the sum's 38 digits hold the sum of 10^10 rows: it would take more rows
     // than a table holds to overflow, and the sum stays a DECIMAL of 128 bits.
     if p <= 28 {
         return Ok(None);
     }
-    let mut params = f.params.clone();
-    params.args = vec![cast(arg.clone(), DataType::Decimal256(p, s))];
-    Ok(Some(AggregateFunction { func: decimal_sum(ansi, false), params }))
+    Ok(Some(AggregateFunction { func: decimal_sum(ansi, false), params: f.params.clone() }))
 }
 
-/// An `avg` of a DECIMAL(p,s) wider than 33 digits, taken as a sum and a count (columns of
+/// An `avg` of a DECIMAL(p,s) wider than 28 digits, taken as a sum and a count (columns of
 /// these names) and divided in a projection above (`decimal_avg`) under the average's name.
 struct WideAverage {
     qualifier: Option<TableReference>,
     name: String,
     sum: String,
     count: String,
-    /// The argument's type (a DECIMAL), and the average's.
-    from: (u8, i8),
+    /// The average's type.
     to: DataType,
 }
 
@@ -142,18 +165,14 @@ impl WideAverage {
     fn new(i: usize, qualifier: Option<TableReference>, name: String, p: u8, s: i8) -> Self {
         let to = crate::functions::aggregate::decimal_avg::average_type(p, s);
         let (sum, count) = (format!("__thund_avg_sum_{i}"), format!("__thund_avg_count_{i}"));
-        Self { qualifier, name, sum, count, from: (p, s), to }
+        Self { qualifier, name, sum, count, to }
     }
 
     /// The aggregates taken for it (of the average's argument `arg`): each function, its
-    /// argument and its column's name — the sum (over 256-bit DECIMALs, `window` for a window's)
+    /// argument and its column's name — the sum (in 256 bits, `window` for a window's)
     /// and the count.
     fn parts(&self, arg: &Expr, ansi: bool, window: bool) -> [(Arc<AggregateUDF>, Expr, &str); 2] {
-        let wide = DataType::Decimal256(self.from.0, self.from.1);
-        [
-            (decimal_sum(ansi, window), cast(arg.clone(), wide), self.sum.as_str()),
-            (count_udaf(), arg.clone(), self.count.as_str()),
-        ]
+        [(decimal_sum(ansi, window), arg.clone(), self.sum.as_str()), (count_udaf(), arg.clone(), self.count.as_str())]
     }
 
     /// `plan` (an aggregate or a window with the averages' sums and counts) with each pair
@@ -233,7 +252,7 @@ pub(super) fn aggregate_types(node: LogicalPlan, ansi: bool) -> Result<Transform
                 continue;
             }
         }
-        // A DECIMAL sum is taken over 256-bit DECIMALs and cast back (`wide_decimal_sum`).
+        // A wide DECIMAL sum is added up in 256 bits (`wide_decimal_sum`).
         if let Some(sum) = wide_decimal_sum(f, &input, ansi)? {
             aggr_expr.push(Expr::AggregateFunction(sum).alias_qualified(qualifier, name));
             retyped = true;

@@ -1,7 +1,6 @@
-//! DataFusion's own accumulators with their answers made Spark's. Several of Spark's aggregates
-//! add up exactly as DataFusion's do and differ only in what they answer at the end (the `sum`
-//! of wide DECIMALs fits its total to Spark's type; `sum` / `avg` of floating point give one
-//! NaN). Rather than copy DataFusion's accumulators, these wrap them — their updates, partial
+//! DataFusion's own accumulators with their answers made Spark's. Some of Spark's aggregates
+//! add up exactly as DataFusion's do and differ only in what they answer at the end (`sum` /
+//! `avg` of floating point give one NaN). Rather than copy DataFusion's accumulators, these wrap them — their updates, partial
 //! states, merges, retractions and group accumulators unchanged — and pass each answer through
 //! an [`Answer`].
 

@@ -106,16 +106,6 @@ pub(crate) fn spark_cast(value: Expr, from: &DataType, to: &DataType, try_: bool
     Some(Expr::ScalarFunction(ScalarFunction { func: Arc::new(udf), args: vec![value] }))
 }
 
-/// DECIMALs (of any width) fitted to the DECIMAL `to` as Spark's cast fits them: rounded half up,
-/// and a value whose digits do not fit NULL, or in ANSI mode Spark's error.
-pub(crate) fn fitted_decimals(values: &ArrayRef, to: &DataType, ansi: bool) -> Result<ArrayRef> {
-    let DataType::Decimal128(p, s) = to else { return exec_err!("a DECIMAL fitted to {to}") };
-    let on_invalid = if ansi { OnInvalid::Error } else { OnInvalid::Null };
-    let cast =
-        SparkCast { to: to.clone(), on_invalid, truncate: !ansi, signature: Signature::any(1, Volatility::Immutable) };
-    cast.decimals(values, *p, *s)
-}
-
 /// `x` (a DECIMAL) as the DECIMAL `to` of a smaller scale, rounded half up as a cast rounds, by
 /// a function rather than a cast: DataFusion's optimizer reads a comparison of a cast with a
 /// literal as the uncast value compared with the literal cast back (`unwrap_cast_in_comparison`),
