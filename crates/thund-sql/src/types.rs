@@ -254,9 +254,61 @@ mod name_tests {
 /// as a nanosecond timestamp without a zone, and has no `TIMESTAMP_NTZ`.) Casts and typed
 /// literals (`TIMESTAMP '2024-01-01 10:00:00'`) are where a query names them.
 pub(crate) fn datetime_types_rule(query: &mut sqlparser::ast::Query, _: &crate::modes::SqlModes) -> Result<(), String> {
+    refuse_time_type(query)?;
     spark_datetime_types(query);
     Ok(())
 }
+
+/// Spark's refusal of the TIME type: Spark 4.1 has the type's functions but fails a query that
+/// computes or returns a TIME (`spark.sql.timeType.enabled` is off), where DataFusion answers —
+/// `TIME '09:00'`, `CAST(x AS TIME)`, `to_time(…)`, `hour(TIME '09:00')`. Spark does take a TIME
+/// literal written straight into `make_timestamp` (and its forms), which this engine answers as
+/// Spark does; every other TIME literal is refused (Spark's answers for one in an inline table
+/// depend on how its column is used).
+fn refuse_time_type(query: &sqlparser::ast::Query) -> Result<(), String> {
+    use sqlparser::ast::{DataType as SqlType, Expr, FunctionArg, FunctionArgExpr, FunctionArguments};
+    const TIME_FUNCTIONS: [&str; 7] =
+        ["current_time", "make_time", "time_trunc", "to_time", "try_to_time", "time_diff", "time"];
+    const TAKING_TIME: [&str; 6] = [
+        "make_timestamp",
+        "make_timestamp_ltz",
+        "make_timestamp_ntz",
+        "try_make_timestamp",
+        "try_make_timestamp_ltz",
+        "try_make_timestamp_ntz",
+    ];
+    // The TIME literals written as an argument of `make_timestamp`: a call is visited before its
+    // arguments, and nothing moves while the tree is read.
+    let mut allowed: std::collections::HashSet<*const Expr> = std::collections::HashSet::new();
+    let found = sqlparser::ast::visit_expressions(query, |e| match e {
+        Expr::Cast { data_type: SqlType::Time(..), .. } => std::ops::ControlFlow::Break(()),
+        Expr::TypedString(t) if matches!(t.data_type, SqlType::Time(..)) && !allowed.contains(&(e as *const Expr)) => {
+            std::ops::ControlFlow::Break(())
+        }
+        Expr::Function(f) if f.name.0.len() == 1 => {
+            let name = crate::syntax::name_of(f);
+            if TIME_FUNCTIONS.contains(&name.as_str()) {
+                return std::ops::ControlFlow::Break(());
+            }
+            if let (true, FunctionArguments::List(list)) = (TAKING_TIME.contains(&name.as_str()), &f.args) {
+                for a in &list.args {
+                    if let FunctionArg::Unnamed(FunctionArgExpr::Expr(arg)) = a {
+                        allowed.insert(arg as *const Expr);
+                    }
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    });
+    match found {
+        std::ops::ControlFlow::Break(()) => Err(TIME_UNSUPPORTED.into()),
+        std::ops::ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+/// Spark 4.1's error for any TIME value.
+pub(crate) const TIME_UNSUPPORTED: &str = "[UNSUPPORTED_TIME_TYPE] The data type TIME is not supported";
 
 /// [`datetime_types_rule`]'s rewrite.
 pub(crate) fn spark_datetime_types(ast: &mut sqlparser::ast::Query) {

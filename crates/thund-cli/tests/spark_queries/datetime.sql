@@ -92,3 +92,7 @@ SELECT unix_timestamp('2024-01-01T10:00:00Z') AS a;
 SELECT unix_timestamp('2024-01-01 10:00:00') AS a, to_unix_timestamp('2024-01-01 10:00:00.5') AS b;
 SELECT unix_timestamp('2024-01-01') AS a;
 SELECT unix_timestamp(DATE'2024-01-01') AS a, unix_timestamp(TIMESTAMP'2024-01-01 00:00:01') AS b, unix_timestamp(CAST(NULL AS STRING)) AS c, to_unix_timestamp('2024-02-29 23:59:59') AS d;
+-- Spark 4.1 has the TIME type's functions but fails any query holding a TIME.
+SELECT TIME'09:00' AS a;
+SELECT CAST('09:00' AS TIME) AS a;
+SELECT hour(to_time('09:00')) AS a;

@@ -146,3 +146,10 @@ SELECT array_contains(array(DATE'2024-01-01'), '2024-01-01') AS a;
 SELECT var_pop(x) AS a, var_samp(x) AS b, stddev_pop(x) AS c, stddev_samp(x) AS d FROM VALUES (CAST('Infinity' AS DOUBLE)) AS t(x);
 SELECT k, var_samp(x) AS a, stddev(x) AS b, var_pop(DISTINCT x) AS c, std(x) AS d, variance(x) AS e FROM VALUES (1, 1.5D), (1, 2.5D), (2, -0.0D), (2, 0.0D), (2, 4.0D), (3, CAST('NaN' AS DOUBLE)) AS t(k, x) GROUP BY k;
 SELECT x, var_samp(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS v, stddev_pop(x) OVER (ORDER BY x) AS s, skewness(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS k FROM VALUES (1), (5), (3), (10), (-2) AS t(x) ORDER BY x;
+-- A LIKE pattern's escape may only precede `_`, `%` or itself, and may not end it: Spark fails
+-- the query otherwise, per row where the pattern is a column.
+SELECT 'ab' LIKE 'a\\b' AS a;
+SELECT 'a' LIKE 'a\\' AS a;
+SELECT 'ab' ILIKE 'A\\b' AS a;
+SELECT x LIKE y AS a FROM VALUES ('ab', 'a\\b') AS t(x, y);
+SELECT x, x LIKE y AS a, x NOT ILIKE y AS b FROM VALUES ('a%', 'a\\%'), ('b', NULL), ('a_c', 'a\\_c'), ('A\\', 'a\\\\') AS t(x, y) ORDER BY x;

@@ -62,7 +62,7 @@ pub(crate) struct QueryRule {
 }
 
 /// The rules on a query's syntax tree, in the order they run.
-pub(crate) const QUERY_RULES: [QueryRule; 17] = [
+pub(crate) const QUERY_RULES: [QueryRule; 18] = [
     // Before anything reads a literal: under the parser's mode a literal is its text as written.
     QueryRule { name: "escaped_string_literals", apply: string_literals::keep_backslashes },
     // While the tree is as written: an operator after a predicate without parentheses, which
@@ -90,6 +90,9 @@ pub(crate) const QUERY_RULES: [QueryRule; 17] = [
     QueryRule { name: "pivot_names", apply: pivots::name_rule },
     // Before any expression is rewritten: Spark names a column as the user wrote it.
     QueryRule { name: "select_list_names", apply: name_select_lists },
+    // A LIKE pattern's escapes as Spark allows them (once the select list is named as written,
+    // before the spellings write out LIKEs of their own).
+    QueryRule { name: "like_patterns", apply: crate::functions::string::like_patterns::like_rule },
     // `NOT IN (subquery)` read as a value (in `OR`, under `NOT`, in a select list) as Spark's
     // existence test, once the select list is named as written.
     QueryRule { name: "not_in_subqueries", apply: not_in::rewrite_rule },

@@ -7,6 +7,7 @@
 
 mod collation;
 pub(crate) mod format_number;
+pub(crate) mod like_patterns;
 pub(crate) mod number_format;
 mod rewrites;
 pub(crate) mod text_arguments;
@@ -35,6 +36,8 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     Function::udf("try_to_number"),
     // The marker of a string function's argument read as text (`text_arguments`).
     Function::udf("__thund_text"),
+    // A LIKE pattern that is not a constant, checked per row (`like_patterns`).
+    Function::udf("__thund_like_pattern"),
     Function::builtin("format_string").plan(rewrites::format_string),
     Function::builtin("printf").plan(rewrites::format_string),
     Function::spelled("lcase", &[(1, "lower(__a1)")]),
@@ -65,6 +68,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     format_number::register(ctx);
     register_text_functions(ctx);
     text_arguments::register(ctx);
+    like_patterns::register(ctx);
 }
 
 fn register_text_functions(ctx: &SessionContext) {
