@@ -111,8 +111,7 @@ impl Root {
 
     /// An `s3://` root of its own under the test bucket, or `None` when S3 tests are opted out.
     fn s3(scenario: &str) -> Option<Self> {
-        if std::env::var_os("THUND_SKIP_S3").is_some() {
-            eprintln!("SKIPPED: THUND_SKIP_S3 is set, the S3 failpoint scenarios did not run");
+        if thund_testkit::opt_out("THUND_SKIP_S3", &format!("the S3 failpoint scenario {scenario}")) {
             return None;
         }
         let endpoint = std::env::var("THUND_S3_ENDPOINT").unwrap_or_else(|_| {

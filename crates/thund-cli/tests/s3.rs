@@ -12,8 +12,7 @@ use std::process::{Command, Output};
 const BUCKET: &str = "thund-test";
 
 fn endpoint() -> Option<String> {
-    if std::env::var_os("THUND_SKIP_S3").is_some() {
-        eprintln!("SKIPPED: a live S3 test (THUND_SKIP_S3 is set)");
+    if thund_testkit::opt_out("THUND_SKIP_S3", "a live S3 test") {
         return None;
     }
     Some(std::env::var("THUND_S3_ENDPOINT").unwrap_or_else(|_| {

@@ -75,8 +75,7 @@ fn program_of(line: &str) -> Option<(String, String)> {
 
 #[test]
 fn generated_dataframe_programs_give_sparks_answers_natively_or_are_refused() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        println!("SKIPPED: generated DataFrame programs (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "generated DataFrame programs") {
         return;
     }
     let url = std::env::var("THUND_SPARK_REMOTE")

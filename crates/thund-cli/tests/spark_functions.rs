@@ -9,16 +9,19 @@
 //!
 //! - **equal**: the same column types (Spark's names for them) and the same rows;
 //! - **names differ**: equal but for the names of unaliased columns (reported, not yet a failure);
-//! - **refused**: the native engine errors (a refusal is honest: the pipeline stops at its line);
-//! - **different**: the native engine answers something else without an error — a wrong table in
-//!   a user's pipeline. Each one fails the test unless it is listed in `spark_functions/known_different`,
-//!   a list that may only shrink: an entry that no longer differs fails the test too, so it is
-//!   taken out when it is fixed;
-//! - **Spark errors** (an example that shows an error) and **nondeterministic** ones are counted
-//!   and not compared.
+//! - **refused**: the native engine errors where Spark answers (a refusal is honest: the pipeline
+//!   stops at its line);
+//! - **both fail**: Spark fails the example (an example that shows an error) and so does the
+//!   native engine;
+//! - **different**: the native engine answers something else, or answers where Spark fails,
+//!   without an error — a wrong table in a user's pipeline. Each one fails the test;
+//! - **nondeterministic** examples are counted and not compared.
 //!
-//! The count of equal examples may not fall below `spark_functions/floor`. The counts per category
-//! are printed (shown in the CI log: `.config/nextest.toml`).
+//! What is expected is exact, so that every change shows in the commit that makes it, a
+//! regression offset by a fix included: `spark_functions/count` is the number of examples each
+//! Spark version documents, and `spark_functions/refused` the exact set of examples refused
+//! natively (one that starts or stops being refused fails the test until the list says so). The
+//! counts per category are printed (shown in the CI log: `.config/nextest.toml`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -48,7 +51,7 @@ enum Outcome {
     NamesDiffer,
     Refused,
     Different,
-    SparkError,
+    BothFail,
     Nondeterministic,
 }
 
@@ -57,7 +60,7 @@ const OUTCOMES: [Outcome; 6] = [
     Outcome::NamesDiffer,
     Outcome::Refused,
     Outcome::Different,
-    Outcome::SparkError,
+    Outcome::BothFail,
     Outcome::Nondeterministic,
 ];
 
@@ -257,17 +260,28 @@ fn examples_in(text: &str) -> Vec<String> {
 
 fn collect_examples(spark: &SparkBackend) -> Vec<Example> {
     let functions = spark.query("SHOW FUNCTIONS").expect("SHOW FUNCTIONS");
-    let names: Vec<String> = unordered(&functions).2.into_iter().map(|r| r[0].clone()).collect();
+    let names = first_column(&functions);
     let mut out = Vec::new();
     for f in names {
         let Ok(described) = spark.query(&format!("DESCRIBE FUNCTION EXTENDED `{}`", f.replace('`', "``"))) else {
             continue;
         };
-        let lines: Vec<String> = unordered(&described).2.into_iter().map(|r| r[0].clone()).collect();
+        let lines = first_column(&described);
         let class = lines.iter().find_map(|l| l.strip_prefix("Class: ")).unwrap_or("").to_string();
         for sql in lines.iter().flat_map(|l| examples_in(l)) {
             out.push(Example { function: f.clone(), category: category(&class), sql });
         }
+    }
+    out
+}
+
+/// The text of a result's first column, row by row (a NULL as the empty text).
+fn first_column(batches: &[RecordBatch]) -> Vec<String> {
+    let options = arrow::util::display::FormatOptions::default();
+    let mut out = Vec::new();
+    for b in batches {
+        let f = arrow::util::display::ArrayFormatter::try_new(b.column(0).as_ref(), &options).unwrap();
+        out.extend((0..b.num_rows()).map(|r| f.value(r).to_string()));
     }
     out
 }
@@ -283,7 +297,15 @@ fn outcome(
     native: &dyn Fn(&str) -> Result<Vec<RecordBatch>, String>,
     sql: &str,
 ) -> (Outcome, String) {
-    let Ok(first) = spark.query(sql) else { return (Outcome::SparkError, String::new()) };
+    let first = match spark.query(sql) {
+        Ok(first) => first,
+        Err(spark_error) => {
+            return match native(sql) {
+                Err(_) => (Outcome::BothFail, String::new()),
+                Ok(b) => (Outcome::Different, format!("native {:?}, Spark fails: {spark_error}", unordered(&b))),
+            }
+        }
+    };
     let spark_answer = unordered(&first);
     match spark.query(sql) {
         Ok(again) if unordered(&again) == spark_answer => {}
@@ -311,15 +333,28 @@ fn outcome(
 
 #[test]
 fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        println!("SKIPPED: Spark's function examples (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "Spark's function examples") {
         return;
     }
     let url = std::env::var("THUND_SPARK_REMOTE")
         .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
     let spark = SparkBackend::new(&url);
     let examples = collect_examples(&spark);
-    assert!(examples.len() > 900, "only {} examples collected from the server", examples.len());
+    let version = spark.detect_version().expect("the Spark server answers");
+    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_functions");
+    let counts_listed = read_lines(&here.join("count"));
+    let expected_examples: usize = counts_listed
+        .iter()
+        .find_map(|l| l.strip_prefix(&format!("{version} ")))
+        .unwrap_or_else(|| panic!("spark_functions/count has no line for Spark {version}: add `{version} <examples>`"))
+        .trim()
+        .parse()
+        .expect("a count is a number");
+    assert_eq!(
+        examples.len(),
+        expected_examples,
+        "examples documented by Spark {version}, against spark_functions/count: change the count in the commit that explains why"
+    );
 
     let dir = common::project(&[
         ("spark-pipeline.yml", "name: functions\nlibraries:\n  - glob:\n      include: sql/**\n"),
@@ -333,14 +368,13 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
             .map_err(|e| e.to_string())
     };
 
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_functions");
-    let known: Vec<String> = read_lines(&here.join("known_different"));
-    let floor: usize = read_lines(&here.join("floor"))[0].trim().parse().expect("floor is a number");
+    let listed_refused: Vec<String> = read_lines(&here.join("refused"));
 
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut different = Vec::new();
     let mut names_differ = Vec::new();
     let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    let mut refused_examples: Vec<String> = Vec::new();
     // Each example's outcome, one per line, to compare two builds (`THUND_EXAMPLES_OUT=file`).
     let mut listing = String::new();
     for e in &examples {
@@ -353,7 +387,10 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
         match o {
             Outcome::Different => different.push((e.sql.replace('\n', " "), e.function.clone(), detail)),
             Outcome::NamesDiffer => names_differ.push(format!("{}\n    {detail}", e.sql.replace('\n', " "))),
-            Outcome::Refused => *refused.entry(e.function.clone()).or_default() += 1,
+            Outcome::Refused => {
+                *refused.entry(e.function.clone()).or_default() += 1;
+                refused_examples.push(e.sql.replace('\n', " "));
+            }
             _ => {}
         }
     }
@@ -364,7 +401,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     println!("Spark {url}: {} documented examples", examples.len());
     println!(
         "{:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",
-        "category", "equal", "names", "refused", "DIFFERENT", "spark error", "nondet"
+        "category", "equal", "names", "refused", "DIFFERENT", "both fail", "nondet"
     );
     let mut totals: BTreeMap<Outcome, usize> = BTreeMap::new();
     for (category, c) in &counts {
@@ -375,7 +412,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
             n(Outcome::NamesDiffer),
             n(Outcome::Refused),
             n(Outcome::Different),
-            n(Outcome::SparkError),
+            n(Outcome::BothFail),
             n(Outcome::Nondeterministic)
         );
         for o in OUTCOMES {
@@ -391,7 +428,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
         t(Outcome::NamesDiffer),
         t(Outcome::Refused),
         t(Outcome::Different),
-        t(Outcome::SparkError),
+        t(Outcome::BothFail),
         t(Outcome::Nondeterministic)
     );
     println!(
@@ -408,19 +445,17 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     let mut problems = Vec::new();
     for (sql, function, detail) in &different {
         println!("DIFFERENT {function}: {sql}\n    {detail}");
-        if !known.contains(sql) {
-            problems.push(format!("`{sql}` ({function}) gives another answer natively, without an error: {detail}"));
+        problems.push(format!("`{sql}` ({function}) gives another answer natively, without an error: {detail}"));
+    }
+    for r in &refused_examples {
+        if !listed_refused.contains(r) {
+            problems.push(format!("`{r}` is refused natively and not listed in spark_functions/refused"));
         }
     }
-    for k in &known {
-        if !different.iter().any(|(sql, _, _)| sql == k) {
-            problems
-                .push(format!("`{k}` is listed in spark_functions/known_different but no longer differs: take it out"));
+    for l in &listed_refused {
+        if !refused_examples.contains(l) {
+            problems.push(format!("`{l}` is listed in spark_functions/refused but is no longer refused: take it out"));
         }
-    }
-    let equal = t(Outcome::Equal) + t(Outcome::NamesDiffer);
-    if equal < floor {
-        problems.push(format!("{equal} examples give Spark's values natively, fewer than the floor of {floor}"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

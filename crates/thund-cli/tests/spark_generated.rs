@@ -175,8 +175,7 @@ fn run(url: &str, seeds: &[u64]) -> Share {
 
 #[test]
 fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        println!("SKIPPED: generated queries (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "generated queries") {
         return;
     }
     let url = std::env::var("THUND_SPARK_REMOTE")

@@ -16,10 +16,12 @@
 //! - **refused**: the native engine errors where Spark answers (honest: the pipeline stops at its
 //!   line);
 //! - **different**: the native engine answers something else, or answers where Spark fails,
-//!   without an error — a wrong table in a user's pipeline. Each one fails the test unless listed
-//!   in `spark_queries/known_different` (`<mode> <query>` lines), a list that may only shrink.
+//!   without an error — a wrong table in a user's pipeline. Each one fails the test.
 //!
-//! Equal, names-differ and both-fail outcomes together may not fall below `spark_queries/floor`.
+//! What is expected is exact, so that every change shows in the commit that makes it, a
+//! regression offset by a fix included: `spark_queries/count` is the number of queries in the
+//! corpus, and `spark_queries/refused` the exact set of refusals (`<mode> <query>` lines): a
+//! query that starts or stops being refused fails the test until the list says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -61,8 +63,7 @@ fn queries_in(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        println!("SKIPPED: the query corpus (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "the query corpus") {
         return;
     }
     let url = std::env::var("THUND_SPARK_REMOTE")
@@ -82,15 +83,15 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
             queries_in(&std::fs::read_to_string(f).unwrap()).into_iter().map(move |(l, q)| (name.clone(), l, q))
         })
         .collect();
-    assert!(corpus.len() >= 100, "only {} queries in the corpus", corpus.len());
-
-    let known = read_lines(&here.join("known_different"));
-    let floor: usize = read_lines(&here.join("floor"))[0].trim().parse().expect("floor is a number");
+    let count: usize = read_lines(&here.join("count"))[0].trim().parse().expect("spark_queries/count is a number");
+    assert_eq!(corpus.len(), count, "queries in the corpus, against spark_queries/count");
+    let listed_refused = read_lines(&here.join("refused"));
     let rt = tokio::runtime::Runtime::new().unwrap();
 
     let mut counts: BTreeMap<(String, &str), BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut problems = Vec::new();
     let mut different = Vec::new();
+    let mut refused = Vec::new();
     for mode in ["true", "false"] {
         let dir = common::project(&[
             (
@@ -117,7 +118,10 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
                     println!("DIFFERENT {label} {file}.sql:{line}: {shown}\n    {detail}");
                     different.push(format!("{label} {shown}"));
                 }
-                Outcome::Refused => println!("REFUSED {label} {file}.sql:{line}: {shown}\n    {detail}"),
+                Outcome::Refused => {
+                    println!("REFUSED {label} {file}.sql:{line}: {shown}\n    {detail}");
+                    refused.push(format!("{label} {shown}"));
+                }
                 Outcome::NamesDiffer => println!("NAMES {label} {file}.sql:{line}: {shown}\n    {detail}"),
                 _ => {}
             }
@@ -163,18 +167,17 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
     );
 
     for d in &different {
-        if !known.contains(d) {
-            problems.push(format!("{d}: another answer natively, without an error"));
+        problems.push(format!("{d}: another answer natively, without an error"));
+    }
+    for r in &refused {
+        if !listed_refused.contains(r) {
+            problems.push(format!("`{r}` is refused natively and not listed in spark_queries/refused"));
         }
     }
-    for k in &known {
-        if !different.contains(k) {
-            problems
-                .push(format!("`{k}` is listed in spark_queries/known_different but no longer differs: take it out"));
+    for l in &listed_refused {
+        if !refused.contains(l) {
+            problems.push(format!("`{l}` is listed in spark_queries/refused but is no longer refused: take it out"));
         }
-    }
-    if agreeing < floor {
-        problems.push(format!("{agreeing} answers agree with Spark's, fewer than the floor of {floor}"));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

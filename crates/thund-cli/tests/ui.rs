@@ -168,8 +168,7 @@ fn binding_beyond_the_loopback_warns_that_there_is_no_authentication() {
 
 #[test]
 fn the_page_shows_the_graph_details_live_states_and_errors_in_a_real_browser() {
-    if std::env::var_os("THUND_SKIP_BROWSER").is_some() {
-        println!("SKIPPED: THUND_SKIP_BROWSER is set");
+    if thund_testkit::opt_out("THUND_SKIP_BROWSER", "the web view in a real browser") {
         return;
     }
     let python = std::env::var("THUND_PYTHON").unwrap_or_else(|_| {

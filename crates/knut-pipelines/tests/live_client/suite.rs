@@ -14,8 +14,7 @@ use knut_pipelines::{
 /// The server's URL. Missing is a failure, not a skip: a suite that skips its server proves
 /// nothing. `THUND_SKIP_SPARK=1` opts out explicitly for quick local loops.
 fn remote() -> Option<String> {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("SKIPPED: a live Spark test (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "a live Spark test") {
         return None;
     }
     Some(std::env::var("THUND_SPARK_REMOTE").expect(

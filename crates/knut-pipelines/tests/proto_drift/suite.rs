@@ -127,8 +127,7 @@ fn line(version: &str) -> (u32, u32) {
 
 #[test]
 fn our_protocol_subset_matches_every_target_wheel() {
-    if std::env::var_os("THUND_SKIP_SPARK").is_some() {
-        eprintln!("SKIPPED: the protocol drift test (THUND_SKIP_SPARK is set)");
+    if thund_testkit::opt_out("THUND_SKIP_SPARK", "the protocol drift test") {
         return;
     }
     let ours = ours();

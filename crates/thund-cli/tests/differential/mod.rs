@@ -5,59 +5,82 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::datatypes::{DataType, Int64Type};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use thund_native::spark_type_name;
 
-/// Column names, Spark type names and rows (NULL as `NULL`) of a result, the rows sorted unless
-/// `ordered`.
+/// Column names, Spark type names and rows of a result, each value as [`cell`] writes it, the
+/// rows sorted unless `ordered`.
 pub fn typed(batches: &[RecordBatch], ordered: bool) -> (Vec<String>, Vec<String>, Vec<Vec<String>>) {
-    let options = FormatOptions::default().with_null("NULL");
     let (mut names, mut types, mut rows) = (Vec::new(), Vec::new(), Vec::new());
     for b in batches {
         names = b.schema().fields().iter().map(|f| f.name().clone()).collect();
         types = b.schema().fields().iter().map(|f| spark_type_name(f.data_type())).collect();
-        // A column Arrow cannot show (a timestamp whose zone is not a zone) shows as its error.
-        let formatters: Vec<Result<ArrayFormatter, String>> = b
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).map_err(|e| e.to_string()))
-            .collect();
-        // A timestamp outside the range of calendar dates shows as its microseconds: Arrow's
-        // text for it is an error naming the zone, which differs between Spark's `Etc/UTC` and
-        // the engine's `UTC` for the same value.
-        let raw: Vec<Option<arrow::array::Int64Array>> = b
-            .columns()
-            .iter()
-            .map(|c| {
-                matches!(c.data_type(), arrow::datatypes::DataType::Timestamp(..))
-                    .then(|| arrow::compute::cast(c, &arrow::datatypes::DataType::Int64).ok())
-                    .flatten()
-                    .map(|a| arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(&a).clone())
-            })
-            .collect();
         for r in 0..b.num_rows() {
-            rows.push(
-                formatters
-                    .iter()
-                    .zip(&raw)
-                    .map(|(f, raw)| match (f, raw) {
-                        (Ok(f), raw) => match (f.value(r).to_string(), raw) {
-                            (text, Some(raw)) if text.starts_with("ERROR:") => {
-                                format!("<timestamp {} units since the epoch>", raw.value(r))
-                            }
-                            (text, _) => text,
-                        },
-                        (Err(e), _) => format!("<{e}>"),
-                    })
-                    .collect(),
-            );
+            rows.push(b.columns().iter().map(|c| cell(c.as_ref(), r)).collect());
         }
     }
     if !ordered {
         rows.sort();
     }
     (names, types, rows)
+}
+
+/// One value as text that keeps what a comparison must tell apart: NULL is `NULL` and a string is
+/// quoted (`'NULL'` and `''` are not NULL), and arrays, maps and structs are written element by
+/// element, so a NULL inside them stays a NULL. Other values are Arrow's text of them; a value
+/// outside the calendar (Arrow's text is an error naming the zone, `Etc/UTC` from Spark and `UTC`
+/// here for the same instant) is its count of units since the epoch. A value that cannot be
+/// written fails the test: two columns that fail alike must not compare equal.
+pub fn cell(col: &dyn Array, row: usize) -> String {
+    if col.is_null(row) {
+        return "NULL".into();
+    }
+    let each = |values: ArrayRef| (0..values.len()).map(|i| cell(values.as_ref(), i)).collect::<Vec<_>>().join(", ");
+    match col.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            format!("'{}'", scalar(col, row).replace('\'', "''"))
+        }
+        DataType::List(_) => format!("[{}]", each(col.as_list::<i32>().value(row))),
+        DataType::LargeList(_) => format!("[{}]", each(col.as_list::<i64>().value(row))),
+        DataType::FixedSizeList(..) => format!("[{}]", each(col.as_fixed_size_list().value(row))),
+        DataType::Struct(fields) => {
+            let s = col.as_struct();
+            let members: Vec<String> = fields
+                .iter()
+                .zip(s.columns())
+                .map(|(f, c)| format!("{}: {}", f.name(), cell(c.as_ref(), row)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        DataType::Map(..) => {
+            let m = col.as_map();
+            let entries = m.value(row);
+            let (keys, values) = (entries.column(0), entries.column(1));
+            let pairs: Vec<String> = (0..entries.len())
+                .map(|i| format!("{} -> {}", cell(keys.as_ref(), i), cell(values.as_ref(), i)))
+                .collect();
+            format!("{{{}}}", pairs.join(", "))
+        }
+        _ => scalar(col, row),
+    }
+}
+
+/// Arrow's text of a scalar value; see [`cell`] for values outside the calendar.
+fn scalar(col: &dyn Array, row: usize) -> String {
+    let formatter = ArrayFormatter::try_new(col, &FormatOptions::default())
+        .unwrap_or_else(|e| panic!("a {} value cannot be written for comparison: {e}", col.data_type()));
+    let text = formatter.value(row).to_string();
+    if !text.starts_with("ERROR:") {
+        return text;
+    }
+    match arrow::compute::cast(&col.slice(row, 1), &DataType::Int64) {
+        Ok(raw) if raw.is_valid(0) => {
+            format!("<{} {} units since the epoch>", col.data_type(), raw.as_primitive::<Int64Type>().value(0))
+        }
+        _ => panic!("a {} value cannot be written for comparison: {text}", col.data_type()),
+    }
 }
 
 /// Whether two row sets are equal, a DOUBLE or FLOAT column's values to within a relative 1e-12

@@ -237,8 +237,9 @@ fn canonical_timestamp(v: &str) -> String {
 }
 
 /// Whether two values of a column of Spark type `ty` are the same: floating point within a
-/// relative 1e-6, decimals by value (Python writes `0E-10` for `0.0000000000`), timestamps in
-/// their canonical form, everything else exactly.
+/// relative 1e-12 (the last bits of a sum depend on the order it adds in, on Spark as here),
+/// decimals exactly by value (Python writes `0E-10` for `0.0000000000`, Spark `1.50` where the
+/// scale is 2: [`exact_decimal`]), timestamps in their canonical form, everything else exactly.
 fn same_value(ty: &str, a: &Option<String>, b: &Option<String>) -> bool {
     let (a, b) = match (a, b) {
         (None, None) => return true,
@@ -250,16 +251,43 @@ fn same_value(ty: &str, a: &Option<String>, b: &Option<String>) -> bool {
             (Ok(x), Ok(y)) if x.is_nan() || y.is_nan() => x.is_nan() && y.is_nan(),
             (Ok(x), Ok(y)) => {
                 let scale = x.abs().max(y.abs()).max(1e-12);
-                x == y || ((x - y).abs() / scale) <= 1e-6
+                x == y || ((x - y).abs() / scale) <= 1e-12
             }
             _ => a == b,
         },
         t if t.starts_with("decimal") => {
-            a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+            a == b || matches!((exact_decimal(a), exact_decimal(b)), (Some(x), Some(y)) if x == y)
         }
         "timestamp" | "timestamp_ntz" => canonical_timestamp(a) == canonical_timestamp(b),
         _ => a == b,
     }
+}
+
+/// A decimal's value, exactly, as (sign, digits, exponent) with no leading or trailing zeros in
+/// the digits: `1.50`, `1.5` and `15E-1` are one value, `0E-10` and `0.00` are zero. Every digit
+/// counts, so 38-digit values are told apart as they must be (an `f64` keeps only ~16).
+fn exact_decimal(text: &str) -> Option<(bool, String, i64)> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i64>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() || !whole.chars().chain(fraction.chars()).all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let mut exponent = exponent - fraction.len() as i64;
+    let trimmed = digits.trim_start_matches('0');
+    let significant = trimmed.trim_end_matches('0');
+    if significant.is_empty() {
+        return Some((false, String::new(), 0));
+    }
+    exponent += (trimmed.len() - significant.len()) as i64;
+    Some((negative, significant.to_string(), exponent))
 }
 
 /// Compares two tables as multisets of rows, columns matched by name (as Spark resolves them,

@@ -1,0 +1,102 @@
+//! # thund-testkit — how a test opts out of a live service, and how that is never silent
+//!
+//! The suites of this workspace run against the real services they test: a Spark Connect
+//! server, an S3-compatible server, a headless browser. A missing service is a failure. The
+//! only way not to run such a test is an explicit opt-out variable (`THUND_SKIP_SPARK`,
+//! `THUND_SKIP_S3`, `THUND_SKIP_BROWSER`), and a golden file is rewritten instead of compared
+//! only under `THUND_BLESS`.
+//!
+//! Two rules keep those opt-outs honest, and this crate is where the tests keep them:
+//! - **Set means set.** A variable counts as set when it is present at all, an empty value
+//!   included, exactly as `scripts/opt-outs.sh` reads it for the test script and CI. An inherited
+//!   `THUND_SKIP_SPARK=` cannot switch tests off while the script believes they ran.
+//! - **Every skip is recorded.** [`opt_out`] prints `SKIPPED: …` and, when the test script points
+//!   `THUND_TEST_SKIPS` at a file, appends one line to it. The script counts those lines at the
+//!   end of a run and fails a full run that skipped anything; nextest hides a passing test's
+//!   output, so the count is what makes a skip visible.
+//!
+//! The crate has no dependencies: it is a dev-dependency of every crate, the light ones included.
+
+use std::io::Write;
+
+/// The variable through which the test script asks for a record of every skip: a file path,
+/// one line appended per skip.
+pub const SKIP_RECORD: &str = "THUND_TEST_SKIPS";
+
+/// Whether the opt-out variable `var` is set (present at all, empty included). When it is,
+/// the skip of `what` is printed and recorded, and the caller returns without running.
+///
+/// ```
+/// // A test that needs a live service:
+/// if thund_testkit::opt_out("THUND_SKIP_EXAMPLE_SERVICE", "an example") {
+///     return;
+/// }
+/// ```
+pub fn opt_out(var: &str, what: &str) -> bool {
+    if std::env::var_os(var).is_none() {
+        return false;
+    }
+    record(&format!("SKIPPED: {what} ({var} is set)"));
+    true
+}
+
+/// Whether golden files are to be rewritten (`THUND_BLESS` set at all). A blessing run compares
+/// nothing, so it is recorded as a skip of `what` too.
+pub fn blessing(what: &str) -> bool {
+    if std::env::var_os("THUND_BLESS").is_none() {
+        return false;
+    }
+    record(&format!("BLESSED, not compared: {what} (THUND_BLESS is set)"));
+    true
+}
+
+/// Prints `line` to both streams (nextest shows one or the other depending on how it is run)
+/// and appends it to the skip record, if the test script asked for one.
+fn record(line: &str) {
+    println!("{line}");
+    eprintln!("{line}");
+    let Some(path) = std::env::var_os(SKIP_RECORD) else { return };
+    // A record that cannot be written must not turn into a silent skip: fail the test instead.
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| writeln!(f, "{} :: {line}", std::thread::current().name().unwrap_or("?")));
+    if let Err(e) = written {
+        panic!("{line}; and the skip could not be recorded in {}: {e}", std::path::Path::new(&path).display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // One test changes the environment, so nothing else here reads it concurrently.
+    #[test]
+    fn an_empty_value_is_set_and_every_skip_is_recorded() {
+        let dir = std::env::temp_dir().join(format!("thund-testkit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let record_file = dir.join("skips");
+        let var = "THUND_SKIP_TESTKIT_SELF_TEST";
+        // SAFETY: this is the only test of the crate touching the environment.
+        unsafe {
+            std::env::set_var(SKIP_RECORD, &record_file);
+            std::env::remove_var(var);
+        }
+        assert!(!opt_out(var, "not skipped"));
+        unsafe { std::env::set_var(var, "") };
+        assert!(opt_out(var, "the empty value"));
+        unsafe { std::env::set_var(var, "1") };
+        assert!(opt_out(var, "the value 1"));
+        let lines = std::fs::read_to_string(&record_file).unwrap();
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].ends_with("SKIPPED: the empty value (THUND_SKIP_TESTKIT_SELF_TEST is set)"), "{lines:?}");
+        assert!(lines[1].ends_with("SKIPPED: the value 1 (THUND_SKIP_TESTKIT_SELF_TEST is set)"), "{lines:?}");
+        unsafe {
+            std::env::remove_var(var);
+            std::env::remove_var(SKIP_RECORD);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
