@@ -447,15 +447,11 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
         println!("DIFFERENT {function}: {sql}\n    {detail}");
         problems.push(format!("`{sql}` ({function}) gives another answer natively, without an error: {detail}"));
     }
-    for r in &refused_examples {
-        if !listed_refused.contains(r) {
-            problems.push(format!("`{r}` is refused natively and not listed in spark_functions/refused"));
-        }
-    }
-    for l in &listed_refused {
-        if !refused_examples.contains(l) {
-            problems.push(format!("`{l}` is listed in spark_functions/refused but is no longer refused: take it out"));
-        }
-    }
+    problems.extend(differential::exact_set(
+        "spark_functions/refused",
+        "refused natively",
+        &refused_examples,
+        &listed_refused,
+    ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

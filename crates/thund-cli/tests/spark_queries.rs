@@ -169,15 +169,6 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
     for d in &different {
         problems.push(format!("{d}: another answer natively, without an error"));
     }
-    for r in &refused {
-        if !listed_refused.contains(r) {
-            problems.push(format!("`{r}` is refused natively and not listed in spark_queries/refused"));
-        }
-    }
-    for l in &listed_refused {
-        if !refused.contains(l) {
-            problems.push(format!("`{l}` is listed in spark_queries/refused but is no longer refused: take it out"));
-        }
-    }
+    problems.extend(differential::exact_set("spark_queries/refused", "refused natively", &refused, &listed_refused));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

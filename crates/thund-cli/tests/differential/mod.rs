@@ -148,6 +148,18 @@ pub fn read_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What differs between the `actual` entries (those `what`) and the exact set `listed` in `file`:
+/// an entry in either and not in the other, each a problem naming the list to change.
+pub fn exact_set(file: &str, what: &str, actual: &[String], listed: &[String]) -> Vec<String> {
+    let new =
+        actual.iter().filter(|a| !listed.contains(a)).map(|a| format!("`{a}` is {what} and not listed in {file}"));
+    let gone = listed
+        .iter()
+        .filter(|l| !actual.contains(l))
+        .map(|l| format!("`{l}` is listed in {file} but is no longer {what}: take it out"));
+    new.chain(gone).collect()
+}
+
 /// What a query gave natively, judged by what it gave on Spark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
