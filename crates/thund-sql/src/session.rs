@@ -53,7 +53,7 @@ pub fn spark_state_builder(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> S
     // operand.
     let planners = builder.expr_planners().get_or_insert_with(Vec::new);
     planners.insert(0, Arc::new(crate::functions::interval::arithmetic::IntervalPlanner { ansi }));
-    planners.insert(0, Arc::new(crate::functions::math::arithmetic::DecimalProductPlanner { ansi }));
+    planners.insert(0, Arc::new(crate::functions::math::decimals::DecimalProductPlanner { ansi }));
     planners.insert(0, Arc::new(crate::analysis::text_operands::TextOperandPlanner { ansi }));
     builder
 }

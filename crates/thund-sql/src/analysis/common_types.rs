@@ -35,7 +35,7 @@ pub(crate) fn spark_common_number(types: &[DataType]) -> Option<DataType> {
     if types.iter().any(DataType::is_floating) {
         return Some(DataType::Float64);
     }
-    let digits = crate::functions::math::arithmetic::decimal_of;
+    let digits = crate::functions::math::decimals::decimal_of;
     let numbers: Vec<(i32, i32)> = types.iter().filter_map(digits).collect();
     let (mut range, mut scale) = (0, 0);
     for (p, s) in &numbers {

@@ -248,7 +248,7 @@ fn decimal_arithmetic(b: &BinaryExpr, schema: &DFSchema, ansi: bool) -> Result<O
             .all(|x| x.get_type(schema).is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..))));
     if b.op == Operator::Divide && decimal_operands {
         let on_failure = if ansi { OnFailure::Error } else { OnFailure::Null };
-        let udf = Arc::new(crate::functions::math::arithmetic::decimal_divide(on_failure));
+        let udf = Arc::new(crate::functions::math::decimals::decimal_divide(on_failure));
         return Ok(Some(Expr::ScalarFunction(ScalarFunction { func: udf, args: vec![left, right] })));
     }
     // A DECIMAL sum, difference or product whose digits do not fit its type is NULL, or

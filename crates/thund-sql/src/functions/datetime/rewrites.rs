@@ -88,7 +88,7 @@ pub(super) fn seconds(c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
         return Err(refused("date_part", "Spark's seconds of an interval or a date are other types"));
     }
     let micros = call(Arc::clone(&c.func), vec![lit("microsecond"), c.args[1].clone()]);
-    let divide = Arc::new(crate::functions::math::arithmetic::decimal_divide(OnFailure::Null));
+    let divide = Arc::new(crate::functions::math::decimals::decimal_divide(OnFailure::Null));
     let million = lit(ScalarValue::Decimal128(Some(1_000_000), 7, 0));
     let seconds = call(divide, vec![cast(micros, DataType::Decimal128(8, 0)), million]);
     Ok(Transformed::yes(cast(seconds, DataType::Decimal128(8, 6))))

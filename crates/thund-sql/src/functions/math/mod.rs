@@ -1,10 +1,11 @@
 //! Spark's math functions: its arithmetic in both modes (`arithmetic`: the `try_` operators,
-//! the ANSI ones, DECIMAL division), `conv`, rounding to decimal places (`rounding`), `log1p`, `pmod` by a
+//! the ANSI ones), DECIMAL arithmetic with Spark's types and rounding (`decimals`), `conv`, rounding to decimal places (`rounding`), `log1p`, `pmod` by a
 //! floating-point zero (`pmod`),
 //! and the spellings and answers of DataFusion's own (`rewrites`).
 
 pub(crate) mod arithmetic;
 pub(crate) mod conv;
+pub(crate) mod decimals;
 pub(crate) mod log1p;
 mod pmod;
 mod rewrites;
