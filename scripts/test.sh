@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy (warnings are errors), and the whole test suite
 # with nextest. Installs what the tests need on first use: cargo-nextest, a Python venv with
-# `deltalake` for the Delta interop test, real Spark Connect servers (pyspark 4.1.4 and 4.3.0
-# from PyPI, Java 17) that the Spark tests run against, a local S3-compatible server (moto,
+# `deltalake` for the Delta interop test, real Spark Connect servers (one per Spark line with a
+# pipelines service, each line's newest: pyspark 4.1.4, 4.2.1 and 4.3.0 from PyPI, Java 17)
+# that the Spark tests run against, a local S3-compatible server (moto,
 # from PyPI) for s3:// storage roots, and Debian's chromium and chromium-driver for the web
 # view's browser test; the servers are stopped on exit.
 #
@@ -39,10 +40,11 @@ fi
 . scripts/python-env.sh
 export THUND_PYTHON
 
-# Real Spark Connect servers for the spark-connect-sdp tests, unless explicitly skipped.
+# Real Spark Connect servers for the spark-connect-sdp tests, unless explicitly skipped: each
+# line's newest release, and the variable its URL is exported in (thund_testkit::SPARK_LINES).
+spark_servers="4.1.4:THUND_SPARK_REMOTE 4.2.1:THUND_SPARK_REMOTE_4_2 4.3.0:THUND_SPARK_REMOTE_4_3"
 if ! opted_out THUND_SKIP_SPARK; then
-  scripts/spark-server.sh install 4.1.4
-  scripts/spark-server.sh install 4.3.0
+  for server in $spark_servers; do scripts/spark-server.sh install "${server%%:*}"; done
 fi
 
 # A real headless browser for `thund ui`'s page, unless explicitly skipped.
@@ -60,7 +62,9 @@ servers_up=""
 stop_servers() {
   [ -z "$servers_up" ] && return 0
   servers_up=""
-  opted_out THUND_SKIP_SPARK || { scripts/spark-server.sh stop 4.1.4; scripts/spark-server.sh stop 4.3.0; }
+  if ! opted_out THUND_SKIP_SPARK; then
+    for server in $spark_servers; do scripts/spark-server.sh stop "${server%%:*}"; done
+  fi
   opted_out THUND_SKIP_S3 || scripts/s3-server.sh stop
   true
 }
@@ -71,9 +75,10 @@ if ! opted_out THUND_SKIP_S3; then
   export THUND_S3_ENDPOINT
 fi
 if ! opted_out THUND_SKIP_SPARK; then
-  THUND_SPARK_REMOTE="$(scripts/spark-server.sh start 4.1.4)"
-  THUND_SPARK_REMOTE_4_3="$(scripts/spark-server.sh start 4.3.0)"
-  export THUND_SPARK_REMOTE THUND_SPARK_REMOTE_4_3
+  for server in $spark_servers; do
+    url="$(scripts/spark-server.sh start "${server%%:*}")"
+    export "${server#*:}=$url"
+  done
 fi
 # Every test that opts out appends a line here (thund-testkit): nextest hides a passing test's
 # output, so this count is what makes a skip visible.

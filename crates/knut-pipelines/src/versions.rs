@@ -1,7 +1,9 @@
 //! What each Spark Connect server line supports, as data rather than scattered `if`s.
 //!
-//! Facts come from the protocol of each target wheel and from runs against real servers (see the
-//! notes on each field). Add a row when a new Spark line is targeted.
+//! Facts come from the protocol of each target wheel and from runs against real servers, and
+//! each is probed on every line by a test: the protocol ones by `tests/proto_drift` (against the
+//! wheel), the others by `thund-cli/tests/spark.rs` (`every_server_line_…`, against the server).
+//! A fact that no longer holds fails its probe. Add a row when a new Spark line is targeted.
 
 use serde::Serialize;
 
@@ -10,9 +12,12 @@ use serde::Serialize;
 pub struct ServerFacts {
     /// `major.minor`.
     pub line: &'static str,
-    /// `DefineFlow.auto_cdc_flow_details` exists (4.3+). The target table format must also
-    /// support MERGE; the default (parquet) does not.
+    /// `DefineFlow.auto_cdc_flow_details` exists (4.2+; 4.2.1 defines an SCD type 1 flow and
+    /// fails its run only on the parquet target's missing MERGE, measured). The target table
+    /// format must also support MERGE; the default (parquet) does not.
     pub auto_cdc: bool,
+    /// AUTO CDC keeps history: `SCDType.SCD_TYPE_2` and the history column lists exist (4.3+).
+    pub auto_cdc_history: bool,
     /// `OutputType.SINK` exists (already in 4.1; a parquet sink fed by a streaming flow runs on
     /// 4.1.4, measured by `thund-cli/tests/spark.rs`).
     pub sink_output: bool,
@@ -31,6 +36,7 @@ pub const SERVER_FACTS: &[ServerFacts] = &[
     ServerFacts {
         line: "4.1",
         auto_cdc: false,
+        auto_cdc_history: false,
         sink_output: true,
         sql_graph_elements: true,
         once_flows: false,
@@ -38,7 +44,8 @@ pub const SERVER_FACTS: &[ServerFacts] = &[
     },
     ServerFacts {
         line: "4.2",
-        auto_cdc: false,
+        auto_cdc: true,
+        auto_cdc_history: false,
         sink_output: true,
         sql_graph_elements: true,
         once_flows: false,
@@ -47,6 +54,7 @@ pub const SERVER_FACTS: &[ServerFacts] = &[
     ServerFacts {
         line: "4.3",
         auto_cdc: true,
+        auto_cdc_history: true,
         sink_output: true,
         sql_graph_elements: true,
         once_flows: false,
@@ -73,7 +81,7 @@ mod tests {
     #[test]
     fn looks_up_lines() {
         assert_eq!(facts_for("4.1.4").unwrap().line, "4.1");
-        assert!(facts_for("4.3.0").unwrap().auto_cdc);
+        assert!(facts_for("4.3.0").unwrap().auto_cdc_history && !facts_for("4.2.1").unwrap().auto_cdc_history);
         assert_eq!(facts_for("5.0.0").unwrap().line, "4.3");
         assert!(facts_for("3.5.1").is_none());
     }

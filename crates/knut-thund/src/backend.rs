@@ -123,7 +123,9 @@ impl Capabilities {
         match feature {
             Feature::TransactionalTable { format, .. } => self.transactional_tables.covers(format.as_deref()),
             // Without AUTO CDC the flow itself is the gap; its clauses are not named again.
-            Feature::CdcIgnoreNullUpdates | Feature::CdcTruncates if !self.has(&Feature::Cdc) => true,
+            Feature::CdcHistory | Feature::CdcIgnoreNullUpdates | Feature::CdcTruncates if !self.has(&Feature::Cdc) => {
+                true
+            }
             other => self.has(other),
         }
     }

@@ -36,24 +36,25 @@ fn spark_run(url: &str, dir: &Path) -> Result<(), String> {
 
 #[test]
 fn native_and_spark_4_1_agree_with_sparks_own_tables() {
-    conformance_on("THUND_SPARK_REMOTE", "4.1");
+    conformance_on("4.1");
+}
+
+#[test]
+fn native_and_spark_4_2_agree_with_sparks_own_tables() {
+    conformance_on("4.2");
 }
 
 #[test]
 fn native_and_spark_4_3_agree_with_sparks_own_tables() {
-    conformance_on("THUND_SPARK_REMOTE_4_3", "4.3");
+    conformance_on("4.3");
 }
 
-/// Every case, run by run, natively and on the server at `$var` (of Spark line `line`): both
-/// must give the expected tables.
-fn conformance_on(var: &str, line: &str) {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", &format!("the differential conformance suite on Spark {line}")) {
-        return;
-    }
-    let url = std::env::var(var)
-        .unwrap_or_else(|_| panic!("{var} is not set: start a server with `scripts/spark-server.sh start`"));
+/// Every case, run by run, natively and on the server of Spark `line`: both must give the
+/// expected tables.
+fn conformance_on(line: &str) {
+    let Some(url) = thund_testkit::spark_url(line, "the differential conformance suite") else { return };
     let version = SparkBackend::new(&url).detect_version().expect("the Spark server answers");
-    assert!(version.starts_with(&format!("{line}.")), "{var} is Spark {version}, not {line}");
+    assert!(version.starts_with(&format!("{line}.")), "the server of Spark {line} is Spark {version}");
     let root = repo_root().join("conformance");
     let mut cases: Vec<_> =
         std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
@@ -163,11 +164,7 @@ fn conformance_on(var: &str, line: &str) {
 /// oracle does not know fails.
 #[test]
 fn sparks_own_tables_are_what_spark_pipelines_writes_today() {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", "regenerating Spark's own tables") {
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let Some(url) = thund_testkit::spark_url("4.1", "regenerating Spark's own tables") else { return };
     let root = repo_root();
     // The reference client: the pyspark of the server's own version.
     let out =

@@ -75,11 +75,7 @@ fn program_of(line: &str) -> Option<(String, String)> {
 
 #[test]
 fn generated_dataframe_programs_give_sparks_answers_natively_or_are_refused() {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", "generated DataFrame programs") {
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let Some(url) = thund_testkit::spark_url("4.1", "generated DataFrame programs") else { return };
     let count = number("THUND_FRAMES_PROGRAMS", 400);
     let first = number("THUND_FRAMES_SEED", 1);
     let python = python();

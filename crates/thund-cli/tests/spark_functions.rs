@@ -17,11 +17,15 @@
 //!   without an error — a wrong table in a user's pipeline. Each one fails the test;
 //! - **nondeterministic** examples are counted and not compared.
 //!
+//! The examples run on every Spark line (`thund_testkit::SPARK_LINES`), one test per line:
+//! each line documents its own examples (4.2 and 4.3 add functions), and lines differ.
+//!
 //! What is expected is exact, so that every change shows in the commit that makes it, a
 //! regression offset by a fix included: `spark_functions/count` is the number of examples each
 //! Spark version documents, and `spark_functions/refused` the exact set of examples refused
-//! natively (one that starts or stops being refused fails the test until the list says so). The
-//! counts per category are printed (shown in the CI log: `.config/nextest.toml`).
+//! natively on each line, each entry tagged with the lines it holds on (`4.1+`, `4.2,4.3`): one
+//! that starts or stops being refused on a line fails that line's test until the list says so.
+//! The counts per category are printed (shown in the CI log: `.config/nextest.toml`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -332,29 +336,40 @@ fn outcome(
 }
 
 #[test]
-fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", "Spark's function examples") {
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+fn spark_4_1_function_examples_give_sparks_answers_natively_or_are_refused() {
+    examples_on("4.1");
+}
+
+#[test]
+fn spark_4_2_function_examples_give_sparks_answers_natively_or_are_refused() {
+    examples_on("4.2");
+}
+
+#[test]
+fn spark_4_3_function_examples_give_sparks_answers_natively_or_are_refused() {
+    examples_on("4.3");
+}
+
+/// Every example the server of Spark `line` documents, natively and on that server.
+fn examples_on(line: &str) {
+    let Some(url) = thund_testkit::spark_url(line, "Spark's function examples") else { return };
     let spark = SparkBackend::new(&url);
-    let examples = collect_examples(&spark);
     let version = spark.detect_version().expect("the Spark server answers");
+    assert!(version.starts_with(&format!("{line}.")), "the server of Spark {line} is Spark {version}");
+    let examples = collect_examples(&spark);
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_functions");
+    let mut problems = Vec::new();
     let counts_listed = read_lines(&here.join("count"));
-    let expected_examples: usize = counts_listed
-        .iter()
-        .find_map(|l| l.strip_prefix(&format!("{version} ")))
-        .unwrap_or_else(|| panic!("spark_functions/count has no line for Spark {version}: add `{version} <examples>`"))
-        .trim()
-        .parse()
-        .expect("a count is a number");
-    assert_eq!(
-        examples.len(),
-        expected_examples,
-        "examples documented by Spark {version}, against spark_functions/count: change the count in the commit that explains why"
-    );
+    match counts_listed.iter().find_map(|l| l.strip_prefix(&format!("{version} "))) {
+        None => problems
+            .push(format!("spark_functions/count has no line for Spark {version}: add `{version} {}`", examples.len())),
+        Some(n) if n.trim().parse::<usize>() != Ok(examples.len()) => problems.push(format!(
+            "Spark {version} documents {} examples, spark_functions/count says {n}: change the count in the commit \
+             that explains why",
+            examples.len()
+        )),
+        Some(_) => {}
+    }
 
     let dir = common::project(&[
         ("spark-pipeline.yml", "name: functions\nlibraries:\n  - glob:\n      include: sql/**\n"),
@@ -368,7 +383,7 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
             .map_err(|e| e.to_string())
     };
 
-    let listed_refused: Vec<String> = read_lines(&here.join("refused"));
+    let listed_refused: Vec<String> = differential::read_lines_on(&here.join("refused"), line);
 
     let mut counts: BTreeMap<&str, BTreeMap<Outcome, usize>> = BTreeMap::new();
     let mut different = Vec::new();
@@ -396,9 +411,10 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     }
 
     if let Some(out) = std::env::var_os("THUND_EXAMPLES_OUT") {
+        let out = format!("{}-{line}", Path::new(&out).display());
         std::fs::write(&out, &listing).unwrap_or_else(|e| panic!("{}: {e}", Path::new(&out).display()));
     }
-    println!("Spark {url}: {} documented examples", examples.len());
+    println!("Spark {version} at {url}: {} documented examples", examples.len());
     println!(
         "{:18} {:>6} {:>6} {:>8} {:>10} {:>11} {:>7}",
         "category", "equal", "names", "refused", "DIFFERENT", "both fail", "nondet"
@@ -440,16 +456,15 @@ fn spark_function_examples_give_sparks_answers_natively_or_are_refused() {
     println!("refused natively: {}", refused_list.join(", "));
 
     for n in &names_differ {
-        println!("NAMES {n}");
+        println!("NAMES {line} {n}");
     }
-    let mut problems = Vec::new();
     for (sql, function, detail) in &different {
-        println!("DIFFERENT {function}: {sql}\n    {detail}");
+        println!("DIFFERENT {line} {function}: {sql}\n    {detail}");
         problems.push(format!("`{sql}` ({function}) gives another answer natively, without an error: {detail}"));
     }
     problems.extend(differential::exact_set(
         "spark_functions/refused",
-        "refused natively",
+        &format!("refused natively on Spark {line}"),
         &refused_examples,
         &listed_refused,
     ));

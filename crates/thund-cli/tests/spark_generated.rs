@@ -175,11 +175,7 @@ fn run(url: &str, seeds: &[u64]) -> Share {
 
 #[test]
 fn generated_queries_give_sparks_answers_natively_in_both_modes_or_are_refused() {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", "generated queries") {
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+    let Some(url) = thund_testkit::spark_url("4.1", "generated queries") else { return };
     let count = number("THUND_GENERATED_QUERIES", 1000);
     let first = number("THUND_GENERATED_SEED", 1);
     // Seeds can be shared out to threads, each with its own connection, for a machine with

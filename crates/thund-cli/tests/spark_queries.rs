@@ -18,10 +18,17 @@
 //! - **different**: the native engine answers something else, or answers where Spark fails,
 //!   without an error — a wrong table in a user's pipeline. Each one fails the test.
 //!
+//! The corpus runs on every Spark line (`thund_testkit::SPARK_LINES`), one test per line.
+//! Where Spark's lines answer a query differently, no answer is Spark's: the native engine
+//! refuses it (a NATURAL join whose names match only ignoring case, a floating-point
+//! `collect_set` whose order changed in 4.2), and a query one line fails and a later one answers
+//! (a feature new in 4.2) is refused natively too.
+//!
 //! What is expected is exact, so that every change shows in the commit that makes it, a
 //! regression offset by a fix included: `spark_queries/count` is the number of queries in the
-//! corpus, and `spark_queries/refused` the exact set of refusals (`<mode> <query>` lines): a
-//! query that starts or stops being refused fails the test until the list says so.
+//! corpus, and `spark_queries/refused` the exact set of refusals on each line (`<lines> <mode>
+//! <query>`, the lines as `4.1+` or `4.2,4.3`): a query that starts or stops being refused on a
+//! line fails that line's test until the list says so.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -62,13 +69,26 @@ fn queries_in(text: &str) -> Vec<(usize, String)> {
 }
 
 #[test]
-fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
-    if thund_testkit::opt_out("THUND_SKIP_SPARK", "the query corpus") {
-        return;
-    }
-    let url = std::env::var("THUND_SPARK_REMOTE")
-        .expect("THUND_SPARK_REMOTE is not set: start a server with `scripts/spark-server.sh start`");
+fn on_spark_4_1_the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
+    corpus_on("4.1");
+}
+
+#[test]
+fn on_spark_4_2_the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
+    corpus_on("4.2");
+}
+
+#[test]
+fn on_spark_4_3_the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() {
+    corpus_on("4.3");
+}
+
+/// The corpus natively and on the server of Spark `line`, in both modes.
+fn corpus_on(line: &str) {
+    let Some(url) = thund_testkit::spark_url(line, "the query corpus") else { return };
     let spark = SparkBackend::new(&url);
+    let version = spark.detect_version().expect("the Spark server answers");
+    assert!(version.starts_with(&format!("{line}.")), "the server of Spark {line} is Spark {version}");
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark_queries");
     let mut files: Vec<_> = std::fs::read_dir(&here)
         .unwrap()
@@ -85,7 +105,7 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
         .collect();
     let count: usize = read_lines(&here.join("count"))[0].trim().parse().expect("spark_queries/count is a number");
     assert_eq!(corpus.len(), count, "queries in the corpus, against spark_queries/count");
-    let listed_refused = read_lines(&here.join("refused"));
+    let listed_refused = differential::read_lines_on(&here.join("refused"), line);
     let rt = tokio::runtime::Runtime::new().unwrap();
 
     let mut counts: BTreeMap<(String, &str), BTreeMap<Outcome, usize>> = BTreeMap::new();
@@ -104,7 +124,7 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
         ]);
         let p = common::load(dir.path());
         let label = if mode == "true" { "ansi" } else { "non-ansi" };
-        for (file, line, sql) in &corpus {
+        for (file, at, sql) in &corpus {
             let on_spark = spark.query_in(None, &[("spark.sql.ansi.enabled", mode)], sql).map_err(|e| e.to_string());
             let natively = rt
                 .block_on(thund_native::query(&p, sql, &EngineOptions::default()))
@@ -115,20 +135,20 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
             let shown = sql.replace('\n', " ");
             match o {
                 Outcome::Different => {
-                    println!("DIFFERENT {label} {file}.sql:{line}: {shown}\n    {detail}");
+                    println!("DIFFERENT {line} {label} {file}.sql:{at}: {shown}\n    {detail}");
                     different.push(format!("{label} {shown}"));
                 }
                 Outcome::Refused => {
-                    println!("REFUSED {label} {file}.sql:{line}: {shown}\n    {detail}");
+                    println!("REFUSED {line} {label} {file}.sql:{at}: {shown}\n    {detail}");
                     refused.push(format!("{label} {shown}"));
                 }
-                Outcome::NamesDiffer => println!("NAMES {label} {file}.sql:{line}: {shown}\n    {detail}"),
+                Outcome::NamesDiffer => println!("NAMES {line} {label} {file}.sql:{at}: {shown}\n    {detail}"),
                 _ => {}
             }
         }
     }
 
-    println!("Spark {url}: {} queries, each in ANSI and non-ANSI mode", corpus.len());
+    println!("Spark {version} at {url}: {} queries, each in ANSI and non-ANSI mode", corpus.len());
     println!(
         "{:28} {:>6} {:>6} {:>9} {:>8} {:>10}",
         "file / mode", "equal", "names", "both fail", "refused", "DIFFERENT"
@@ -169,6 +189,11 @@ fn the_query_corpus_gives_sparks_answers_natively_in_both_modes_or_is_refused() 
     for d in &different {
         problems.push(format!("{d}: another answer natively, without an error"));
     }
-    problems.extend(differential::exact_set("spark_queries/refused", "refused natively", &refused, &listed_refused));
+    problems.extend(differential::exact_set(
+        "spark_queries/refused",
+        &format!("refused natively on Spark {line}"),
+        &refused,
+        &listed_refused,
+    ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

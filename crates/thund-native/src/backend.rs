@@ -60,6 +60,7 @@ impl ExecBackend for NativeBackend {
             Feature::OutputMode(OutputMode::Complete),
             // AUTO CDC, SCD types 1 and 2 (`cdc`).
             Feature::Cdc,
+            Feature::CdcHistory,
             Feature::CdcIgnoreNullUpdates,
             Feature::CdcTruncates,
             Feature::RescuedData,

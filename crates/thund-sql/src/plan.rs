@@ -14,7 +14,7 @@ use crate::modes::SqlModes;
 pub async fn plan_query(ctx: &SessionContext, mut query: sqlparser::ast::Query) -> Result<LogicalPlan> {
     let config = ctx.copied_config();
     let modes = SqlModes::of(config.options());
-    crate::analysis::natural_joins::resolve(ctx, &mut query).await;
+    crate::analysis::natural_joins::resolve(ctx, &mut query).await.map_err(SqlError::Plan)?;
     crate::analysis::rewrite_query(&mut query, &modes).map_err(SqlError::Plan)?;
     let mut plan = crate::analysis::resolution::plan_case_insensitively(ctx, query)
         .await

@@ -15,6 +15,10 @@
 //!   end of a run and fails a full run that skipped anything; nextest hides a passing test's
 //!   output, so the count is what makes a skip visible.
 //!
+//! The live Spark suites run on every Spark line a user may run SDP on ([`SPARK_LINES`]): the
+//! test script starts one server per line and exports its URL; [`spark_url`] is how a test asks
+//! for one, a missing URL being a failure like any missing service.
+//!
 //! The crate has no dependencies: it is a dev-dependency of every crate, the light ones included.
 
 use std::io::Write;
@@ -48,6 +52,57 @@ pub fn blessing(what: &str) -> bool {
     }
     record(&format!("BLESSED, not compared: {what} (THUND_BLESS is set)"));
     true
+}
+
+/// A Spark line the live suites run on, and the variable holding its server's URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SparkLine {
+    /// `major.minor`, as `knut_pipelines::versions` keys its facts.
+    pub line: &'static str,
+    /// The variable `scripts/test.sh` exports the URL of that line's server in.
+    pub url_var: &'static str,
+}
+
+/// Every Spark line with a pipelines service, oldest first; `scripts/test.sh` starts each line's
+/// newest release (4.1.4, 4.2.1, 4.3.0).
+pub const SPARK_LINES: [SparkLine; 3] = [
+    SparkLine { line: "4.1", url_var: "THUND_SPARK_REMOTE" },
+    SparkLine { line: "4.2", url_var: "THUND_SPARK_REMOTE_4_2" },
+    SparkLine { line: "4.3", url_var: "THUND_SPARK_REMOTE_4_3" },
+];
+
+/// The URL of the Spark server of `line` (`4.1`, `4.2`, `4.3`) for the test of `what`; `None`
+/// (recorded as a skip) under `THUND_SKIP_SPARK`. A missing URL fails the test: a suite that
+/// skips its server proves nothing.
+pub fn spark_url(line: &str, what: &str) -> Option<String> {
+    let Some(l) = SPARK_LINES.iter().find(|l| l.line == line) else {
+        panic!("Spark {line} is not one of the lines tested: {SPARK_LINES:?}")
+    };
+    if opt_out("THUND_SKIP_SPARK", &format!("{what} on Spark {line}")) {
+        return None;
+    }
+    Some(url_of(l))
+}
+
+/// The URLs of every line's server, oldest first, for the test of `what`; `None` under
+/// `THUND_SKIP_SPARK` (one skip recorded).
+pub fn spark_urls(what: &str) -> Option<Vec<(&'static str, String)>> {
+    if opt_out("THUND_SKIP_SPARK", &format!("{what} on every Spark line")) {
+        return None;
+    }
+    Some(SPARK_LINES.iter().map(|l| (l.line, url_of(l))).collect())
+}
+
+/// The URL exported for `line`'s server; a missing one fails the test.
+fn url_of(line: &SparkLine) -> String {
+    match std::env::var(line.url_var) {
+        Ok(url) if !url.is_empty() => url,
+        _ => panic!(
+            "{} is not set: start a Spark {} server (`scripts/spark-server.sh start <version>`) and export its \
+             URL, or run scripts/test.sh, which starts one per line",
+            line.url_var, line.line
+        ),
+    }
 }
 
 /// Prints `line` to both streams (nextest shows one or the other depending on how it is run)

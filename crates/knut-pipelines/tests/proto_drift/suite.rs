@@ -1,7 +1,10 @@
 //! Protocol drift: every message field and enum value of our `.proto` subset must have the same
 //! name, number, type and presence (`optional`) in the pyspark wheel of each target Spark
 //! version — except the fields listed in `SINCE`, which must be absent from older wheels (so the
-//! list stays true), and those in `AS_BYTES`, messages we keep serialized.
+//! list stays true), and those in `AS_BYTES`, messages we keep serialized. Each wheel is also
+//! where two facts of `knut_pipelines::versions` are read from: whether its line has AUTO CDC
+//! flows, and that its AUTO CDC message has no field ours lacks (no `IGNORE NULL UPDATES`, no
+//! `APPLY AS TRUNCATE`, which the backend therefore refuses rather than drop).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
@@ -12,14 +15,28 @@ use std::process::Command;
 use prost::Message;
 use prost_types::{DescriptorProto, EnumDescriptorProto, FileDescriptorSet};
 
-/// Target wheels.
-const VERSIONS: &[&str] = &["4.1.4", "4.3.0"];
+/// Target wheels: each Spark line's newest, as `scripts/test.sh` installs them.
+const VERSIONS: &[&str] = &["4.1.4", "4.2.1", "4.3.0"];
 
 /// Parts of our subset that only newer lines have: (full name, field or value or `*`, first version).
+/// The first entry that names a member wins (a member before its message's `*`).
 const SINCE: &[(&str, &str, (u32, u32))] = &[
-    ("spark.connect.PipelineCommand.DefineFlow", "auto_cdc_flow_details", (4, 3)),
-    ("spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails", "*", (4, 3)),
-    ("spark.connect.PipelineCommand.DefineFlow.SCDType", "*", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow", "auto_cdc_flow_details", (4, 2)),
+    ("spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails", "track_history_column_list", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails", "track_history_except_column_list", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails", "*", (4, 2)),
+    ("spark.connect.PipelineCommand.DefineFlow.SCDType", "SCD_TYPE_2", (4, 3)),
+    ("spark.connect.PipelineCommand.DefineFlow.SCDType", "*", (4, 2)),
+];
+
+/// Fields of the wheels' AUTO CDC message that ours leaves out, and why: a field a new wheel adds
+/// fails the test until it is sent or listed here. (Each must exist in some wheel.)
+const NOT_SENT: &[(&str, &str)] = &[
+    (
+        "ignore_null_updates_column_list",
+        "IGNORE NULL UPDATES is refused on Spark: that a server applies it is unmeasured",
+    ),
+    ("ignore_null_updates_except_column_list", "as ignore_null_updates_column_list"),
 ];
 
 /// Message fields ours declares as `bytes` (the message kept serialized): (message, field, type).
@@ -136,6 +153,33 @@ fn our_protocol_subset_matches_every_target_wheel() {
     for version in VERSIONS {
         let theirs = wheel(version);
         let line = line(version);
+        let facts = knut_pipelines::versions::facts_for(version).unwrap();
+        let flow = "spark.connect.PipelineCommand.DefineFlow";
+        let has_cdc = theirs.messages.get(flow).is_some_and(|f| f.contains_key("auto_cdc_flow_details"));
+        if has_cdc != facts.auto_cdc {
+            problems.push(format!(
+                "{version}: {flow}.auto_cdc_flow_details exists: {has_cdc}; versions.rs says auto_cdc: {}",
+                facts.auto_cdc
+            ));
+        }
+        let scd = "spark.connect.PipelineCommand.DefineFlow.SCDType";
+        let has_history = theirs.enums.get(scd).is_some_and(|v| v.contains_key("SCD_TYPE_2"));
+        if has_history != facts.auto_cdc_history {
+            problems.push(format!(
+                "{version}: {scd}.SCD_TYPE_2 exists: {has_history}; versions.rs says auto_cdc_history: {}",
+                facts.auto_cdc_history
+            ));
+        }
+        let cdc = "spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails";
+        for field in theirs.messages.get(cdc).into_iter().flat_map(|f| f.keys()) {
+            if !ours.messages.get(cdc).is_some_and(|f| f.contains_key(field))
+                && !NOT_SENT.iter().any(|(n, _)| n == field)
+            {
+                problems.push(format!(
+                    "{version}: {cdc}.{field} is new: the backend refuses what it would carry (capabilities.rs); send it"
+                ));
+            }
+        }
         for (m, fields) in &ours.messages {
             for (name, (number, kind)) in fields {
                 let expected_absent = since(m, name).is_some_and(|v| line < v);
@@ -169,6 +213,12 @@ fn our_protocol_subset_matches_every_target_wheel() {
                     _ => {}
                 }
             }
+        }
+    }
+    let cdc = "spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails";
+    for (field, _) in NOT_SENT {
+        if !VERSIONS.iter().any(|v| wheel(v).messages.get(cdc).is_some_and(|f| f.contains_key(*field))) {
+            problems.push(format!("NOT_SENT lists {cdc}.{field}, which no wheel has: take it out"));
         }
     }
     assert!(problems.is_empty(), "our proto subset drifted from the wheels:\n{}", problems.join("\n"));

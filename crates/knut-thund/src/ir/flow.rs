@@ -158,6 +158,9 @@ impl FlowKind {
             FlowKind::Once { .. } => vec![need(Feature::OnceFlows, "INSERT INTO ONCE flow")],
             FlowKind::AutoCdc(c) => {
                 let mut needs = vec![need(Feature::Cdc, "AUTO CDC flow")];
+                if c.scd_type == ScdType::Type2 || c.track_history.is_some() {
+                    needs.push(need(Feature::CdcHistory, "{backend} keeps no history in AUTO CDC (SCD type 2)"));
+                }
                 // Clauses a server would drop rather than refuse: its results would differ.
                 if c.ignore_null_updates {
                     needs.push(need(

@@ -28,6 +28,8 @@ pub enum Feature {
     OnceFlows,
     /// AUTO CDC flows.
     Cdc,
+    /// AUTO CDC into history (`STORED AS SCD TYPE 2`, `TRACK HISTORY ON`).
+    CdcHistory,
     /// AUTO CDC's `IGNORE NULL UPDATES`.
     CdcIgnoreNullUpdates,
     /// AUTO CDC's `APPLY AS TRUNCATE WHEN`.
@@ -79,6 +81,7 @@ impl Feature {
             Feature::OutputMode(_) => "output modes",
             Feature::OnceFlows => "once flows",
             Feature::Cdc => "CDC",
+            Feature::CdcHistory => "STORED AS SCD TYPE 2",
             Feature::CdcIgnoreNullUpdates => "IGNORE NULL UPDATES",
             Feature::CdcTruncates => "APPLY AS TRUNCATE WHEN",
             Feature::EventTime => "event time",

@@ -148,6 +148,51 @@ pub fn read_lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The entries of a list kept for every Spark line that hold on `line` (`4.1`). Each entry starts
+/// with the lines it holds on: `4.2+` (that line and every later one) or lines joined by commas
+/// (`4.1,4.3`); Spark's lines differ (a function new in 4.2, a rule changed in 4.3), and one
+/// list shows where.
+pub fn read_lines_on(path: &Path, line: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    for (at, l) in text.lines().enumerate() {
+        if l.trim().is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let Some((lines, entry)) = l.split_once(' ').filter(|(tag, _)| lines_tag(tag)) else {
+            panic!(
+                "{}:{}: an entry starts with the Spark lines it holds on (`4.1+`, `4.2,4.3`): {l}",
+                path.display(),
+                at + 1
+            )
+        };
+        if holds_on(lines, line) {
+            out.push(entry.to_string());
+        }
+    }
+    out
+}
+
+/// `4.1+`, `4.2`, `4.1,4.3`.
+fn lines_tag(tag: &str) -> bool {
+    let one = |l: &str| l.split_once('.').is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok());
+    match tag.strip_suffix('+') {
+        Some(from) => one(from),
+        None => tag.split(',').all(one),
+    }
+}
+
+fn holds_on(tag: &str, line: &str) -> bool {
+    let version = |l: &str| -> (u32, u32) {
+        let (a, b) = l.split_once('.').unwrap_or_default();
+        (a.parse().unwrap_or_default(), b.parse().unwrap_or_default())
+    };
+    match tag.strip_suffix('+') {
+        Some(from) => version(line) >= version(from),
+        None => tag.split(',').any(|l| l == line),
+    }
+}
+
 /// What differs between the `actual` entries (those `what`) and the exact set `listed` in `file`:
 /// an entry in either and not in the other, each a problem naming the list to change.
 pub fn exact_set(file: &str, what: &str, actual: &[String], listed: &[String]) -> Vec<String> {

@@ -7,6 +7,8 @@ SELECT add_months(DATE'2024-01-31', 1) AS a, last_day(DATE'2024-02-10') AS b, ne
 SELECT year(d) AS y, month(d) AS m, day(d) AS dd, dayofweek(d) AS dow, dayofyear(d) AS doy, weekofyear(d) AS w, quarter(d) AS q FROM VALUES (DATE'2024-12-30') AS t(d);
 SELECT hour(t) AS h, minute(t) AS m, second(t) AS s FROM VALUES (TIMESTAMP'2024-01-02 03:04:05.678') AS x(t);
 SELECT date_trunc('MONTH', TIMESTAMP'2024-05-17 10:11:12') AS m, date_trunc('HOUR', TIMESTAMP'2024-05-17 10:11:12') AS h;
+-- A TIMESTAMP_NTZ is read as a TIMESTAMP: the answer is one.
+SELECT date_trunc('MICROSECOND', TIMESTAMP_NTZ '2015-03-05 09:32:05.123456789') AS a, date_trunc('HOUR', TIMESTAMP_NTZ '2015-03-05 09:32:05') AS b, typeof(date_trunc('DAY', TIMESTAMP_NTZ '2015-03-05 09:32:05')) AS c;
 SELECT trunc(DATE'2024-05-17', 'MM') AS m, trunc(DATE'2024-05-17', 'YEAR') AS y;
 SELECT date_format(TIMESTAMP'2024-05-17 10:11:12', 'yyyy-MM-dd HH:mm') AS f, date_format(DATE'2024-05-07', 'EEE, d MMM yyyy') AS g;
 SELECT to_date('17/05/2024', 'dd/MM/yyyy') AS d, to_timestamp('2024-05-17 10:11', 'yyyy-MM-dd HH:mm') AS t;

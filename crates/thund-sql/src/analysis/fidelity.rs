@@ -344,6 +344,9 @@ fn rewrite(e: Expr, schema: &DFSchema, ansi: bool) -> Result<Transformed<Expr>> 
     if matches!(e, Expr::Cast(_) | Expr::TryCast(_)) {
         return cast_rewrite(e, schema, ansi);
     }
+    if let Some(unordered) = crate::functions::aggregate::collect_set::unordered(&e) {
+        return Ok(Transformed::yes(unordered));
+    }
     // Floating point read as Spark reads it. One call may need several of these (`max(DISTINCT
     // x)`, `sum(x) OVER (PARTITION BY y)`), so each step takes what the one before it made.
     use crate::functions::window::float_keys::{distinct_arguments, eliminate_distinct, extremes, in_lists, totals};

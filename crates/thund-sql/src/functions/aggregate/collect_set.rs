@@ -7,10 +7,20 @@
 //! Scala's hash of the value Spark holds: an integer's own value (a BIGINT's folded to 32 bits
 //! when it does not fit an INT), a floating-point number's as an integer when it is one, a
 //! string's Murmur3 hash with seed 42 (`UTF8String.hashCode`), a date's day number, a
-//! timestamp's microseconds, a boolean's Java hash. Lists of other element types keep the order
-//! they come in (Spark's hash of those values is not computed here). A set of floating-point
-//! numbers holding NaN or both zeros is refused: Spark keeps every NaN (NaN is not equal to
-//! itself there) and whichever zero came first.
+//! timestamp's microseconds, a boolean's Java hash. A set of two or more elements of another
+//! type is refused (Spark's hash of those values is not computed here).
+//!
+//! That order is Spark's only while the set has fewer than 12 elements: from 12 on, Spark's
+//! final set is built by merging the partial sets of its partitions, and its order depends on
+//! how the rows were partitioned (measured: the same 12 values in 1, 2, 3, 5 or 8 partitions
+//! come back in different orders). A set of 12 or more is refused, unless what reads it does
+//! not depend on the order (`array_sort(collect_set(x))`, `size(…)`: [`unordered`]).
+//!
+//! Floating-point sets differ between Spark's lines: from 4.2 on (SPARK-57298) Spark keys a
+//! FLOAT or DOUBLE set on the value's bits after turning `-0.0` into `0.0` and every NaN into
+//! one, so its order follows Java's `Double.hashCode`/`Float.hashCode` of the value, while 4.1
+//! keys on the boxed value (Scala's `##`, every NaN kept, `-0.0` apart). A set is answered when
+//! both orders agree and refused when they do not, or when it holds NaN or `-0.0`.
 
 use std::sync::Arc;
 
@@ -74,6 +84,45 @@ fn float_hash(f: f32) -> i32 {
     float_bits(f)
 }
 
+/// Spark 4.2's hash of a DOUBLE set's element: Scala's `##` of the long of its bits
+/// (`doubleToLongBits`, NaN canonical, `-0.0` never reaching it).
+fn double_bits_hash(d: f64) -> i32 {
+    long_hash(if d.is_nan() { 0x7ff8_0000_0000_0000 } else { d.to_bits() as i64 })
+}
+
+/// The largest set whose order does not depend on Spark's partitions: its table keeps the 16
+/// buckets it starts with, however its partial sets are merged.
+const LARGEST_ORDERED_SET: usize = 11;
+
+/// Functions whose answer does not depend on the order of their first argument's elements.
+/// (`array_sort` with a comparator is `array_sort_by`, which keeps ties in the order they come.)
+const ORDER_FREE: [&str; 8] =
+    ["array_sort", "cardinality", "size", "array_length", "array_has", "array_contains", "array_max", "array_min"];
+
+/// `f(collect_set(x), …)` as `f` of the set in DataFusion's order, where `f`'s answer does not
+/// depend on the order of the set's elements: nothing to refuse there.
+pub(crate) fn unordered(e: &datafusion::logical_expr::Expr) -> Option<datafusion::logical_expr::Expr> {
+    use datafusion::logical_expr::Expr;
+    let set = |e: &Expr| match e {
+        Expr::ScalarFunction(inner) if inner.name() == SPARK_SET_ORDER => Some(inner.args[0].clone()),
+        _ => None,
+    };
+    match e {
+        // (`size` in ANSI mode asks whether the set is NULL.)
+        Expr::IsNull(x) => Some(Expr::IsNull(Box::new(set(x)?))),
+        Expr::IsNotNull(x) => Some(Expr::IsNotNull(Box::new(set(x)?))),
+        Expr::ScalarFunction(f) if ORDER_FREE.contains(&f.name()) => {
+            let mut args = f.args.clone();
+            args[0] = set(args.first()?)?;
+            Some(Expr::ScalarFunction(datafusion::logical_expr::expr::ScalarFunction {
+                func: Arc::clone(&f.func),
+                args,
+            }))
+        }
+        _ => None,
+    }
+}
+
 /// Each element's Scala hash, if this element type's is computed here.
 fn hashes(values: &dyn Array) -> Option<Vec<i32>> {
     let n = values.len();
@@ -112,6 +161,21 @@ fn floats(values: &dyn Array) -> Option<Vec<Option<f64>>> {
     }
 }
 
+/// The order of each row's elements in a Scala `mutable.HashSet` keyed by the hashes `h`: bucket
+/// by bucket, each bucket's elements by their improved hash. Indices into the list's values.
+fn spark_order(list: &ListArray, start: usize, h: &[i32]) -> Vec<u32> {
+    let improved: Vec<i32> = h.iter().map(|&x| x ^ ((x as u32) >> 16) as i32).collect();
+    let mut order: Vec<u32> = Vec::with_capacity(h.len());
+    for r in 0..list.len() {
+        let (from, to) = (list.offsets()[r] as usize - start, list.offsets()[r + 1] as usize - start);
+        let mask = table_size(to - from) - 1;
+        let mut row: Vec<u32> = (from as u32..to as u32).collect();
+        row.sort_by_key(|&i| ((improved[i as usize] as u32 as usize & mask), improved[i as usize]));
+        order.extend(row);
+    }
+    order
+}
+
 /// The number of buckets of a Scala `mutable.HashSet` holding `n` elements.
 fn table_size(n: usize) -> usize {
     let mut size = 16;
@@ -148,31 +212,48 @@ impl ScalarUDFImpl for SetOrder {
         let end = list.offsets()[list.len()] as usize;
         let values = list.values().slice(start, end - start);
         let Some(h) = hashes(values.as_ref()) else {
+            if (0..list.len()).any(|r| list.value_length(r) > 1) {
+                return exec_err!(
+                    "collect_set of {} values: Spark's order of them (by its hash of each) is not computed here; sort \
+                     the set (array_sort(collect_set(…))) or run on the Spark backend",
+                    field.data_type()
+                );
+            }
             return Ok(args.args[0].clone());
         };
-        if let Some(floats) = floats(values.as_ref()) {
-            if floats.iter().flatten().any(|f| f.is_nan()) {
-                return exec_err!("collect_set of NaN runs on the Spark backend (Spark keeps each NaN)");
-            }
-            for r in 0..list.len() {
-                let (from, to) = (list.offsets()[r] as usize - start, list.offsets()[r + 1] as usize - start);
-                let zeros: Vec<bool> =
-                    floats[from..to].iter().flatten().filter(|f| **f == 0.0).map(|f| f.is_sign_negative()).collect();
-                if zeros.contains(&true) && zeros.contains(&false) {
-                    return exec_err!(
-                        "collect_set of both 0.0 and -0.0 runs on the Spark backend (Spark keeps the first it meets)"
-                    );
-                }
+        for r in 0..list.len() {
+            if list.value_length(r) as usize > LARGEST_ORDERED_SET {
+                return exec_err!(
+                    "collect_set of more than {LARGEST_ORDERED_SET} values: Spark's order of them depends on how its \
+                     rows are partitioned; sort the set (array_sort(collect_set(…))) or run on the Spark backend"
+                );
             }
         }
-        let improved: Vec<i32> = h.iter().map(|&x| x ^ ((x as u32) >> 16) as i32).collect();
-        let mut order: Vec<u32> = Vec::with_capacity(values.len());
-        for r in 0..list.len() {
-            let (from, to) = (list.offsets()[r] as usize - start, list.offsets()[r + 1] as usize - start);
-            let mask = table_size(to - from) - 1;
-            let mut row: Vec<u32> = (from as u32..to as u32).collect();
-            row.sort_by_key(|&i| ((improved[i as usize] as u32 as usize & mask), improved[i as usize]));
-            order.extend(row);
+        // Spark 4.1's order, and for floating-point sets also 4.2's (refused where they differ).
+        let mut order = spark_order(list, start, &h);
+        if let Some(floats) = floats(values.as_ref()) {
+            if floats.iter().flatten().any(|f| f.is_nan() || (*f == 0.0 && f.is_sign_negative())) {
+                return exec_err!(
+                    "collect_set of NaN or -0.0 answers differently on Spark 4.1 (each NaN kept, -0.0 apart) and \
+                     4.2 on (one NaN, -0.0 read as 0.0): it runs on the Spark backend"
+                );
+            }
+            let bits: Vec<i32> = match values.data_type() {
+                DataType::Float32 => {
+                    values.as_primitive::<Float32Type>().values().iter().map(|f| float_bits(*f)).collect()
+                }
+                _ => values.as_primitive::<Float64Type>().values().iter().map(|d| double_bits_hash(*d)).collect(),
+            };
+            let later = spark_order(list, start, &bits);
+            let at = |o: &[u32]| o.iter().map(|&i| floats[i as usize].map(f64::to_bits)).collect::<Vec<_>>();
+            if at(&order) != at(&later) {
+                return exec_err!(
+                    "collect_set of these FLOAT or DOUBLE values comes back in another order on Spark 4.1 than on 4.2 \
+                     and later (each line hashes them differently): sort the set (array_sort(collect_set(…))) or run \
+                     on the Spark backend"
+                );
+            }
+            order = later;
         }
         let offsets = arrow::buffer::OffsetBuffer::new(
             list.offsets().iter().map(|o| o - start as i32).collect::<Vec<_>>().into(),
@@ -198,5 +279,22 @@ mod tests {
         assert_eq!(table_size(11), 16);
         assert_eq!(table_size(12), 32);
         assert_eq!(table_size(24), 64);
+    }
+
+    /// Spark 4.1 and 4.2 answer these sets in these orders (measured on 4.1.4 and 4.2.1).
+    #[test]
+    fn floating_sets_in_each_lines_order() {
+        let sets = [
+            (vec![1.5, 2.0, 1e20, -3.25], vec![-3.25, 1.5, 2.0, 1e20], vec![2.0, 1.5, -3.25, 1e20]),
+            (vec![1.0, 2.0, 3.0, 4.0, 100.0], vec![1.0, 2.0, 3.0, 4.0, 100.0], vec![1.0, 2.0, 4.0, 3.0, 100.0]),
+        ];
+        for (values, on_4_1, on_4_2) in sets {
+            let list = ListArray::from_iter_primitive::<Float64Type, _, _>([Some(values.iter().map(|v| Some(*v)))]);
+            let doubles = list.values().as_primitive::<Float64Type>().values().to_vec();
+            let in_order =
+                |h: Vec<i32>| -> Vec<f64> { spark_order(&list, 0, &h).iter().map(|&i| doubles[i as usize]).collect() };
+            assert_eq!(in_order(doubles.iter().map(|d| double_hash(*d)).collect()), on_4_1);
+            assert_eq!(in_order(doubles.iter().map(|d| double_bits_hash(*d)).collect()), on_4_2);
+        }
     }
 }
