@@ -897,9 +897,11 @@ fn every_server_line_still_ignores_a_streaming_tables_output_mode() {
 }
 
 #[test]
-fn every_server_line_joins_two_streams_across_batches() {
-    // `stream_joins` is offered on Spark: a row of one stream meets its match arriving in a later
-    // run of the other, because the server keeps both sides in state.
+fn every_server_line_joins_two_streams_across_batches_in_a_table_and_through_a_view() {
+    // `StreamJoins` is offered on Spark: a row of one stream meets its match arriving in a later
+    // run of the other, because the server keeps both sides in state. `StatefulStreamingViews`
+    // too: a temporary view holding that join is one more relation of the streaming query that
+    // reads it, so its state lives in that query's checkpoint.
     let Some(servers) = servers() else { return };
     for (line, url) in servers {
         facts_of(&url, line);
@@ -909,7 +911,10 @@ fn every_server_line_joins_two_streams_across_batches() {
             "CREATE STREAMING TABLE orders AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
              CREATE STREAMING TABLE payments AS SELECT * FROM STREAM read_files('{}', format => 'json');\n\
              CREATE STREAMING TABLE paid AS SELECT o.id, o.item, p.amount\n\
-             FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id;\n",
+             FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id;\n\
+             CREATE TEMPORARY VIEW matched AS SELECT o.id, o.item, p.amount\n\
+             FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id;\n\
+             CREATE STREAMING TABLE paid_via_view AS SELECT * FROM STREAM(matched);\n",
             a.path().display(),
             b.path().display()
         );
@@ -919,16 +924,20 @@ fn every_server_line_joins_two_streams_across_batches() {
         std::fs::write(b.path().join("1.json"), "{\"id\": 2, \"amount\": 5}\n").unwrap();
         let (s1, e1) = run(&url, dir.path(), RunOptions::default());
         assert!(!s1.failed(), "Spark {line}: {s1:#?}\n{e1:#?}");
-        assert_eq!(query(&url, &format!("SELECT id, item, amount FROM {db}.paid")), ["2,jam,5"], "Spark {line}");
+        for table in ["paid", "paid_via_view"] {
+            assert_eq!(query(&url, &format!("SELECT id, item, amount FROM {db}.{table}")), ["2,jam,5"], "Spark {line}");
+        }
         // The payment for order 1 arrives in the next run; order 1 came in the first.
         std::fs::write(b.path().join("2.json"), "{\"id\": 1, \"amount\": 7}\n").unwrap();
         let (s2, e2) = run(&url, dir.path(), RunOptions::default());
         assert!(!s2.failed(), "Spark {line}: {s2:#?}\n{e2:#?}");
-        assert_eq!(
-            query(&url, &format!("SELECT id, item, amount FROM {db}.paid")),
-            ["1,tea,7", "2,jam,5"],
-            "Spark {line}: a row did not meet its match from a later batch"
-        );
+        for table in ["paid", "paid_via_view"] {
+            assert_eq!(
+                query(&url, &format!("SELECT id, item, amount FROM {db}.{table}")),
+                ["1,tea,7", "2,jam,5"],
+                "Spark {line}: in {table}, a row did not meet its match from a later batch"
+            );
+        }
     }
 }
 
@@ -1011,5 +1020,31 @@ fn every_server_line_still_refuses_expectations_in_sql() {
             .to_string();
         let parsed = !(err.contains("PARSE_SYNTAX_ERROR") && err.contains("EXPECT"));
         assert_eq!(parsed, facts.expectations, "Spark {line} against its `expectations` fact: {err}");
+    }
+}
+
+#[test]
+fn every_server_line_applies_a_pipelines_settings() {
+    // `SqlConf`: the server applies the spec's `configuration` to the flows it runs (here ANSI
+    // mode off, so a text that does not read as a number is NULL instead of failing the flow).
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let b = SparkBackend::new(&url);
+        b.detect_version().unwrap();
+        let db = database(&format!("conf_{}", line.replace('.', "")));
+        let dir =
+            project(&db, &[("transformations/c.sql", "CREATE MATERIALIZED VIEW v AS SELECT CAST('x' AS INT) AS n;\n")]);
+        let spec = dir.path().join("spark-pipeline.yml");
+        let text = std::fs::read_to_string(&spec).unwrap();
+        std::fs::write(&spec, text.replace("configuration:\n", "configuration:\n  spark.sql.ansi.enabled: 'false'\n"))
+            .unwrap();
+        let (summary, events) = run(&url, dir.path(), RunOptions::default());
+        let applied = !summary.failed() && query(&url, &format!("SELECT n FROM {db}.v")) == ["NULL"];
+        assert_eq!(
+            applied,
+            b.capabilities().has(&knut_thund::ir::Feature::SqlConf),
+            "Spark {line} against `SqlConf`: {summary:#?}\n{events:#?}"
+        );
     }
 }

@@ -154,21 +154,27 @@ fn our_protocol_subset_matches_every_target_wheel() {
         let theirs = wheel(version);
         let line = line(version);
         let facts = knut_pipelines::versions::facts_for(version).unwrap();
+        // The facts read from the wheel: (fact, its value in versions.rs, what the wheel holds).
         let flow = "spark.connect.PipelineCommand.DefineFlow";
-        let has_cdc = theirs.messages.get(flow).is_some_and(|f| f.contains_key("auto_cdc_flow_details"));
-        if has_cdc != facts.auto_cdc {
-            problems.push(format!(
-                "{version}: {flow}.auto_cdc_flow_details exists: {has_cdc}; versions.rs says auto_cdc: {}",
-                facts.auto_cdc
-            ));
-        }
         let scd = "spark.connect.PipelineCommand.DefineFlow.SCDType";
-        let has_history = theirs.enums.get(scd).is_some_and(|v| v.contains_key("SCD_TYPE_2"));
-        if has_history != facts.auto_cdc_history {
-            problems.push(format!(
-                "{version}: {scd}.SCD_TYPE_2 exists: {has_history}; versions.rs says auto_cdc_history: {}",
-                facts.auto_cdc_history
-            ));
+        let read = [
+            (
+                "auto_cdc",
+                facts.auto_cdc,
+                format!("{flow}.auto_cdc_flow_details"),
+                theirs.messages.get(flow).is_some_and(|f| f.contains_key("auto_cdc_flow_details")),
+            ),
+            (
+                "auto_cdc_history",
+                facts.auto_cdc_history,
+                format!("{scd}.SCD_TYPE_2"),
+                theirs.enums.get(scd).is_some_and(|v| v.contains_key("SCD_TYPE_2")),
+            ),
+        ];
+        for (fact, said, member, exists) in read {
+            if said != exists {
+                problems.push(format!("{version}: {member} exists: {exists}; versions.rs says {fact}: {said}"));
+            }
         }
         let cdc = "spark.connect.PipelineCommand.DefineFlow.AutoCdcFlowDetails";
         for field in theirs.messages.get(cdc).into_iter().flat_map(|f| f.keys()) {

@@ -359,9 +359,13 @@ impl ExecBackend for SparkBackend {
             }
             rt.block_on(async move {
                 translator.emit(RunEvent::now("run", None, format!("defining the dataflow graph on {}", client.url())));
-                // Session settings the server needs while it analyses definitions (not only
-                // during the run): streaming file sources without a declared schema.
-                for (k, v) in graph.sql_conf.iter().filter(|(k, _)| k.starts_with("spark.sql.streaming.")) {
+                // The pipeline's SQL settings hold while the server analyses the definitions, not
+                // only during the run: a flow's query is analysed when it is defined, and what it
+                // reads from the session then stays (a cast's ANSI mode: with the setting only in
+                // the graph's configuration, `CAST('x' AS INT)` still failed under
+                // `spark.sql.ansi.enabled: false`, measured on 4.1.4, 4.2.1 and 4.3.0), as do
+                // streaming file sources without a declared schema.
+                for (k, v) in graph.sql_conf.iter().filter(|(k, _)| k.starts_with("spark.sql.")) {
                     if let Err(e) = client.sql(&format!("SET {k}={v}")).await {
                         return translator.finish(Err(e.to_string()), false).await;
                     }
