@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The interpreter with pyspark-client that `scripts/test.sh` installs.
@@ -47,20 +47,6 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// The pyspark venv of a Spark version the Spark tests install (`scripts/spark-server.sh install`).
-fn spark_venv_python(version: &str) -> PathBuf {
-    let cache = std::env::var_os("THUND_SPARK_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/thund-spark"));
-    let python = cache.join(version).join("bin/python");
-    assert!(
-        python.exists(),
-        "no pyspark {version} venv at {}: run `scripts/spark-server.sh install {version}`",
-        python.display()
-    );
-    python
-}
-
 const HEADER: &str = "from pyspark import pipelines as dp\nfrom pyspark.sql import SparkSession\nfrom pyspark.sql import functions as F\n\nspark = SparkSession.active()\n";
 
 /// The project Spark 4.1.4's `spark-pipelines init` writes, as it writes it (only its storage
@@ -69,7 +55,7 @@ const HEADER: &str = "from pyspark import pipelines as dp\nfrom pyspark.sql impo
 #[test]
 fn the_project_spark_pipelines_init_writes_runs_natively() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = Command::new(spark_venv_python("4.1.4"))
+    let o = Command::new(thund_testkit::spark_venv_python("4.1.4"))
         .args(["-m", "pyspark.pipelines.cli", "init", "--name", "hello"])
         .current_dir(tmp.path())
         .output()
@@ -303,7 +289,7 @@ fn auto_cdc_flows_from_python_equal_the_replay_of_their_feed() {
         .unwrap()
         .replace("py.limit: \"3\"", &format!("changes.data_root: \"{}\"", data.display()));
     std::fs::write(dir.path().join("spark-pipeline.yml"), spec).unwrap();
-    let pyspark_4_3 = spark_venv_python("4.3.0");
+    let pyspark_4_3 = thund_testkit::spark_venv_python("4.3.0");
     let pyspark_4_3 = pyspark_4_3.to_str().unwrap();
 
     // What the Spark backend would be sent: the same flows as the SQL file's.

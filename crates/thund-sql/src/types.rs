@@ -259,8 +259,9 @@ pub(crate) fn datetime_types_rule(query: &mut sqlparser::ast::Query, _: &crate::
     Ok(())
 }
 
-/// Spark's refusal of the TIME type: Spark 4.1 has the type's functions but fails a query that
-/// computes or returns a TIME (`spark.sql.timeType.enabled` is off), where DataFusion answers —
+/// Spark's refusal of the TIME type: Spark 4.1, 4.2 and 4.3 (measured) have the type's functions
+/// but fail a query that computes or returns a TIME (`spark.sql.timeType.enabled` is off), where
+/// DataFusion answers —
 /// `TIME '09:00'`, `CAST(x AS TIME)`, `to_time(…)`, `hour(TIME '09:00')`. Spark does take a TIME
 /// literal written straight into `make_timestamp` (and its forms), which this engine answers as
 /// Spark does; every other TIME literal is refused (Spark's answers for one in an inline table
@@ -307,7 +308,7 @@ fn refuse_time_type(query: &sqlparser::ast::Query) -> Result<(), String> {
     }
 }
 
-/// Spark 4.1's error for any TIME value.
+/// Spark's error for any TIME value (4.1 to 4.3).
 pub(crate) const TIME_UNSUPPORTED: &str = "[UNSUPPORTED_TIME_TYPE] The data type TIME is not supported";
 
 /// [`datetime_types_rule`]'s rewrite.

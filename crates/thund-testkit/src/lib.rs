@@ -93,6 +93,20 @@ pub fn spark_urls(what: &str) -> Option<Vec<(&'static str, String)>> {
     Some(SPARK_LINES.iter().map(|l| (l.line, url_of(l))).collect())
 }
 
+/// The Python of the pyspark `version` venv the test script installs (`scripts/spark-server.sh
+/// install`; under `$THUND_SPARK_CACHE`, default `~/.cache/thund-spark`): the reference client
+/// of that version. A missing venv fails the test.
+pub fn spark_venv_python(version: &str) -> std::path::PathBuf {
+    let cache = std::env::var_os("THUND_SPARK_CACHE").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/thund-spark")
+    });
+    let python = cache.join(version).join("bin/python");
+    if !python.exists() {
+        panic!("no pyspark {version} venv at {}: run `scripts/spark-server.sh install {version}`", python.display());
+    }
+    python
+}
+
 /// The URL exported for `line`'s server; a missing one fails the test.
 fn url_of(line: &SparkLine) -> String {
     match std::env::var(line.url_var) {

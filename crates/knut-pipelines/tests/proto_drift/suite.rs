@@ -99,15 +99,7 @@ fn ours() -> Facts {
 }
 
 fn wheel(version: &str) -> Facts {
-    let cache = std::env::var_os("THUND_SPARK_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/thund-spark"));
-    let python = cache.join(version).join("bin/python");
-    assert!(
-        python.exists(),
-        "no pyspark {version} venv at {}: run `scripts/spark-server.sh install {version}`",
-        python.display()
-    );
+    let python = thund_testkit::spark_venv_python(version);
     let script = PathBuf::from(manifest_dir()).join("../../scripts/proto_fields.py");
     let out = Command::new(&python).arg(script).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

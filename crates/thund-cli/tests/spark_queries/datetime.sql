@@ -9,6 +9,9 @@ SELECT hour(t) AS h, minute(t) AS m, second(t) AS s FROM VALUES (TIMESTAMP'2024-
 SELECT date_trunc('MONTH', TIMESTAMP'2024-05-17 10:11:12') AS m, date_trunc('HOUR', TIMESTAMP'2024-05-17 10:11:12') AS h;
 -- A TIMESTAMP_NTZ is read as a TIMESTAMP: the answer is one.
 SELECT date_trunc('MICROSECOND', TIMESTAMP_NTZ '2015-03-05 09:32:05.123456789') AS a, date_trunc('HOUR', TIMESTAMP_NTZ '2015-03-05 09:32:05') AS b, typeof(date_trunc('DAY', TIMESTAMP_NTZ '2015-03-05 09:32:05')) AS c;
+SELECT to_utc_timestamp(TIMESTAMP_NTZ '2020-03-05 10:00:00', 'Europe/Berlin') AS a, from_utc_timestamp(TIMESTAMP_NTZ '2020-03-05 10:00:00', 'Asia/Seoul') AS b, to_utc_timestamp(TIMESTAMP_NTZ '2021-03-28 02:30:00', 'Europe/Berlin') AS c;
+-- A DATE given for the timestamp: Spark reads it as one; refused natively.
+SELECT date_trunc('MONTH', DATE'2024-05-17') AS a;
 SELECT trunc(DATE'2024-05-17', 'MM') AS m, trunc(DATE'2024-05-17', 'YEAR') AS y;
 SELECT date_format(TIMESTAMP'2024-05-17 10:11:12', 'yyyy-MM-dd HH:mm') AS f, date_format(DATE'2024-05-07', 'EEE, d MMM yyyy') AS g;
 SELECT to_date('17/05/2024', 'dd/MM/yyyy') AS d, to_timestamp('2024-05-17 10:11', 'yyyy-MM-dd HH:mm') AS t;

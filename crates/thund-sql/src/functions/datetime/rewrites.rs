@@ -56,9 +56,10 @@ pub(super) fn next_day(c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
 /// `date_trunc`, `from_utc_timestamp` and `to_utc_timestamp`. A local time the clocks pass
 /// twice (or skip) is read as Java reads it (the earlier offset; moved forward by the gap) in a
 /// zone that changes its clocks: datafusion-spark's `to_utc_timestamp` takes the later offset.
-/// Spark reads a string, a TIMESTAMP_NTZ or a DATE given for the timestamp as a TIMESTAMP (an
-/// instant, in the session's zone, UTC here; the functions take only TIMESTAMP), so the answer
-/// is a TIMESTAMP; DataFusion keeps the argument's type.
+/// Spark reads a string or a TIMESTAMP_NTZ given for the timestamp as a TIMESTAMP (an instant, in
+/// the session's zone, UTC here; the functions take only TIMESTAMP), so the answer is a
+/// TIMESTAMP; DataFusion keeps the argument's type. (A DATE fails DataFusion's signature before
+/// this rewrite sees it: refused.)
 pub(super) fn zoned(mut c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> {
     let name = c.name().to_string();
     if name == "to_utc_timestamp" && c.args.len() == 2 && !c.args.get(1).is_some_and(is_fixed_zone) {
@@ -66,7 +67,7 @@ pub(super) fn zoned(mut c: Call, cx: &PlanContext) -> Result<Transformed<Expr>> 
     }
     // Which argument is the timestamp: `date_trunc(unit, ts)`, `from_utc_timestamp(ts, zone)`.
     let at = usize::from(name == "date_trunc");
-    let read_as_instant = |t: DataType| t.is_string() || matches!(t, DataType::Timestamp(_, None) | DataType::Date32);
+    let read_as_instant = |t: DataType| t.is_string() || matches!(t, DataType::Timestamp(_, None));
     if !c.args.get(at).is_some_and(|a| a.get_type(cx.schema).is_ok_and(read_as_instant)) {
         return c.unchanged();
     }
