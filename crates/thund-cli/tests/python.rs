@@ -189,7 +189,9 @@ fn a_python_without_pyspark_says_what_to_install() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let out = text(&o);
-    assert!(out.contains("need pyspark 4.1 or newer") && out.contains("pip install 'pyspark-client>=4.1'"), "{out}");
+    assert!(out.contains("needs pyspark 4.1 or newer") && out.contains("pip install 'pyspark-client>=4.1'"), "{out}");
+    // Each file that needs it is named.
+    assert!(out.contains("transformations/a.py:1"), "{out}");
 }
 
 /// `thund test` replaces a Python dataset's inputs like a SQL dataset's, and a Python sink
@@ -330,17 +332,101 @@ fn auto_cdc_flows_from_python_equal_the_replay_of_their_feed() {
     }
 }
 
-/// A pyspark without `create_auto_cdc_flow` (4.1, 4.2) is told which pyspark has it, at the line.
+/// `dp.create_auto_cdc_flow` as Databricks documents it runs on every pyspark: 4.1 has no such
+/// function and 4.2's cannot send SCD type 2, so the call is read as the `AUTO CDC` statement a
+/// SQL file would hold; a DLT file's `dlt.apply_changes` the same.
 #[test]
-fn auto_cdc_on_a_pyspark_without_it_names_the_version_that_has_it() {
-    let dir = project(&[(
-        "cdc.py",
-        &format!("{HEADER}dp.create_streaming_table(\"t\")\ndp.create_auto_cdc_flow(target=\"t\", source=\"s\", keys=[\"id\"], sequence_by=\"seq\")\n"),
-    )]);
-    let o = thund(dir.path(), &["validate"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+fn auto_cdc_from_python_runs_on_every_pyspark() {
+    let cdc = format!(
+        "{HEADER}import dlt\n\n@dp.temporary_view\ndef changes():\n    return spark.readStream.table(\"feed\")\n\n\
+         dp.create_streaming_table(\"latest\")\n\
+         dp.create_auto_cdc_flow(target=\"latest\", source=\"changes\", keys=[\"id\"], sequence_by=\"seq\",\n    \
+         apply_as_deletes=F.expr(\"op = 'D'\"), except_column_list=[F.col(\"op\")])\n\n\
+         dlt.create_streaming_table(\"history\")\n\
+         dlt.apply_changes(target=\"history\", source=\"changes\", keys=[F.col(\"id\")], sequence_by=F.col(\"seq\"),\n    \
+         apply_as_deletes=\"op = 'D'\", except_column_list=[\"op\"], stored_as_scd_type=2)\n"
+    );
+    let feed = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('data', format => 'json', \
+                schema => 'id INT, v STRING, seq INT, op STRING');\n";
+    let rows = [(1, "a", 1, "I"), (1, "b", 2, "U"), (2, "c", 1, "I"), (2, "c", 3, "D")];
+    let rows: String = rows
+        .iter()
+        .map(|(id, v, seq, op)| format!("{{\"id\": {id}, \"v\": \"{v}\", \"seq\": {seq}, \"op\": \"{op}\"}}\n"))
+        .collect();
+    for version in ["4.1.4", "4.2.1", "4.3.0"] {
+        let python = thund_testkit::spark_venv_python(version);
+        let dir = project(&[("cdc.py", &cdc), ("feed.sql", feed)]);
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        std::fs::write(dir.path().join("data/feed.json"), &rows).unwrap();
+        let o = thund_with(python.to_str().unwrap(), dir.path(), &["run"]);
+        assert!(o.status.success(), "pyspark {version}: {}", text(&o));
+        let o = thund_with(python.to_str().unwrap(), dir.path(), &["query", "SELECT * FROM latest", "--format", "csv"]);
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "id,v,seq\n1,b,2\n", "pyspark {version}: {}", text(&o));
+        let sql = "SELECT id, v, __START_AT, __END_AT FROM history ORDER BY id, __START_AT";
+        let o = thund_with(python.to_str().unwrap(), dir.path(), &["query", sql, "--format", "csv"]);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "id,v,__START_AT,__END_AT\n1,a,1,2\n1,b,2,\n2,c,1,3\n",
+            "pyspark {version}: {}",
+            text(&o)
+        );
+    }
+}
+
+/// A definition file written for Databricks runs unchanged: `import dlt` and its decorators,
+/// the `spark` global, expectations above or below the dataset's decorator (`dlt.expect*` and
+/// `dp.expect*`), `dlt.read("LIVE.x")`, names in any case. In an SDP project `table` keeps
+/// spark-pipelines' meaning (a streaming table); in a Databricks project, over a batch read, it
+/// is the materialized view Databricks makes of it.
+#[test]
+fn a_databricks_python_file_runs_unchanged() {
+    let file = "import dlt\nfrom pyspark import pipelines as dp\nfrom pyspark.sql.functions import col\n\n\
+                @dlt.table(name=\"RIDES_RAW\")\ndef raw():\n    return spark.range(6).withColumn(\"km\", col(\"id\") - 1)\n\n\
+                @dlt.expect_or_drop(\"positive\", \"km > 0\")\n@dlt.table\n@dlt.expect(\"even\", \"km % 2 = 0\")\n\
+                def rides():\n    return dlt.read(\"LIVE.rides_raw\")\n\n\
+                @dp.materialized_view\n@dp.expect_all_or_fail({\"small\": \"km < 100\"})\n\
+                def totals():\n    return spark.read.table(\"Rides\").selectExpr(\"sum(km) AS km\")\n";
+    let dir = project(&[("rides.py", file)]);
+    let o = thund(dir.path(), &["graph"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("default.rides (streaming table)"), "{}", text(&o));
+    // A streaming table's flow must read a stream.
+    let o = thund(dir.path(), &["run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("transformations/rides.py:5:1: flow `spark_catalog.default.rides_raw`"), "{}", text(&o));
+
+    // The same file in a Databricks project: `@dlt.table` over a batch read is a materialized view.
+    let settings = serde_json::json!({
+        "name": "rides", "storage": "store2", "target": "shop",
+        "libraries": [{"file": {"path": "/Workspace/Users/ana@example.com/rides/transformations/rides.py"}}]
+    });
+    std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
+    let o = thund(dir.path(), &["graph", "-p", "settings.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for kind in ["shop.rides_raw (materialized view)", "shop.rides (materialized view)"] {
+        assert!(text(&o).contains(kind), "{kind}: {}", text(&o));
+    }
+    let o = thund(dir.path(), &["run", "-p", "settings.json"]);
+    assert!(o.status.success(), "{}", text(&o));
     let out = text(&o);
-    assert!(out.contains("transformations/cdc.py:7") && out.contains("pyspark 4.3"), "{out}");
+    for (dataset, expectation, passed) in
+        [("rides ", "positive", "4/6"), ("rides ", "even", "3/6"), ("totals ", "small", "1/1")]
+    {
+        assert!(
+            out.lines().any(|l| l.contains(dataset) && l.contains(expectation) && l.contains(passed)),
+            "no {dataset}{expectation} {passed} in the run's expectations: {out}"
+        );
+    }
+    let o = thund(dir.path(), &["query", "-p", "settings.json", "SELECT km FROM rides ORDER BY km", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "km\n1\n2\n3\n4\n", "{}", text(&o));
+    let o = thund(dir.path(), &["query", "-p", "settings.json", "SELECT * FROM totals", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "km\n10\n", "{}", text(&o));
+    // An expectation whose condition fails the update fails the run.
+    let failing = file.replace("km < 100", "km < 3");
+    std::fs::write(dir.path().join("transformations/rides.py"), failing).unwrap();
+    let o = thund(dir.path(), &["run", "-p", "settings.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("expectation `small`"), "{}", text(&o));
 }
 
 /// A `schema=` given as a `StructType` is the table's schema, as its DDL would be: nested and

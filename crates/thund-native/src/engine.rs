@@ -301,7 +301,25 @@ impl VisitorMut for Sources<'_> {
                 );
                 return ControlFlow::Break(());
             }
-            return ControlFlow::Continue(()); // a dataset read in batch: planned by its name
+            // A dataset read in batch: planned by its name, which a quoted part in another case
+            // (`` `Rides` ``, a Python `spark.read.table("Rides")`) would miss, as the pipeline's
+            // names match in any case: such a name becomes the dataset's, keeping what it
+            // called the table as its alias.
+            if let Read::Dataset { name: dataset, .. } = &self.query.reads[read] {
+                let cased = |i: &Ident| i.quote_style.is_some() && i.value.chars().any(char::is_uppercase);
+                if parts.iter().any(|p| cased(p)) {
+                    if alias.is_none() {
+                        let written = parts.last().map(|p| (*p).clone()).unwrap_or_else(|| Ident::new(&dataset.name));
+                        *alias = Some(TableAlias { explicit: true, name: written, columns: Vec::new(), at: None });
+                    }
+                    *name = ObjectName::from(vec![
+                        Ident::with_quote('"', &dataset.catalog),
+                        Ident::with_quote('"', &dataset.database),
+                        Ident::with_quote('"', &dataset.name),
+                    ]);
+                }
+            }
+            return ControlFlow::Continue(());
         };
         // `STREAM(src)` stays addressable as `src` in the rest of the query.
         if is_stream && alias.is_none() {

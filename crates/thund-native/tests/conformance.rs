@@ -107,6 +107,7 @@ fn native_backend_reproduces_sparks_tables() {
         "auto-cdc",
         "dlt-legacy",
         "dlt-orders",
+        "dlt-python",
         "event-time",
         "python-dataframes",
         "python-init",
@@ -147,7 +148,7 @@ fn every_replayed_oracle_is_what_its_replay_writes() {
         }
         checked.push(case.file_name().unwrap().to_string_lossy().into_owned());
     }
-    assert_eq!(checked, ["auto-cdc", "dlt-legacy", "dlt-orders"]);
+    assert_eq!(checked, ["auto-cdc", "dlt-legacy", "dlt-orders", "dlt-python"]);
 }
 
 /// The comparison the cases rely on tells apart what string rendering would not: a type, NULL

@@ -66,6 +66,8 @@ pub struct Translation {
     /// columns) needs its input's columns: [`relation_sql_with_columns`] makes the final query
     /// once the engine can plan the inputs.
     pub schema_dependent: bool,
+    /// The relation reads a stream (`spark.readStream…`).
+    pub streaming: bool,
 }
 
 /// A step of [`relation_sql_with_columns`].
@@ -94,7 +96,7 @@ pub fn relation_sql(bytes: &[u8]) -> Result<Translation> {
     let relation = decode(bytes)?;
     let mut t = Translator::default();
     let frag = t.relation(&relation)?;
-    Ok(Translation { sql: t.as_query(frag), schema_dependent: t.schema_dependent })
+    Ok(Translation { sql: t.as_query(frag), schema_dependent: t.schema_dependent, streaming: streams(&relation) })
 }
 
 /// A DataFrame's serialized relation as one Spark SQL query, given the columns of the queries
@@ -114,6 +116,25 @@ pub fn relation_sql_with_columns(bytes: &[u8], known: &KnownColumns) -> Result<R
 /// condition) as Spark SQL.
 pub fn expression_sql(e: &pb::Expression) -> Result<String> {
     expr(e, &[])
+}
+
+/// [`expression_sql`] of a serialized `Expression` (a pyspark `Column`'s plan).
+pub fn expression_bytes_sql(bytes: &[u8]) -> Result<String> {
+    expression_sql(&decode_expression(bytes)?)
+}
+
+/// [`column_name`] of a serialized `Expression`.
+pub fn expression_bytes_column_name(bytes: &[u8]) -> Result<String> {
+    column_name(&decode_expression(bytes)?)
+}
+
+fn decode_expression(bytes: &[u8]) -> Result<pb::Expression> {
+    let e =
+        pb::Expression::decode(bytes).map_err(|e| Untranslatable(format!("not a Spark Connect expression: {e}")))?;
+    if e.encoded_len() != bytes.len() {
+        return refuse("a column expression the embedded engine does not run");
+    }
+    Ok(e)
 }
 
 /// A column named without qualifier (an AUTO CDC flow's keys and column lists): its name.
@@ -611,6 +632,9 @@ impl Translator<'_> {
                     return refuse("a file read of other than one path");
                 };
                 let format = d.format.clone().unwrap_or_else(|| "parquet".into());
+                if format.eq_ignore_ascii_case("cloudFiles") {
+                    return self.auto_loader(read, d, path);
+                }
                 let mut args = vec![string_literal(path), format!("format => {}", string_literal(&format))];
                 // pyspark sends an empty schema for a read without `.schema(…)`.
                 if let Some(schema) = d.schema.as_ref().filter(|s| !s.trim().is_empty()) {
@@ -638,6 +662,32 @@ impl Translator<'_> {
             }
             None => refuse("a read of nothing"),
         }
+    }
+
+    /// Auto Loader (`spark.readStream.format("cloudFiles")`) as DLT SQL's `cloud_files(path,
+    /// format, map(options))`, which the SQL front end reads, checks and runs as it does in a SQL
+    /// file: its options (`cloudFiles.*` and the format's) are validated there.
+    fn auto_loader(&mut self, read: &pb::Read, d: &pb::read::DataSource, path: &str) -> Result<String> {
+        if !read.is_streaming {
+            return refuse("Auto Loader (`cloudFiles`) read as a batch: it is read with `spark.readStream`");
+        }
+        if d.schema.as_ref().is_some_and(|s| !s.trim().is_empty()) {
+            return refuse("`.schema(…)` on Auto Loader: give the types as `cloudFiles.schemaHints`");
+        }
+        let format = d
+            .options
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("cloudFiles.format"))
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| Untranslatable("Auto Loader without `cloudFiles.format`".into()))?;
+        let options: Vec<String> = d
+            .options
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("cloudFiles.format"))
+            .flat_map(|(k, v)| [string_literal(k), string_literal(v)])
+            .collect();
+        let map = if options.is_empty() { String::new() } else { format!(", map({})", options.join(", ")) };
+        Ok(format!("SELECT * FROM STREAM(cloud_files({}, {}{map}))", string_literal(path), string_literal(&format)))
     }
 }
 

@@ -207,7 +207,8 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
     }
     #[cfg(feature = "spark")]
     if !python_files.is_empty() {
-        python_definitions(&mut pipeline, &python_files, &spec.configuration, parses, &mut problems);
+        let loaded = PythonFiles { files: &python_files, conf: &spec.configuration, databricks: is_dlt };
+        python_definitions(&mut pipeline, loaded, parses, &mut problems, &mut notes);
     }
     #[cfg(not(feature = "spark"))]
     let _ = python_files;
@@ -224,18 +225,23 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
 #[cfg(feature = "spark")]
 fn python_definitions(
     pipeline: &mut Pipeline,
-    files: &[String],
-    conf: &std::collections::BTreeMap<String, String>,
+    python: PythonFiles<'_>,
     parses: Parses,
     problems: &mut Vec<Diagnostic>,
+    notes: &mut Vec<Diagnostic>,
 ) {
-    let statements = match python_run::load(&pipeline.root, files, conf, &pipeline.catalog, &pipeline.database) {
-        Ok(s) => s,
-        Err(ds) => {
-            problems.extend(ds);
-            return;
-        }
-    };
+    let PythonFiles { files, conf, databricks } = python;
+    let statements =
+        match python_run::load(&pipeline.root, files, conf, &pipeline.catalog, &pipeline.database, databricks) {
+            Ok(loaded) => {
+                notes.extend(loaded.notes);
+                loaded.statements
+            }
+            Err(ds) => {
+                problems.extend(ds);
+                return;
+            }
+        };
     for s in statements {
         // Blank lines above put the statement at its Python line, so every message about it
         // names the Python file and line.
@@ -257,6 +263,15 @@ fn python_definitions(
         pipeline.datasets.extend(defs.datasets);
         pipeline.flows.extend(defs.flows);
     }
+}
+
+/// A project's Python definition files, and how they are read.
+#[cfg(feature = "spark")]
+struct PythonFiles<'a> {
+    files: &'a [String],
+    conf: &'a std::collections::BTreeMap<String, String>,
+    /// A Databricks project: `table` over a batch query is a materialized view.
+    databricks: bool,
 }
 
 /// The text of a project file; bytes that are not UTF-8 are the user's error, at their line and

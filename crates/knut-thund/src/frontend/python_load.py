@@ -7,10 +7,10 @@
 # outputs and flows with the endpoint. What goes wrong in a file is written to REPORT as one JSON
 # object per line ({"file", "line", "message"}), and the next file is loaded, so every problem is
 # reported at once. Exit code 3: pyspark (with its pipelines module) is not installed.
+#
+# The Databricks API above this driver (`install`) is in place while the files load; what it
+# records goes to REPORT too, each object with its "kind".
 import json
-import os
-import sys
-import traceback
 
 
 def main():
@@ -32,6 +32,7 @@ def main():
     spark = SparkSession.builder.remote(url).getOrCreate()
     graph_id = create_dataflow_graph(spark, default_catalog=catalog, default_database=database, sql_conf=None)
     registry = SparkConnectGraphElementRegistry(spark, graph_id)
+    install(spark)
     os.chdir(root)
     with graph_element_registration_context(registry):
         for path in files:
@@ -55,6 +56,11 @@ def main():
     with open(report_path, "w") as report:
         for p in problems:
             report.write(json.dumps(p) + "\n")
+        for r in RECORDS:
+            full = os.path.abspath(r["file"])
+            if full.startswith(os.path.abspath(root) + os.sep):
+                r["file"] = os.path.relpath(full, root)
+            report.write(json.dumps(r) + "\n")
     sys.stdout.flush()
     # pyspark's channel threads can outlive the interpreter's teardown; nothing is left to do.
     os._exit(0)

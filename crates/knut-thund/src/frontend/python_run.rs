@@ -27,8 +27,8 @@ use knut_pipelines::{DataflowGraph, FlowDetails, OutputType, Relation};
 use crate::error::Diagnostic;
 use crate::ir::SourceLocation;
 
-/// The driver handed to the interpreter on stdin.
-const DRIVER: &str = include_str!("python_load.py");
+/// The driver handed to the interpreter on stdin: Databricks' API over pyspark's, then the load.
+const DRIVER: &str = concat!(include_str!("python_databricks.py"), "\n\n", include_str!("python_load.py"));
 
 /// One definition from a Python file, as a SQL statement placed at its Python line.
 #[derive(Debug, Clone)]
@@ -52,6 +52,27 @@ pub(crate) struct DataFrameSource {
     pub untranslated: Option<String>,
     /// The translation stands in `SELECT *` for what depends on an input's columns.
     pub schema_dependent: bool,
+    /// The relation reads a stream (as far as it is translated).
+    pub streaming: bool,
+}
+
+/// What a load gives: the statements, and the notes about what has no meaning here.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    pub statements: Vec<PythonStatement>,
+    pub notes: Vec<Diagnostic>,
+}
+
+/// What Databricks' API (`python_databricks.py`) recorded beside pyspark's graph.
+#[derive(Debug, Default)]
+struct Records {
+    /// Each dataset's expectations (by lower-cased name), as SQL `CONSTRAINT` clauses.
+    expectations: BTreeMap<String, Vec<String>>,
+    /// Datasets defined by `table` (lower-cased).
+    tables: std::collections::BTreeSet<String>,
+    /// `apply_changes` / `create_auto_cdc_flow` calls pyspark could not send.
+    auto_cdc: Vec<serde_json::Value>,
+    notes: Vec<Diagnostic>,
 }
 
 /// The interpreter that runs Python definition files.
@@ -60,20 +81,23 @@ pub(crate) fn interpreter() -> String {
 }
 
 /// Imports `files` (relative to `root`) with pyspark and returns their definitions as statements,
-/// or every problem found.
+/// or every problem found. In a Databricks project (`databricks`), a dataset defined by `table`
+/// over a batch query is a materialized view, as Databricks defines it; in an SDP project it is
+/// a streaming table, as `spark-pipelines` defines it.
 pub(crate) fn load(
     root: &Path,
     files: &[String],
     conf: &BTreeMap<String, String>,
     catalog: &str,
     database: &str,
-) -> Result<Vec<PythonStatement>, Vec<Diagnostic>> {
+    databricks: bool,
+) -> Result<Loaded, Vec<Diagnostic>> {
     // On a thread of its own: the caller may be a task of an async runtime (`thund ui` loads
     // the project in its request handlers), where blocking on another runtime would panic.
     std::thread::scope(|s| {
         s.spawn(|| {
             no_broken_pipe_signals();
-            load_here(root, files, conf, catalog, database)
+            load_here(root, files, conf, catalog, database, databricks)
         })
         .join()
         .unwrap_or_else(|_| Err(vec![Diagnostic::global("the Python definition loader failed")]))
@@ -102,7 +126,8 @@ fn load_here(
     conf: &BTreeMap<String, String>,
     catalog: &str,
     database: &str,
-) -> Result<Vec<PythonStatement>, Vec<Diagnostic>> {
+    databricks: bool,
+) -> Result<Loaded, Vec<Diagnostic>> {
     let python = interpreter();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -150,44 +175,165 @@ fn load_here(
         }
     };
     if out.status.code() == Some(3) {
-        return Err(vec![Diagnostic::global(format!(
-            "Python definition files need pyspark 4.1 or newer, which `{python}` does not have ({})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-        .with_hint("pip install 'pyspark-client>=4.1' (or pyspark), or point THUND_PYTHON at a Python that has it")]);
+        let missing = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(files
+            .iter()
+            .map(|file| {
+                Diagnostic::at(
+                    &SourceLocation::new(file, 1, 1),
+                    format!("this Python definition file needs pyspark 4.1 or newer, which `{python}` does not have ({missing})"),
+                )
+                .with_hint("pip install 'pyspark-client>=4.1' (or pyspark), or point THUND_PYTHON at a Python that has it")
+            })
+            .collect());
     }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
         return Err(vec![Diagnostic::global(format!("loading the Python definition files failed: {last}"))]);
     }
-    let mut problems: Vec<Diagnostic> = reported
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|p| {
-            let file = p["file"].as_str().unwrap_or_default();
-            let line = p["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
-            let message = p["message"].as_str().unwrap_or_default();
-            let d = Diagnostic::at(&SourceLocation::new(file, line, 1), message);
-            if message.contains("No module named 'dlt'") {
-                d.with_hint(
-                    "`dlt` is Databricks' module; Spark's is `from pyspark import pipelines as dp` \
-                     (@dp.materialized_view, @dp.table for streaming tables, @dp.temporary_view, spark.read.table)",
-                )
-            } else if message.contains("has no attribute 'create_auto_cdc_flow'") {
-                d.with_hint("`dp.create_auto_cdc_flow` came with pyspark 4.3; install pyspark 4.3 or newer, or define the flow in SQL (`AUTO CDC INTO`)")
-            } else {
-                d
-            }
-        })
-        .collect();
+    let reported: Vec<serde_json::Value> =
+        reported.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).collect();
+    let mut problems = Vec::new();
+    let records = records(reported.iter().filter(|r| r.get("kind").is_some()), &mut problems);
+    problems.extend(reported.iter().filter(|r| r.get("kind").is_none()).map(|p| {
+        let file = p["file"].as_str().unwrap_or_default();
+        let line = p["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
+        let message = p["message"].as_str().unwrap_or_default();
+        Diagnostic::at(&SourceLocation::new(file, line, 1), message)
+    }));
     let graph = graph.unwrap_or_else(|| DataflowGraph::new(catalog, database));
-    let statements = statements(&graph, root, &mut problems);
+    let mut statements = statements(&graph, root, &records, databricks, &mut problems);
+    for call in &records.auto_cdc {
+        match auto_cdc_statement(call) {
+            Ok(s) => statements.push(s),
+            Err(d) => problems.push(d),
+        }
+    }
     if problems.is_empty() {
-        Ok(statements)
+        Ok(Loaded { statements, notes: records.notes })
     } else {
         Err(problems)
     }
+}
+
+/// The records of Databricks' API, sorted by kind.
+fn records<'a>(reported: impl Iterator<Item = &'a serde_json::Value>, problems: &mut Vec<Diagnostic>) -> Records {
+    let mut out = Records::default();
+    for r in reported {
+        let at = || {
+            let line = r["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
+            SourceLocation::new(r["file"].as_str().unwrap_or("<python>"), line, 1)
+        };
+        let dataset = || r["dataset"].as_str().unwrap_or_default().to_lowercase();
+        match r["kind"].as_str() {
+            Some("expectations") => {
+                for e in r["expectations"].as_array().into_iter().flatten() {
+                    let (name, condition) =
+                        (e["name"].as_str().unwrap_or_default(), e["condition"].as_str().unwrap_or_default());
+                    if condition.trim().is_empty() {
+                        problems.push(Diagnostic::at(&at(), format!("expectation `{name}` has no condition")));
+                        continue;
+                    }
+                    let action = match e["action"].as_str() {
+                        Some("drop") => " ON VIOLATION DROP ROW",
+                        Some("fail") => " ON VIOLATION FAIL UPDATE",
+                        _ => "",
+                    };
+                    let clause = format!(
+                        "CONSTRAINT {} EXPECT ({condition}){action}",
+                        knut_pipelines::registration::quote_identifier(name)
+                    );
+                    out.expectations.entry(dataset()).or_default().push(clause);
+                }
+            }
+            Some("table") => {
+                out.tables.insert(dataset());
+            }
+            Some("auto_cdc") => out.auto_cdc.push(r.clone()),
+            Some("note") => out.notes.push(Diagnostic::at(&at(), r["message"].as_str().unwrap_or_default())),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// One column or condition of an `apply_changes` record: `{"sql": text}` or `{"proto": hex}`.
+fn recorded(v: &serde_json::Value, name: bool) -> Result<Option<String>, String> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    if let Some(text) = v["sql"].as_str() {
+        return Ok(Some(if name { knut_pipelines::registration::quote_identifier(text) } else { text.to_string() }));
+    }
+    let hex = v["proto"].as_str().ok_or("a column that is neither text nor a Column")?;
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect::<Result<_, _>>()
+        .map_err(|_| "a Column that is not serialized")?;
+    let sql = if name {
+        knut_pipelines::dataframe::expression_bytes_column_name(&bytes)
+            .map(|n| knut_pipelines::registration::quote_identifier(&n))
+    } else {
+        knut_pipelines::dataframe::expression_bytes_sql(&bytes)
+    };
+    sql.map(Some).map_err(|e| e.0)
+}
+
+/// An `apply_changes` call as the `APPLY CHANGES INTO` statement a SQL file would hold.
+fn auto_cdc_statement(r: &serde_json::Value) -> Result<PythonStatement, Diagnostic> {
+    let file = r["file"].as_str().unwrap_or("<python>").to_string();
+    let line = r["line"].as_u64().and_then(|l| u32::try_from(l).ok()).unwrap_or(1);
+    let fail = |what: &str, e: String| {
+        Diagnostic::at(&SourceLocation::new(&file, line, 1), format!("`{what}` of the AUTO CDC flow: {e}"))
+    };
+    let list = |key: &str| -> Result<Vec<String>, Diagnostic> {
+        r[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| recorded(v, true).map(Option::unwrap_or_default).map_err(|e| fail(key, e)))
+            .collect()
+    };
+    let expr = |key: &str, name: bool| recorded(&r[key], name).map_err(|e| fail(key, e));
+    let target = r["target"].as_str().unwrap_or_default();
+    let source = r["source"].as_str().unwrap_or_default();
+    let source = source.get(..5).filter(|p| p.eq_ignore_ascii_case("live.")).map_or(source, |_| &source[5..]);
+    let mut sql = match r["flow"].as_str() {
+        Some(flow) => format!("CREATE FLOW {} AS AUTO CDC INTO {}", quoted(flow), quoted(target)),
+        None => format!("APPLY CHANGES INTO {}", quoted(target)),
+    };
+    sql.push_str(&format!(" FROM STREAM({}) KEYS ({})", quoted(source), list("keys")?.join(", ")));
+    if r["ignore_null_updates"].as_bool() == Some(true) {
+        sql.push_str(" IGNORE NULL UPDATES");
+    }
+    if let Some(d) = expr("apply_as_deletes", false)? {
+        sql.push_str(&format!(" APPLY AS DELETE WHEN {d}"));
+    }
+    if let Some(t) = expr("apply_as_truncates", false)? {
+        sql.push_str(&format!(" APPLY AS TRUNCATE WHEN {t}"));
+    }
+    let sequence = expr("sequence_by", true)?.ok_or_else(|| fail("sequence_by", "it is required".into()))?;
+    sql.push_str(&format!(" SEQUENCE BY {sequence}"));
+    let (include, except) = (list("column_list")?, list("except_column_list")?);
+    if !include.is_empty() {
+        sql.push_str(&format!(" COLUMNS {}", include.join(", ")));
+    } else if !except.is_empty() {
+        sql.push_str(&format!(" COLUMNS * EXCEPT ({})", except.join(", ")));
+    }
+    if r["scd_type"].as_u64() == Some(2) {
+        sql.push_str(" STORED AS SCD TYPE 2");
+        let (on, except) = (list("track_history_column_list")?, list("track_history_except_column_list")?);
+        if !on.is_empty() {
+            sql.push_str(&format!(" TRACK HISTORY ON {}", on.join(", ")));
+        } else if !except.is_empty() {
+            sql.push_str(&format!(" TRACK HISTORY ON * EXCEPT ({})", except.join(", ")));
+        }
+    } else {
+        sql.push_str(" STORED AS SCD TYPE 1");
+    }
+    Ok(PythonStatement { file, line, sql, dataframe: None })
 }
 
 /// A unique path for the driver's report.
@@ -233,11 +379,17 @@ fn flow_query(details: &FlowDetails) -> (String, Option<DataFrameSource>) {
                     bytes: bytes.clone(),
                     untranslated: None,
                     schema_dependent: t.schema_dependent,
+                    streaming: t.streaming,
                 }),
             ),
             Err(e) => (
                 "SELECT 1".into(),
-                Some(DataFrameSource { bytes: bytes.clone(), untranslated: Some(e.0), schema_dependent: false }),
+                Some(DataFrameSource {
+                    bytes: bytes.clone(),
+                    untranslated: Some(e.0),
+                    schema_dependent: false,
+                    streaming: true,
+                }),
             ),
         },
         _ => ("SELECT 1".into(), None),
@@ -277,8 +429,14 @@ fn auto_cdc_clauses(c: &knut_pipelines::AutoCdcDetails) -> String {
     sql
 }
 
-/// The graph's outputs and flows as statements.
-fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>) -> Vec<PythonStatement> {
+/// The graph's outputs and flows as statements, with what `records` adds to them.
+fn statements(
+    graph: &DataflowGraph,
+    root: &Path,
+    records: &Records,
+    databricks: bool,
+    problems: &mut Vec<Diagnostic>,
+) -> Vec<PythonStatement> {
     let mut out = Vec::new();
     let mut implicit = Vec::new();
     for o in &graph.outputs {
@@ -290,10 +448,13 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
             .iter()
             .position(|f| f.name == o.name && f.target == o.name && matches!(f.details, FlowDetails::Relation(_)));
         let mut clauses = String::new();
+        // The schema's columns and the expectations share the parentheses after the name.
+        let mut columns: Vec<String> = o.table_details.iter().filter_map(|t| t.schema.clone()).collect();
+        columns.extend(records.expectations.get(&o.name.to_lowercase()).into_iter().flatten().cloned());
+        if !columns.is_empty() {
+            clauses.push_str(&format!(" ({})", columns.join(", ")));
+        }
         if let Some(t) = &o.table_details {
-            if let Some(schema) = &t.schema {
-                clauses.push_str(&format!(" ({schema})"));
-            }
             if let Some(format) = &t.format {
                 clauses.push_str(&format!(" USING {}", quoted(format)));
             }
@@ -312,8 +473,14 @@ fn statements(graph: &DataflowGraph, root: &Path, problems: &mut Vec<Diagnostic>
         if let Some(c) = &o.comment {
             clauses.push_str(&format!(" COMMENT {}", string(c)));
         }
+        // Databricks' `table` over a batch query is a materialized view; spark-pipelines' is a
+        // streaming table whose flow reads its input in full on every run.
+        let batch_table = databricks
+            && records.tables.contains(&o.name.to_lowercase())
+            && own_flow.is_some_and(|i| !flow_query(&graph.flows[i].details).1.is_some_and(|df| df.streaming));
         let kind = match o.output_type {
             OutputType::MaterializedView => "MATERIALIZED VIEW",
+            OutputType::Table if batch_table => "MATERIALIZED VIEW",
             OutputType::Table => "STREAMING TABLE",
             OutputType::TemporaryView => "TEMPORARY VIEW",
             OutputType::Sink => {

@@ -64,9 +64,11 @@ pub struct QualifiedName {
 }
 
 impl QualifiedName {
-    /// `catalog.database.name`.
+    /// `catalog.database.name`, each part lower-cased: a pipeline's names match whatever their
+    /// case, quoted or not, as a Databricks catalog matches them (`@dp.table(name="RIDES_RAW")`
+    /// is read as `rides_raw`).
     pub fn new(catalog: &str, database: &str, name: &str) -> Self {
-        QualifiedName { catalog: catalog.into(), database: database.into(), name: name.into() }
+        QualifiedName { catalog: catalog.to_lowercase(), database: database.to_lowercase(), name: name.to_lowercase() }
     }
 }
 

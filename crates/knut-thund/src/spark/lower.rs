@@ -176,9 +176,35 @@ impl Pipeline {
             if let Some(d) = self.dataset(&f.target) {
                 sql = enforce_expectations(sql, d);
             }
-            // A Python query function's DataFrame goes to the server as the user's pyspark built it.
+            let reads_files = f.query().reads.iter().any(|r| matches!(r, Read::Files(_)));
             let relation = match &f.query().dataframe {
-                Some(df) => Relation::Connect { bytes: df.bytes.clone() },
+                // A DataFrame that reads files goes as its translation, whose files are read as
+                // a SQL file's are: paths against the project, Auto Loader's `cloudFiles` (a
+                // format no Spark server has) as the format it names, the expectations enforced.
+                Some(df) if reads_files && df.untranslated.is_none() && !df.schema_dependent => {
+                    Relation::Sql { query: sql }
+                }
+                // Any other goes to the server as the user's pyspark built it, read through a
+                // temporary view when the target's expectations are enforced over it.
+                Some(df) => {
+                    let bytes = Relation::Connect { bytes: df.bytes.clone() };
+                    match self.dataset(&f.target).filter(|d| !d.expectations.is_empty()) {
+                        None => bytes,
+                        Some(d) => {
+                            let view = format!("__thund_df_{fi}");
+                            let mut o = Output::new(&view, OutputType::TemporaryView);
+                            o.location = location(&f.location);
+                            g.outputs.push(o);
+                            g.flows.push(GFlow {
+                                location: location(&f.location),
+                                ..GFlow::new(&view, &view, FlowDetails::Relation(bytes))
+                            });
+                            let streaming = f.query().reads.iter().any(Read::is_streaming);
+                            let read = if streaming { format!("STREAM({view})") } else { view };
+                            Relation::Sql { query: enforce_expectations(format!("SELECT * FROM {read}"), d) }
+                        }
+                    }
+                }
                 None => Relation::Sql { query: sql },
             };
             let details = match f.kind.auto_cdc() {
