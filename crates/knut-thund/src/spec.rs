@@ -14,6 +14,9 @@ use crate::ir::SourceLocation;
 /// File names a spec may have, in the order `spark-pipelines` looks for them.
 pub const SPEC_FILE_NAMES: [&str; 4] = ["spark-pipeline.yml", "spark-pipeline.yaml", "pipeline.yml", "pipeline.yaml"];
 
+/// The root file of a Databricks asset bundle, found where no SDP spec is.
+pub const BUNDLE_FILE_NAMES: [&str; 2] = ["databricks.yml", "databricks.yaml"];
+
 /// A parsed spec.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +71,11 @@ pub fn discover(start: &Path) -> Result<PathBuf> {
     while let Some(d) = dir {
         let found: Vec<PathBuf> = SPEC_FILE_NAMES.iter().map(|n| d.join(n)).filter(|p| p.is_file()).collect();
         match found.len() {
-            0 => dir = d.parent(),
+            // A Databricks bundle's root, whose pipeline is one of its resources.
+            0 => match BUNDLE_FILE_NAMES.iter().map(|n| d.join(n)).find(|p| p.is_file()) {
+                Some(bundle) => return Ok(bundle),
+                None => dir = d.parent(),
+            },
             1 => return Ok(found.into_iter().next().unwrap_or_default()),
             _ => {
                 let names: Vec<String> =

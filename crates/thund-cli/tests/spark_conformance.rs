@@ -226,10 +226,11 @@ fn a_databricks_python_project_runs_on_every_spark_line() {
         let (native_dir, spark_dir) = (prepare(&case, data.path(), None), prepare(&case, data.path(), Some(&db)));
         for dir in [native_dir.path(), spark_dir.path()] {
             std::fs::remove_file(dir.join("pipelines/customers.py")).unwrap();
-            let settings = dir.join("settings.json");
-            let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
-            v["libraries"].as_array_mut().unwrap().retain(|l| !l.to_string().contains("customers.py"));
-            std::fs::write(&settings, v.to_string()).unwrap();
+            let resource = dir.join("resources/shop_python.pipeline.yml");
+            let text = std::fs::read_to_string(&resource).unwrap();
+            let without = text.replace("        - file:\n            path: ../pipelines/customers.py\n", "");
+            assert_ne!(text, without, "the AUTO CDC file is a library of the case");
+            std::fs::write(&resource, without).unwrap();
         }
         for batch in 0..2 {
             let label = format!("Spark {line}, run {}", batch + 1);

@@ -48,14 +48,27 @@ pub fn spec_of(dir: &Path) -> std::path::PathBuf {
 /// Fills a case's `${STORAGE}` and `${DATA}` in its spec (either kind); `database` replaces
 /// the spec's database (a DLT settings file's `target`).
 pub fn fill_spec(dir: &Path, storage: &Path, data: &Path, database: Option<&str>) {
+    let fill = |text: String| {
+        text.replace("${STORAGE}", &storage.to_string_lossy()).replace("${DATA}", &data.to_string_lossy())
+    };
+    // A bundle: its root and resource files; the database is its resource's `schema`.
+    if dir.join("databricks.yml").is_file() {
+        let mut files = vec![dir.join("databricks.yml")];
+        files.extend(std::fs::read_dir(dir.join("resources")).unwrap().map(|e| e.unwrap().path()));
+        for f in files {
+            let mut text = fill(std::fs::read_to_string(&f).unwrap());
+            if let Some(db) = database {
+                text = text.replace("schema: ${var.schema}", &format!("schema: {db}"));
+            }
+            std::fs::write(f, text).unwrap();
+        }
+        return;
+    }
     let (spec, dlt) = match dir.join("settings.json") {
         s if s.is_file() => (s, true),
         _ => (dir.join("spark-pipeline.yml"), false),
     };
-    let mut text = std::fs::read_to_string(&spec)
-        .unwrap()
-        .replace("${STORAGE}", &storage.to_string_lossy())
-        .replace("${DATA}", &data.to_string_lossy());
+    let mut text = fill(std::fs::read_to_string(&spec).unwrap());
     match (database, dlt) {
         (Some(db), true) => {
             // A settings file exported as a notebook keeps its header line.

@@ -26,6 +26,8 @@ use crate::error::{Diagnostic, Result, ThundError};
 use crate::ir::SourceLocation;
 use crate::spec::{Library, LibraryGlob, Spec};
 
+mod bundle;
+
 /// The first line of a SQL notebook export.
 pub const NOTEBOOK_HEADER: &str = "-- Databricks notebook source";
 const CELL_SEPARATOR: &str = "-- COMMAND ----------";
@@ -72,11 +74,14 @@ pub fn notebook_sql(text: &str, file: &str, notes: &mut Vec<Diagnostic>) -> Opti
     Some(out)
 }
 
-/// Whether a spec file is a DLT settings file rather than an SDP spec: JSON, or YAML with a
-/// top-level `resources:` (a bundle).
+/// Whether a spec file is a DLT settings file rather than an SDP spec: JSON, YAML with a
+/// top-level `resources:` (a bundle's resource file), or a bundle's `databricks.yml`.
 pub fn is_settings(path: &Path, text: &str) -> bool {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    ext == "json" || text.lines().any(|l| l.starts_with("resources:"))
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    ext == "json"
+        || crate::spec::BUNDLE_FILE_NAMES.contains(&name)
+        || text.lines().any(|l| l.starts_with("resources:") || l.starts_with("bundle:"))
 }
 
 /// A settings file read as a spec.
@@ -111,7 +116,7 @@ const NO_MEANING: [(&str, &str); 22] = [
     ("filters", "every library is read"),
     ("trigger", "each `thund run` is one update"),
     ("tags", "a workspace setting"),
-    ("environment", "Python environments do not apply: datasets are defined in SQL"),
+    ("environment", "definition files run with the Python `THUND_PYTHON` names (else `python3`)"),
     ("event_log", "the event log is the Delta table `<storage>/event_log`"),
     ("root_path", "paths are relative to the project"),
 ];
@@ -167,17 +172,42 @@ fn unwrap_notebook(text: &str) -> Option<String> {
     Some(lines.collect::<Vec<_>>().join("\n"))
 }
 
-/// Reads a settings file (`shown` names it in messages).
+/// Reads a settings file (`shown` names it in messages): a pipeline's settings JSON, a bundle's
+/// resource file, or a bundle's `databricks.yml` (whose one pipeline is read).
 pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
     let unwrapped = unwrap_notebook(text);
     let text = unwrapped.as_deref().unwrap_or(text);
-    let at = |key: &str| key_at(shown, text, key);
-    let error = |loc: SourceLocation, m: String| ThundError::Spec(vec![Diagnostic::at(&loc, m)]);
-    let doc: Value = serde_yaml::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((1, 1));
-        error(SourceLocation::new(shown, line, column), format!("not a pipeline settings file: {e}"))
-    })?;
     let folder = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let error = |loc: SourceLocation, m: String| ThundError::Spec(vec![Diagnostic::at(&loc, m)]);
+    let parse = |text: &str| -> Result<Value> {
+        serde_yaml::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map(|l| (l.line() as u32, l.column() as u32)).unwrap_or((1, 1));
+            error(SourceLocation::new(shown, line, column), format!("not a pipeline settings file: {e}"))
+        })
+    };
+    // A bundle's files are read with its variables filled in, line for line.
+    let bundle =
+        folder.ancestors().find_map(|d| crate::spec::BUNDLE_FILE_NAMES.iter().map(|n| d.join(n)).find(|p| p.is_file()));
+    let mut bundle_notes = Vec::new();
+    let filled;
+    let text = match &bundle {
+        Some(root_file) => {
+            let vars = bundle::Variables::of(root_file)?;
+            filled = vars.fill(text, shown, &mut bundle_notes).map_err(ThundError::Spec)?;
+            if path == root_file.as_path() && parse(&filled)?.get("resources").is_none() {
+                // `databricks.yml` without resources of its own: the one resource file that
+                // defines a pipeline is the settings.
+                let (file, shown) = bundle::pipeline_file(root_file, &parse(&filled)?)?;
+                let text =
+                    std::fs::read_to_string(&file).map_err(|source| ThundError::Io { path: file.clone(), source })?;
+                return settings(&file, &text, &shown);
+            }
+            filled.as_str()
+        }
+        None => text,
+    };
+    let at = |key: &str| key_at(shown, text, key);
+    let doc = parse(text)?;
     let (settings, bundle_key, root) = match doc.get("resources") {
         Some(resources) => {
             let pipelines = resources.get("pipelines").and_then(Value::as_mapping);
@@ -269,6 +299,7 @@ pub fn settings(path: &Path, text: &str, shown: &str) -> Result<Settings> {
     if !problems.is_empty() {
         return Err(ThundError::Spec(problems));
     }
+    notes.extend(bundle_notes);
     Ok(Settings { spec, root, notes })
 }
 
@@ -311,9 +342,13 @@ fn library(
         .unwrap_or_else(|| SourceLocation::new(shown, 1, 1));
     if kind == "glob" {
         let abs = folder.join(written.trim_start_matches("./"));
-        match relative_to(&abs, root) {
+        match relative_to(&abs, root).or_else(|| workspace_glob(written, root)) {
             Some(rel) => out.push(Library { glob: LibraryGlob { include: rel } }),
-            None => problems.push(Diagnostic::at(&loc, format!("glob `{written}` leaves the project"))),
+            None => {
+                problems.push(Diagnostic::at(&loc, format!("glob `{written}` leaves the project")).with_hint(
+                    "a workspace path is found by the longest part of its folders that exists in the project",
+                ))
+            }
         }
         return;
     }
@@ -343,6 +378,22 @@ fn find_file(written: &str, folder: &Path, root: &Path, notebook: bool) -> Optio
     }
     let parts: Vec<&str> = written.split('/').filter(|s| !s.is_empty() && *s != "." && *s != "..").collect();
     (0..parts.len()).find_map(|i| existing(root.join(parts[i..].join("/"))))
+}
+
+/// A glob of workspace paths (`/Users/ana@x.com/shop/transformations/**`) as a glob of the
+/// project: the longest tail of its folders before the first wildcard that is a folder of the
+/// project, with the rest of the pattern, as notebook paths are found by their suffix.
+fn workspace_glob(written: &str, root: &Path) -> Option<String> {
+    if !written.starts_with('/') {
+        return None;
+    }
+    let parts: Vec<&str> = written.split('/').filter(|s| !s.is_empty()).collect();
+    let wild = parts.iter().position(|p| p.contains(['*', '?', '['])).unwrap_or(parts.len());
+    let (folders, pattern) = parts.split_at(wild);
+    (0..folders.len()).find_map(|i| {
+        let tail = &folders[i..];
+        root.join(tail.join("/")).is_dir().then(|| [tail, pattern].concat().join("/"))
+    })
 }
 
 /// `path` relative to `root` (lexically, after resolving `..`), if it is inside.
@@ -462,5 +513,16 @@ mod tests {
         assert_eq!(s.spec.name, "orders_pipeline");
         assert_eq!(s.root, dir.path());
         assert_eq!(s.spec.libraries[0].glob.include, "src/dlt.sql");
+        // A glob of workspace paths is found by the longest tail of its folders in the project;
+        // one whose folders are nowhere in it leaves the project.
+        let workspace = text
+            .replace("../src/dlt.sql", "/Workspace/Users/me@x.com/.bundle/b/dev/files/src/**")
+            .replace("notebook:", "glob:")
+            .replace("path:", "include:");
+        let s = settings(&path, &workspace, "resources/p.yml").unwrap();
+        assert_eq!(s.spec.libraries[0].glob.include, "src/**");
+        let elsewhere = workspace.replace("/files/src/", "/files/lib/");
+        let err = settings(&path, &elsewhere, "resources/p.yml").err().unwrap().to_string();
+        assert!(err.contains("leaves the project"), "{err}");
     }
 }
