@@ -1092,3 +1092,54 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     out
 }
+
+/// A file source's path may hold wildcards, as Spark's readers take them: in batch and as a
+/// stream, only the files the pattern reads (a folder that matches stands for its files); a
+/// stream takes the new ones run by run, a materialized view over a pattern sees a new file; a
+/// pattern that matches nothing is an error naming it.
+#[test]
+fn file_sources_read_the_files_their_wildcards_match() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: g\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n")
+        .unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW rides AS SELECT count(*) AS n, sum(km) AS km \
+         FROM read_files('landing/rides/*.csv', format => 'csv');\n\
+         CREATE STREAMING TABLE events AS SELECT * FROM STREAM read_files('landing/2026-*/part-*.json', format => 'json');\n",
+    )
+    .unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.join("landing").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("rides/a.csv", "id,km\n1,10\n2,20\n");
+    write("rides/notes.txt", "id,km\n9,900\n");
+    write("2026-01/part-0.json", "{\"id\": 1}\n");
+    write("2026-01/other.json", "{\"id\": 100}\n");
+    write("2025-12/part-0.json", "{\"id\": 200}\n");
+    let query = |sql: &str| {
+        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(query("SELECT * FROM rides"), "n,km\n2,30\n");
+    assert_eq!(query("SELECT id FROM events ORDER BY id"), "id\n1\n");
+
+    write("rides/b.csv", "id,km\n3,5\n");
+    write("2026-02/part-0.json", "{\"id\": 2}\n");
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(query("SELECT * FROM rides"), "n,km\n3,35\n");
+    assert_eq!(query("SELECT id FROM events ORDER BY id"), "id\n1\n2\n");
+
+    std::fs::write(dir.join("p.sql"), "CREATE MATERIALIZED VIEW none AS SELECT * FROM read_files('landing/rides/*.parquet', format => 'parquet');\n")
+        .unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("rides/*.parquet` matches no file"), "{}", text(&o));
+}

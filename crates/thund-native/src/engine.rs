@@ -420,12 +420,28 @@ fn csv_first_line(path: &Path, delimiter: u8) -> Result<Vec<String>> {
 
 /// Registers a batch file source as table `name` in the session's default schema.
 async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, root: &Path) -> Result<()> {
-    let path = resolve_project_path(&f.path, root);
+    let written = resolve_project_path(&f.path, root);
+    // A path with wildcards reads the files it matches (DataFusion's listing takes the same
+    // pattern); the first of them stands for the source where one file is read for its header.
+    let (path, glob) = match crate::delta::storage::path_glob(&written) {
+        Some((base, pattern)) => {
+            let files = if base.is_dir() { crate::delta::storage::list_files(&base)? } else { Vec::new() };
+            let Some(first) = files.iter().find(|rel| crate::delta::storage::glob_reads(&pattern, rel)) else {
+                return Err(NativeError::Execution(format!(
+                    "{} source `{}` matches no file",
+                    f.format,
+                    written.display()
+                )));
+            };
+            (base.join(first), true)
+        }
+        None => (written.clone(), false),
+    };
     if !path.exists() {
         return Err(NativeError::Execution(format!("{} source `{}` does not exist", f.format, path.display())));
     }
-    let is_dir = path.is_dir();
-    let mut url = path.to_string_lossy().into_owned();
+    let is_dir = path.is_dir() && !glob;
+    let mut url = if glob { written.to_string_lossy().into_owned() } else { path.to_string_lossy().into_owned() };
     if is_dir && !url.ends_with('/') {
         url.push('/');
     }

@@ -20,9 +20,9 @@ use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use crate::delta::storage::list_files;
 use crate::delta::storage::{local_commits, resolve_project_path, Storage};
 use crate::error::Result;
-use crate::streaming::sources::list_files;
 
 /// Spark's functions whose result can change from run to run, for those the engine's registry
 /// does not hold under Spark's name (the registry answers for the rest).
@@ -112,6 +112,13 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
     let p = resolve_project_path(&f.path, root);
     if f.format.eq_ignore_ascii_case("delta") {
         return json!({"format": f.format, "options": f.options, "table": delta_state(&p)});
+    }
+    // A path with wildcards: every file it reads, below its folder.
+    if let Some((base, pattern)) = crate::delta::storage::path_glob(&p) {
+        let files = list_files(&base).unwrap_or_default();
+        let read = files.iter().filter(|rel| crate::delta::storage::glob_reads(&pattern, rel));
+        let entries: Vec<Value> = read.map(|rel| json!([rel, file_state(&base.join(rel))])).collect();
+        return json!({"format": f.format, "options": f.options, "files": entries});
     }
     let mut entries = vec![file_state(&p)];
     if p.is_dir() {

@@ -10,6 +10,7 @@
 //! name, can be listed while half written and is then read as it stood — which is why the rule
 //! is the writer's, as with Spark's file sources and Auto Loader.
 
+use crate::delta::storage::list_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -231,33 +232,6 @@ fn active_files(table: &DeltaTable) -> Result<BTreeSet<String>> {
     Ok(table.snapshot()?.log_data().into_iter().map(|f| f.path().to_string()).collect())
 }
 
-/// Files under `root` (recursively), relative to it and sorted, skipping hidden and `_`-prefixed
-/// entries (commit markers, checksums) as Spark and DataFusion's listings do. Streaming file
-/// sources take the files not yet processed from it; a materialized view's fingerprint covers
-/// every file in it, so a change anywhere below a source folder is seen.
-pub(crate) fn list_files(root: &Path) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| NativeError::io(&dir, e))?;
-        for e in entries {
-            let e = e.map_err(|e| NativeError::io(&dir, e))?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || name.starts_with('_') {
-                continue;
-            }
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(rel) = p.strip_prefix(root) {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// How a stream's schema is inferred from its first files (DLT's `cloud_files` options).
 #[derive(Debug, Default)]
 pub(crate) struct Inference {
@@ -338,7 +312,10 @@ pub(crate) async fn files_increment(
     last: Option<&SourceOffset>,
     upto: Option<&SourceOffset>,
 ) -> Result<NewInput> {
-    let dir = resolve_project_path(&f.path, root);
+    let path = resolve_project_path(&f.path, root);
+    // A path with wildcards lists its folder and keeps the files the pattern reads.
+    let glob = crate::delta::storage::path_glob(&path);
+    let dir = glob.as_ref().map_or(path, |(base, _)| base.clone());
     let (mut processed, mut schema) = match last {
         Some(SourceOffset::Files { processed, schema }) => (processed.clone(), schema.clone()),
         Some(SourceOffset::Table { .. }) => {
@@ -365,6 +342,7 @@ pub(crate) async fn files_increment(
     };
     let new: Vec<String> = list_files(&dir)?
         .into_iter()
+        .filter(|p| glob.as_ref().is_none_or(|(_, pattern)| crate::delta::storage::glob_reads(pattern, p)))
         .filter(|p| !processed.contains(p) && recorded.is_none_or(|r| r.contains(p)))
         .collect();
     let format = file_format(f)?;
