@@ -269,7 +269,7 @@ fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOpti
     let interrupted = on_interrupt(handle.canceller());
     let summary = follow(handle, json)?;
     if !json && !dry {
-        print_summary(&summary);
+        print_summary(&summary, &p);
     }
     // The last events are committed before the process ends, and the lock released after them;
     // what could not be is said.
@@ -384,16 +384,20 @@ fn follow(mut run: Box<dyn RunHandle>, json: bool) -> anyhow::Result<RunSummary>
 /// The widest a name column of the run summary grows.
 const MAX_NAME_COLUMN: usize = 64;
 
-fn print_summary(s: &RunSummary) {
+fn print_summary(s: &RunSummary, p: &knut_thund::ir::Pipeline) {
     if s.flows.is_empty() {
         return;
     }
+    // A view writes no rows: it says what it is instead of `0`.
+    let views: std::collections::BTreeSet<String> =
+        p.datasets.iter().filter(|d| d.kind.is_view()).map(|d| d.name.to_string()).collect();
     // Capped: Rust's formatter refuses widths past u16::MAX, and a longer name
     // only has to overflow its column, not stop the summary.
     let w = s.flows.iter().map(|f| f.target.len()).max().unwrap_or(7).clamp(7, MAX_NAME_COLUMN);
     println!("\n{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
     for f in &s.flows {
-        println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), f.rows_written, f.duration.as_secs_f64());
+        let rows = if views.contains(&f.target) { "view".to_string() } else { f.rows_written.to_string() };
+        println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), rows, f.duration.as_secs_f64());
     }
     for f in s.flows.iter().filter(|f| f.rows_dropped_by_watermark > 0) {
         println!("{:w$}  {} late input rows dropped by the watermark", f.target, f.rows_dropped_by_watermark);

@@ -360,6 +360,10 @@ fn auto_cdc_from_python_runs_on_every_pyspark() {
         std::fs::write(dir.path().join("data/feed.json"), &rows).unwrap();
         let o = thund_with(python.to_str().unwrap(), dir.path(), &["run"]);
         assert!(o.status.success(), "pyspark {version}: {}", text(&o));
+        // The summary says a view is one rather than that it wrote no rows.
+        let summary = text(&o);
+        let line = summary.lines().find(|l| l.starts_with("spark_catalog.default.changes ")).unwrap_or_default();
+        assert!(line.contains("COMPLETED") && line.contains(" view "), "{summary}");
         let o = thund_with(python.to_str().unwrap(), dir.path(), &["query", "SELECT * FROM latest", "--format", "csv"]);
         assert_eq!(String::from_utf8_lossy(&o.stdout), "id,v,seq\n1,b,2\n", "pyspark {version}: {}", text(&o));
         let sql = "SELECT id, v, __START_AT, __END_AT FROM history ORDER BY id, __START_AT";
