@@ -167,7 +167,7 @@ fn validate(start: &Path) -> anyhow::Result<()> {
         plan.stages.len()
     );
     if !p.notes.is_empty() {
-        println!("left out, with no meaning here ({}):", p.notes.len());
+        println!("notes ({}):", p.notes.len());
         for n in &p.notes {
             println!("  {n}");
         }

@@ -1101,8 +1101,11 @@ fn walk(dir: &Path) -> Vec<String> {
 fn file_sources_read_the_files_their_wildcards_match() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(dir.join("spark-pipeline.yml"), "name: g\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        "name: g\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("p.sql"),
         "CREATE MATERIALIZED VIEW rides AS SELECT count(*) AS n, sum(km) AS km \
@@ -1137,9 +1140,70 @@ fn file_sources_read_the_files_their_wildcards_match() {
     assert_eq!(query("SELECT * FROM rides"), "n,km\n3,35\n");
     assert_eq!(query("SELECT id FROM events ORDER BY id"), "id\n1\n2\n");
 
-    std::fs::write(dir.join("p.sql"), "CREATE MATERIALIZED VIEW none AS SELECT * FROM read_files('landing/rides/*.parquet', format => 'parquet');\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW none AS SELECT * FROM read_files('landing/rides/*.parquet', format => 'parquet');\n",
+    )
+    .unwrap();
     let o = thund(&["run", "-p", p(dir)]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("rides/*.parquet` matches no file"), "{}", text(&o));
+}
+
+/// Tables a pipeline reads from outside itself (`samples.nyctaxi.trips`) are read from the local
+/// data `thund.yml` binds them to, in batch and as a stream; `validate` lists each binding, says
+/// where to bind an unbound one, and refuses a binding of one of the pipeline's own datasets.
+#[test]
+fn tables_from_outside_the_pipeline_read_the_local_data_bound_to_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        "name: b\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW trip_stats AS SELECT count(*) AS n, sum(km) AS km FROM samples.nyctaxi.trips;\n\
+         CREATE STREAMING TABLE events AS SELECT id FROM STREAM(main.raw.events);\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("data/events")).unwrap();
+    std::fs::write(dir.join("data/trips.csv"), "trip_id,km\n1,2.5\n2,4.0\n").unwrap();
+    std::fs::write(dir.join("data/events/0.json"), "{\"id\": 1}\n").unwrap();
+
+    let o = thund(&["validate", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("`samples.nyctaxi.trips` is not defined in this pipeline"), "{}", text(&o));
+    assert!(text(&o).contains("bound in thund.yml"), "{}", text(&o));
+
+    std::fs::write(
+        dir.join("thund.yml"),
+        "tables:\n  samples.nyctaxi.trips:\n    path: data/trips.csv\n  main.raw.events:\n    path: data/events\n    format: json\n",
+    )
+    .unwrap();
+    let o = thund(&["validate", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("thund.yml:2:1: `samples.nyctaxi.trips` is read from `data/trips.csv` (csv)"),
+        "{}",
+        text(&o)
+    );
+    let query = |sql: &str| {
+        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(query("SELECT * FROM trip_stats"), "n,km\n2,6.5\n");
+    std::fs::write(dir.join("data/events/1.json"), "{\"id\": 2}\n").unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(query("SELECT id FROM events ORDER BY id"), "id\n1\n2\n");
+
+    std::fs::write(dir.join("thund.yml"), "tables:\n  trip_stats:\n    path: data/trips.csv\n").unwrap();
+    let o = thund(&["validate", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("thund.yml:2:1") && text(&o).contains("is a dataset of this pipeline"), "{}", text(&o));
 }

@@ -11,6 +11,7 @@
 //! Without the feature, a Python file that defines datasets is an error naming each, never
 //! skipped: they would silently be missing.
 
+pub mod bindings;
 pub mod dlt;
 pub mod python;
 #[cfg(feature = "spark")]
@@ -212,6 +213,7 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
     }
     #[cfg(not(feature = "spark"))]
     let _ = python_files;
+    bindings::apply(&mut pipeline, &root, &mut notes, &mut problems);
     if !problems.is_empty() {
         return Err(ThundError::Parse(problems));
     }

@@ -128,6 +128,11 @@ fn reads_name_readable_datasets(g: &Graph<'_>, out: &mut Problems) {
                 let mut d = Diagnostic::at(location, format!("`{name}` is not defined in this pipeline"));
                 if let Some(m) = did_you_mean(&name.to_string(), &g.names) {
                     d = d.with_hint(format!("did you mean `{m}`?"));
+                } else {
+                    d = d.with_hint(format!(
+                        "a table from outside the pipeline is read from local data bound in {}: `tables: {{{name}: {{path: …}}}}`",
+                        crate::frontend::bindings::LOCAL_FILE
+                    ));
                 }
                 out.add(Some(&f.target), d);
                 continue;
