@@ -1207,3 +1207,52 @@ fn tables_from_outside_the_pipeline_read_the_local_data_bound_to_them() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("thund.yml:2:1") && text(&o).contains("is a dataset of this pipeline"), "{}", text(&o));
 }
+
+/// JSON files are read as Spark's reader reads them (the rows below are what Spark 4.1.4's
+/// reader gives for the same files): a line holding an array is a row per object in it; with
+/// `multiLine` a file is one value, an array of objects a row per object; Auto Loader streams
+/// them the same way. A pretty-printed array read without `multiLine` is an error that says so.
+#[test]
+fn json_arrays_and_multi_line_files_are_read_as_sparks_reader_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        "name: j\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("in/pretty")).unwrap();
+    std::fs::create_dir_all(dir.join("in/lines")).unwrap();
+    std::fs::write(dir.join("in/pretty/a.json"), "[\n  {\"a\": 1, \"b\": \"x\"},\n  {\"a\": 2, \"b\": \"y\"}\n]\n")
+        .unwrap();
+    std::fs::write(dir.join("in/lines/a.json"), "[{\"a\": 1, \"b\": \"x\"}, {\"a\": 2}]\n{\"a\": 3, \"b\": \"z\"}\n")
+        .unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW pretty AS SELECT * FROM read_files('in/pretty', format => 'json', multiLine => 'true');\n\
+         CREATE MATERIALIZED VIEW lines AS SELECT * FROM json.`in/lines/a.json`;\n\
+         CREATE MATERIALIZED VIEW first_value AS SELECT * FROM read_files('in/lines', format => 'json', multiLine => 'true');\n\
+         CREATE STREAMING TABLE landed AS SELECT * FROM STREAM(cloud_files('in/lines', 'json', map('cloudFiles.inferColumnTypes', 'true')));\n",
+    )
+    .unwrap();
+    let query = |sql: &str| {
+        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(query("SELECT * FROM pretty ORDER BY a"), "a,b\n1,x\n2,y\n");
+    assert_eq!(query("SELECT * FROM lines ORDER BY a"), "a,b\n1,x\n2,\n3,z\n");
+    assert_eq!(query("SELECT * FROM first_value ORDER BY a"), "a,b\n1,x\n2,\n");
+    assert_eq!(query("SELECT a, b, _rescued_data FROM landed ORDER BY a"), "a,b,_rescued_data\n1,x,\n2,,\n3,z,\n");
+
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW pretty AS SELECT * FROM read_files('in/pretty', format => 'json');\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("is not a JSON record") && text(&o).contains("multiLine"), "{}", text(&o));
+}

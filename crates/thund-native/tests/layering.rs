@@ -126,7 +126,7 @@ fn the_checks_flag_what_they_look_for() {
 const BACKEND_ENTRIES: [&str; 14] = [
     "backend.rs",
     "delta",
-    "engine.rs",
+    "engine",
     "error.rs",
     "event_log",
     "expect.rs",

@@ -131,21 +131,21 @@ pub(crate) fn json_with_rescue(
     schema: Option<SchemaRef>,
     column: &str,
     inference: &crate::streaming::sources::Inference,
+    multiline: bool,
 ) -> Result<(Arc<MemTable>, SchemaRef)> {
+    // Each file's records as Spark's reader finds them (an array's objects, a multi-line value).
     let mut texts = Vec::with_capacity(files.len());
     for f in files {
         let path = dir.join(f);
-        texts.push((
-            path.to_string_lossy().into_owned(),
-            std::fs::read_to_string(&path).map_err(|e| NativeError::io(&path, e))?,
-        ));
+        let text = std::fs::read_to_string(&path).map_err(|e| NativeError::io(&path, e))?;
+        texts.push((path.to_string_lossy().into_owned(), crate::engine::json::records(&text, multiline, &path)?));
     }
     let schema = match schema {
         Some(s) => s,
         None => {
             let objects = texts
                 .iter()
-                .flat_map(|(_, t)| t.lines())
+                .flat_map(|(_, records)| records)
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok().filter(Value::is_object))
                 .map(Ok);
             let inferred = infer_json_schema_from_iterator(objects)?;
@@ -167,8 +167,8 @@ pub(crate) fn json_with_rescue(
         }
         Ok(())
     };
-    for (file, text) in &texts {
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+    for (file, records) in &texts {
+        for line in records {
             let parsed = parse_line(line, &schema, file);
             decoder.serialize(&[parsed.clean])?;
             rescued.push(parsed.rescued);

@@ -365,8 +365,9 @@ pub(crate) async fn files_increment(
     }
     let inference = Inference::of(f)?;
     if let Some(column) = rescue {
+        let multiline = crate::engine::json::multiline(&f.options);
         let (provider, fixed) =
-            crate::streaming::rescue::json_with_rescue(&dir, &new, schema.take(), column, &inference)?;
+            crate::streaming::rescue::json_with_rescue(&dir, &new, schema.take(), column, &inference, multiline)?;
         processed.extend(new);
         let offset = Some(SourceOffset::Files { processed, schema: Some(fixed) });
         return Ok(NewInput { provider, has_data: true, offset });
@@ -377,7 +378,16 @@ pub(crate) async fn files_increment(
         .collect::<std::result::Result<_, _>>()?;
     let options = ListingOptions::new(format).with_file_extension("");
     let state = ctx.state();
-    let inferred = {
+    // JSON files Spark reads as arrays or multi-line values: their records, read here.
+    let multiline = crate::engine::json::multiline(&f.options);
+    let paths: Vec<std::path::PathBuf> = new.iter().map(|p| dir.join(p)).collect();
+    let records = match f.format == "json" && crate::engine::json::needs_records(&paths, multiline)? {
+        true => Some(crate::engine::json::read(&paths, multiline, None)?),
+        false => None,
+    };
+    let inferred = if let Some((_, inferred)) = &records {
+        Arc::new(inference.apply(inferred.as_ref().clone()))
+    } else {
         let mut schemas = Vec::new();
         for u in &urls {
             schemas.push(options.infer_schema(&state, u).await?);
@@ -413,15 +423,17 @@ pub(crate) async fn files_increment(
             fixed
         }
     };
-    let config =
-        ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(Arc::clone(&fixed));
-    let provider = ListingTable::try_new(config)?;
+    let provider: Arc<dyn TableProvider> = match records {
+        Some((records, _)) => Arc::new(crate::engine::json::table(&records, Arc::clone(&fixed))?),
+        None => {
+            let config = ListingTableConfig::new_with_multi_paths(urls)
+                .with_listing_options(options)
+                .with_schema(Arc::clone(&fixed));
+            Arc::new(ListingTable::try_new(config)?)
+        }
+    };
     processed.extend(new);
-    Ok(NewInput {
-        provider: Arc::new(provider),
-        has_data: true,
-        offset: Some(SourceOffset::Files { processed, schema: Some(fixed) }),
-    })
+    Ok(NewInput { provider, has_data: true, offset: Some(SourceOffset::Files { processed, schema: Some(fixed) }) })
 }
 
 /// The new input of one streaming read of a query.

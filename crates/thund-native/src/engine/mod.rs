@@ -6,12 +6,15 @@
 //! replaced by tables registered under generated names — each table factor matched to its read
 //! by where it starts in the query's normalized text — and goes to `thund_sql::plan_query`,
 //! which gives it Spark's semantics. The session is `thund_sql`'s Spark session with what a
-//! backend adds: its memory pool, its parallelism, delta-rs's planner.
+//! backend adds: its memory pool, its parallelism, delta-rs's planner. JSON files that are not
+//! one object per line (an array on a line, `multiLine`) are read by `json`.
+
+pub(crate) mod json;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -482,6 +485,24 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
             ctx.register_csv(name, &url, o.schema(&schema)).await?;
         }
         "json" => {
+            // Files Spark reads as arrays or multi-line values are read here; others by DataFusion.
+            let files: Vec<PathBuf> = if glob || is_dir {
+                let (base, pattern) = crate::delta::storage::path_glob(&written).unzip();
+                let base = base.unwrap_or_else(|| path.clone());
+                let rels = crate::delta::storage::list_files(&base)?;
+                let read = rels
+                    .iter()
+                    .filter(|rel| pattern.as_ref().is_none_or(|p| crate::delta::storage::glob_reads(p, rel)));
+                read.map(|rel| base.join(rel)).collect()
+            } else {
+                vec![path.clone()]
+            };
+            let multiline = json::multiline(&f.options);
+            if json::needs_records(&files, multiline)? {
+                let (records, schema) = json::read(&files, multiline, declared.clone())?;
+                ctx.register_table(name, Arc::new(json::table(&records, schema)?))?;
+                return Ok(());
+            }
             let mut o = JsonReadOptions::default();
             if !is_dir {
                 o.file_extension = "";
