@@ -1256,3 +1256,34 @@ fn json_arrays_and_multi_line_files_are_read_as_sparks_reader_reads_them() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("is not a JSON record") && text(&o).contains("multiLine"), "{}", text(&o));
 }
+
+/// Auto Loader gives a Parquet stream its rescued-data column, as it gives a JSON one: NULL in
+/// every row, as every row of a Parquet file fits the columns it carries.
+#[test]
+fn auto_loader_parquet_streams_have_a_rescued_data_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("spark-pipeline.yml"),
+        "name: q\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+    )
+    .unwrap();
+    // Parquet files to land: the ones a materialized view is stored in.
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW src AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, v);\n",
+    )
+    .unwrap();
+    assert!(thund(&["run", "-p", p(dir)]).status.success());
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW src AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, v);\n\
+         CREATE STREAMING LIVE TABLE landed AS SELECT * EXCEPT (_rescued_data), _rescued_data IS NULL AS fits \
+         FROM cloud_files('store/tables/spark_catalog/default/src', 'parquet');\n",
+    )
+    .unwrap();
+    let o = thund(&["run", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = thund(&["query", "-p", p(dir), "SELECT * FROM landed ORDER BY id", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "id,v,fits\n1,a,true\n2,b,true\n", "{}", text(&o));
+}

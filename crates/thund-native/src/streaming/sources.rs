@@ -347,17 +347,20 @@ pub(crate) async fn files_increment(
         .collect();
     let format = file_format(f)?;
     let rescue = f.options.get("rescueddatacolumn").filter(|c| !c.is_empty());
-    if rescue.is_some() && f.format != "json" {
-        return Err(NativeError::Execution(format!(
-            "`rescuedDataColumn` is supported for JSON streams; `{}` is read as {}",
-            f.path, f.format
-        )));
-    }
+    // Only JSON records can fail to fit: a CSV or Parquet stream's rescued-data column (Auto
+    // Loader gives every format one) is NULL in every row it reads; a row that would not fit
+    // fails the batch with the reader's error instead.
+    let null_rescue = rescue.filter(|_| f.format != "json");
+    let rescue = rescue.filter(|_| f.format == "json");
     if new.is_empty() {
         let schema = schema.clone().unwrap_or_else(|| Arc::new(Schema::empty()));
         let read_schema = match rescue {
             Some(column) => crate::streaming::rescue::with_rescue_column(&schema, column),
             None => schema.clone(),
+        };
+        let read_schema = match null_rescue {
+            Some(column) => crate::streaming::rescue::with_rescue_column(&read_schema, column),
+            None => read_schema,
         };
         let empty = MemTable::try_new(read_schema, vec![vec![]])?;
         let offset = Some(SourceOffset::Files { processed, schema: Some(schema) });
@@ -431,6 +434,13 @@ pub(crate) async fn files_increment(
                 .with_schema(Arc::clone(&fixed));
             Arc::new(ListingTable::try_new(config)?)
         }
+    };
+    let provider = match null_rescue {
+        Some(column) => {
+            let nulls = datafusion::prelude::lit(datafusion::scalar::ScalarValue::Utf8(None));
+            ctx.read_table(provider)?.with_column(column, nulls)?.into_view()
+        }
+        None => provider,
     };
     processed.extend(new);
     Ok(NewInput { provider, has_data: true, offset: Some(SourceOffset::Files { processed, schema: Some(fixed) }) })

@@ -267,7 +267,9 @@ impl ReadCollector<'_> {
                 }
             }
         }
-        if format == "json" {
+        // Auto Loader's rescued-data column, for JSON and Parquet (CSV has none here: the README
+        // says so).
+        if format == "json" || format == "parquet" {
             options.entry("rescueddatacolumn".to_string()).or_insert_with(|| "_rescued_data".into());
         }
         if !infer && (format == "json" || format == "csv") {
