@@ -159,6 +159,13 @@ impl From<&knut_thund::spec::Spec> for SpecOut {
 fn validate(start: &Path) -> anyhow::Result<()> {
     let p = load_valid(start, Parses::Drop)?;
     let plan = knut_thund::plan::plan(&p, &Selection::default()).map_err(|e| in_project(start, e))?;
+    // What a run would refuse before reading data, with the definitions' problems' exit code.
+    let (problems, native_notes) = thund_native::preflight(&p);
+    if !problems.is_empty() {
+        return Err(in_project(start, knut_thund::error::ThundError::Validation(problems)));
+    }
+    let mut p = p;
+    p.notes.extend(native_notes);
     println!(
         "pipeline `{}` is valid: {} datasets, {} flows, {} stages",
         p.name,

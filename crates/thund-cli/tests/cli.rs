@@ -1287,3 +1287,41 @@ fn auto_loader_parquet_streams_have_a_rescued_data_column() {
     let o = thund(&["query", "-p", p(dir), "SELECT * FROM landed ORDER BY id", "--format", "csv"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "id,v,fits\n1,a,true\n2,b,true\n", "{}", text(&o));
 }
+
+/// `validate` lists what a native run would refuse before reading any data, all at once, each at
+/// its line: a function neither Spark nor the engine has (Databricks' `ai_classify`), a file
+/// source that does not exist or whose wildcard matches nothing. A Spark function the engine
+/// does not run is a note (the Spark backend runs it).
+#[test]
+fn validate_finds_what_a_run_would_refuse_before_reading_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(dir.join("spark-pipeline.yml"), "name: v\nlibraries:\n  - glob:\n      include: '*.sql'\n").unwrap();
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/a.csv"), "x\n1\n").unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW good AS SELECT x FROM read_files('in', format => 'csv');\n\
+         CREATE MATERIALIZED VIEW tagged AS\n  SELECT x, ai_classify(x, array('a', 'b')) AS label FROM good;\n\
+         CREATE MATERIALIZED VIEW gone AS SELECT * FROM read_files('landing/rides', format => 'json');\n\
+         CREATE STREAMING TABLE none AS SELECT * FROM STREAM read_files('in/*.parquet', format => 'parquet');\n\
+         CREATE MATERIALIZED VIEW noisy AS SELECT x, randn(1) AS r FROM good;\n",
+    )
+    .unwrap();
+    let o = thund(&["validate", "-p", p(dir)]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let out = text(&o);
+    for wanted in [
+        "p.sql:3:13",
+        "unknown function `ai_classify`",
+        "json source `landing/rides` does not exist",
+        "parquet source `in/*.parquet` matches no file",
+    ] {
+        assert!(out.contains(wanted), "{wanted}: {out}");
+    }
+    std::fs::write(dir.join("p.sql"), "CREATE MATERIALIZED VIEW good AS SELECT x, randn(1) AS r FROM read_files('in', format => 'csv');\n")
+        .unwrap();
+    let o = thund(&["validate", "-p", p(dir)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("Spark's `randn` is not run by the embedded engine"), "{}", text(&o));
+}

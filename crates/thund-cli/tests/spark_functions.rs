@@ -470,3 +470,52 @@ fn examples_on(line: &str) {
     ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `thund validate` refuses a call of a function neither Spark nor the engine has; it must
+/// never refuse one of Spark's: every function each Spark line lists by a name that can be
+/// called (letters, digits, `_`) is known, whether the engine runs it or refuses it when run.
+#[test]
+fn validate_knows_every_function_each_spark_line_lists() {
+    let Some(urls) = thund_testkit::spark_urls("the functions validate knows") else { return };
+    let mut listed = std::collections::BTreeSet::new();
+    for (line, url) in urls {
+        let names = first_column(&SparkBackend::new(&url).query("SHOW FUNCTIONS").expect("SHOW FUNCTIONS"));
+        let callable: Vec<&String> =
+            names.iter().filter(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).collect();
+        listed.extend(callable.iter().map(|n| n.to_string()));
+        assert!(callable.len() > 400, "Spark {line} lists {} callable functions", callable.len());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("spark-pipeline.yml"),
+            "name: f\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+        )
+        .unwrap();
+        let sql: String = callable
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("CREATE TEMPORARY VIEW v{i} AS SELECT `{n}`(1) AS c;\n"))
+            .collect();
+        std::fs::write(dir.path().join("f.sql"), sql).unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_thund"))
+            .args(["validate", "-p"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let unknown: Vec<&str> = out.lines().filter(|l| l.contains("unknown function")).collect();
+        assert!(
+            unknown.is_empty(),
+            "Spark {line}: {} of its functions are unknown to validate:\n{}",
+            unknown.len(),
+            unknown.join("\n")
+        );
+        assert!(o.status.success(), "Spark {line}: {out}");
+    }
+    // The list validate tells Spark's functions by is every line's.
+    let embedded: std::collections::BTreeSet<String> =
+        thund_native::SPARK_FUNCTIONS.lines().map(str::to_string).collect();
+    assert_eq!(
+        embedded, listed,
+        "thund-sql's functions/spark_functions.txt is not the union of the lines' SHOW FUNCTIONS"
+    );
+}

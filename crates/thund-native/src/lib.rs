@@ -63,7 +63,8 @@ mod streaming;
 mod views;
 
 pub use backend::{lock_run, HeldRunLock, NativeBackend, NativeOptions, BACKEND_NAME};
+pub use engine::preflight::preflight;
 pub use engine::EngineOptions;
 pub use error::NativeError;
 pub use query::{query, table_summary, QueryResult};
-pub use thund_sql::spark_type_name;
+pub use thund_sql::{spark_type_name, SPARK_FUNCTIONS};

@@ -69,7 +69,7 @@ mod types;
 
 pub use error::{in_sparks_words, Result, SqlError};
 pub use modes::SqlModes;
-pub use plan::{plan_expr, plan_query};
+pub use plan::{plan_expr, plan_query, unknown_functions, FunctionKnown, SPARK_FUNCTIONS};
 pub use session::{spark_config, spark_context, spark_state_builder};
 pub use types::{parse_ddl_schema, parse_type, spark_simple_string, spark_timestamp, spark_type_name};
 

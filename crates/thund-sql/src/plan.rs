@@ -61,3 +61,52 @@ pub(crate) fn describe_plan_error(e: &datafusion::error::DataFusionError) -> Str
     }
     text
 }
+
+/// Every function Spark lists (`SHOW FUNCTIONS`) under a name a query can call, on any line
+/// tested (4.1.4, 4.2.1, 4.3.0), one per line: the differential tests check it against the
+/// servers.
+pub const SPARK_FUNCTIONS: &str = include_str!("functions/spark_functions.txt");
+
+/// Whether a function called `name` is one the engine runs, one only Spark has, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionKnown {
+    /// The engine runs it (or refuses it where its answer would differ from Spark's).
+    Engine,
+    /// Spark has it; the embedded engine does not.
+    SparkOnly,
+    /// Neither Spark nor the engine: a Databricks-only function, a typo.
+    Unknown,
+}
+
+/// The functions `query` calls that the engine does not run, each with whether Spark has it
+/// and where its name starts in the query's text: what planning would refuse as an unknown
+/// function, found without planning (for `thund validate`). Table functions (`range`,
+/// `read_files`, …) are not calls of this kind.
+pub fn unknown_functions(
+    ctx: &SessionContext,
+    query: &sqlparser::ast::Query,
+) -> Vec<(String, FunctionKnown, sqlparser::tokenizer::Span)> {
+    use sqlparser::ast::{visit_expressions, Expr};
+    let state = ctx.state();
+    let engine = |name: &str| {
+        crate::functions::lookup(name).is_some()
+            || state.scalar_functions().contains_key(name)
+            || state.aggregate_functions().contains_key(name)
+            || state.window_functions().contains_key(name)
+    };
+    let mut out = Vec::new();
+    let _ = visit_expressions(query, |e| {
+        if let Expr::Function(f) = e {
+            if let [sqlparser::ast::ObjectNamePart::Identifier(ident)] = f.name.0.as_slice() {
+                let name = ident.value.to_ascii_lowercase();
+                if !engine(&name) {
+                    let spark = SPARK_FUNCTIONS.lines().any(|l| l == name);
+                    let known = if spark { FunctionKnown::SparkOnly } else { FunctionKnown::Unknown };
+                    out.push((ident.value.clone(), known, ident.span));
+                }
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    out
+}

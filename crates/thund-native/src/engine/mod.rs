@@ -10,6 +10,7 @@
 //! one object per line (an array on a line, `multiLine`) are read by `json`.
 
 pub(crate) mod json;
+pub(crate) mod preflight;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
