@@ -164,6 +164,12 @@ pub(crate) enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = QueryFormat::Table)]
         format: QueryFormat,
+        /// The file a typed result (`--format parquet` or `arrow`) is written to.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Print the result's columns and their types instead of its rows.
+        #[arg(long)]
+        schema: bool,
     },
     /// Print the event log: the last run's events, or those the filters select.
     Events {
@@ -249,6 +255,10 @@ pub(crate) enum QueryFormat {
     Table,
     Csv,
     Json,
+    /// Parquet, typed, to the file `--output` names.
+    Parquet,
+    /// An Arrow IPC file, typed, to the file `--output` names.
+    Arrow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

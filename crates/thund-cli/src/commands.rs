@@ -36,7 +36,9 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<()> {
             let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
             run(args, false, max_concurrent_flows, EngineOptions { memory_limit, target_partitions: 0 })
         }
-        Command::Query { project, target, sql, format } => query(&project.project, &target, &sql, format),
+        Command::Query { project, target, sql, format, output, schema } => {
+            query(&project.project, &target, &sql, QueryOutput { format, file: output, schema })
+        }
         Command::Events { project, run, last: _, all, dataset, level, event_type, format } => {
             let filter = EventFilter { run, all, dataset, levels: level, types: event_type };
             events(&project.project, &filter, format)
@@ -434,7 +436,25 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// `query`, on any backend.
-fn query(start: &Path, target: &BackendArgs, sql: &str, format: QueryFormat) -> anyhow::Result<()> {
+/// Where and how `thund query` writes its result.
+struct QueryOutput {
+    format: QueryFormat,
+    file: Option<PathBuf>,
+    schema: bool,
+}
+
+fn query(start: &Path, target: &BackendArgs, sql: &str, out: QueryOutput) -> anyhow::Result<()> {
+    let typed = matches!(out.format, QueryFormat::Parquet | QueryFormat::Arrow);
+    match (&out.file, typed) {
+        (None, true) => {
+            let name = format!("{:?}", out.format).to_lowercase();
+            bail!(Failure::usage(format!("--format {name} writes a file: name it with --output FILE")))
+        }
+        (Some(_), false) => {
+            bail!(Failure::usage("--output writes a typed result: use it with --format parquet or arrow"))
+        }
+        _ => {}
+    }
     let backend = backends::pick(target, EngineOptions::default())?;
     let p = match load_valid(start, Parses::Keep) {
         Ok(p) => Some(p),
@@ -442,7 +462,13 @@ fn query(start: &Path, target: &BackendArgs, sql: &str, format: QueryFormat) -> 
         Err(_) => None,
     };
     let result = backend.query(p.as_ref(), sql)?;
-    print!("{}", crate::render::batches(&result.schema, &result.batches, format)?);
+    if out.schema {
+        print!("{}", crate::render::schema_lines(&result.schema));
+    } else if let Some(file) = &out.file {
+        crate::render::typed(&result.schema, &result.batches, out.format, file)?;
+    } else {
+        print!("{}", crate::render::batches(&result.schema, &result.batches, out.format)?);
+    }
     Ok(())
 }
 

@@ -85,19 +85,24 @@ fn chain(e: &anyhow::Error) -> String {
     text
 }
 
-/// Query results as an aligned table, CSV (with a header row) or JSON (an array of objects).
+/// Query results as an aligned table, CSV (with a header row) or JSON (an array of objects),
+/// values written as Spark shows them: timestamps `2021-01-01 00:05:00.12`, intervals
+/// `INTERVAL '1 02:03:04' DAY TO SECOND`, a VARIANT as its JSON text, and in a table or CSV
+/// arrays, structs and maps as `show` writes them. Parquet and Arrow keep the types (`typed`).
 pub(crate) fn batches(
     schema: &arrow::datatypes::Schema,
     batches: &[RecordBatch],
     format: QueryFormat,
 ) -> anyhow::Result<String> {
+    let shown =
+        |json: bool| -> anyhow::Result<Vec<RecordBatch>> { batches.iter().map(|b| as_shown(b, json)).collect() };
     Ok(match format {
         // No rows still show the columns' names (Arrow's table of no batches is `++`).
-        QueryFormat::Table if batches.is_empty() => {
-            let empty = RecordBatch::new_empty(std::sync::Arc::new(schema.clone()));
+        QueryFormat::Table if batches.iter().all(|b| b.num_rows() == 0) => {
+            let empty = as_shown(&RecordBatch::new_empty(std::sync::Arc::new(schema.clone())), false)?;
             format!("{}\n", arrow::util::pretty::pretty_format_batches(&[empty])?)
         }
-        QueryFormat::Table => format!("{}\n", arrow::util::pretty::pretty_format_batches(batches)?),
+        QueryFormat::Table => format!("{}\n", arrow::util::pretty::pretty_format_batches(&shown(false)?)?),
         QueryFormat::Csv => {
             let mut buf = Vec::new();
             {
@@ -106,8 +111,8 @@ pub(crate) fn batches(
                     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
                     return Ok(format!("{}\n", names.join(",")));
                 }
-                for b in batches {
-                    w.write(&nested_as_text(b)?)?;
+                for b in shown(false)? {
+                    w.write(&b)?;
                 }
             }
             String::from_utf8(buf)?
@@ -120,8 +125,8 @@ pub(crate) fn batches(
                 let mut w = arrow::json::WriterBuilder::new()
                     .with_explicit_nulls(true)
                     .build::<_, arrow::json::writer::JsonArray>(&mut buf);
-                for b in batches {
-                    w.write(b)?;
+                for b in shown(true)? {
+                    w.write(&b)?;
                 }
                 w.finish()?;
             }
@@ -132,7 +137,119 @@ pub(crate) fn batches(
             s.push('\n');
             s
         }
+        QueryFormat::Parquet | QueryFormat::Arrow => anyhow::bail!("{format:?} output is written to a file"),
     })
+}
+
+/// Writes the result with its types to `path`: Parquet, or an Arrow IPC file.
+pub(crate) fn typed(
+    schema: &arrow::datatypes::Schema,
+    batches: &[RecordBatch],
+    format: QueryFormat,
+    path: &Path,
+) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    let schema = std::sync::Arc::new(schema.clone());
+    match format {
+        QueryFormat::Parquet => {
+            let mut w = thund_native::parquet::arrow::ArrowWriter::try_new(file, schema, None)?;
+            for b in batches {
+                w.write(b)?;
+            }
+            w.close()?;
+        }
+        QueryFormat::Arrow => {
+            let mut w = arrow::ipc::writer::FileWriter::try_new(file, &schema)?;
+            for b in batches {
+                w.write(b)?;
+            }
+            w.finish()?;
+        }
+        other => anyhow::bail!("{other:?} output is text, written to the terminal"),
+    }
+    Ok(())
+}
+
+/// The result's columns with Spark's names of their types, one `name: type` a line.
+pub(crate) fn schema_lines(schema: &arrow::datatypes::Schema) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let null = if f.is_nullable() { "" } else { " NOT NULL" };
+            // An interval's fields are not kept: its widest form, as values are shown.
+            let name = match f.data_type() {
+                arrow::datatypes::DataType::Duration(_) => "interval day to second".to_string(),
+                arrow::datatypes::DataType::Interval(arrow::datatypes::IntervalUnit::YearMonth) => {
+                    "interval year to month".to_string()
+                }
+                t => thund_native::spark_simple_string(t),
+            };
+            format!("{}: {name}{null}\n", f.name())
+        })
+        .collect()
+}
+
+/// `b` with each column whose text Spark writes otherwise than Arrow as that text: VARIANTs,
+/// timestamps and intervals; for a table or CSV (`json` false) also arrays, structs and maps,
+/// and for JSON maps whose keys are not strings (JSON's are).
+fn as_shown(b: &RecordBatch, json: bool) -> anyhow::Result<RecordBatch> {
+    use arrow::array::{ArrayRef, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let text = |t: &DataType| {
+        thund_native::is_variant(t)
+            || matches!(t, DataType::Timestamp(..) | DataType::Duration(_) | DataType::Interval(_))
+            || (!json
+                && matches!(t, DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) | DataType::Map(..)))
+            || (json
+                && matches!(t, DataType::Map(f, _) if !matches!(map_key(f), Some(DataType::Utf8 | DataType::LargeUtf8))))
+    };
+    if !b.schema().fields().iter().any(|f| text(f.data_type())) {
+        return Ok(b.clone());
+    }
+    let mut fields = Vec::new();
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
+        if !text(f.data_type()) {
+            fields.push(f.as_ref().clone());
+            columns.push(c.clone());
+            continue;
+        }
+        let column: ArrayRef = if thund_native::is_variant(f.data_type()) {
+            thund_native::variant_json(c)?
+        } else if let (true, DataType::Map(entries, sorted)) = (json, f.data_type()) {
+            // JSON's keys are strings: the map with its keys' text as keys.
+            let DataType::Struct(kv) = entries.data_type() else { anyhow::bail!("a map without entries") };
+            let key = Field::new(kv[0].name(), DataType::Utf8, false);
+            let string_keyed = DataType::Map(
+                std::sync::Arc::new(Field::new(
+                    entries.name(),
+                    DataType::Struct(vec![key, kv[1].as_ref().clone()].into()),
+                    false,
+                )),
+                *sorted,
+            );
+            let cast = arrow::compute::cast(c, &string_keyed)?;
+            fields.push(Field::new(f.name(), string_keyed, true));
+            columns.push(cast);
+            continue;
+        } else {
+            // NULL: an empty field in CSV, `NULL` in a table, `null` in JSON.
+            let shown: StringArray =
+                (0..c.len()).map(|row| (!c.is_null(row)).then(|| show_value(c.as_ref(), row))).collect();
+            std::sync::Arc::new(shown)
+        };
+        fields.push(Field::new(f.name(), DataType::Utf8, true));
+        columns.push(column);
+    }
+    Ok(RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns)?)
+}
+
+fn map_key(entries: &arrow::datatypes::FieldRef) -> Option<&arrow::datatypes::DataType> {
+    match entries.data_type() {
+        arrow::datatypes::DataType::Struct(fs) => fs.first().map(|k| k.data_type()),
+        _ => None,
+    }
 }
 
 /// An expectation's pass rate to one decimal, which never rounds a failed row away: 3,045 of
@@ -148,33 +265,6 @@ pub(crate) fn pass_rate(passed: u64, failed: u64) -> String {
         r if r < 0.05 => "<0.1%".into(),
         r => format!("{r:.1}%"),
     }
-}
-
-/// `b` with its array, struct and map columns as text, written as Spark's `show` writes them
-/// (`[1, NULL, 3]`, `{Oslo, 0150}`, `{k -> 1}`): CSV has no nested values.
-fn nested_as_text(b: &RecordBatch) -> anyhow::Result<RecordBatch> {
-    use arrow::array::{ArrayRef, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    let nested = |t: &DataType| {
-        matches!(t, DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) | DataType::Map(..))
-    };
-    if !b.schema().fields().iter().any(|f| nested(f.data_type())) {
-        return Ok(b.clone());
-    }
-    let mut fields = Vec::new();
-    let mut columns: Vec<ArrayRef> = Vec::new();
-    for (f, c) in b.schema().fields().iter().zip(b.columns()) {
-        if nested(f.data_type()) {
-            let text: StringArray =
-                (0..c.len()).map(|row| (!c.is_null(row)).then(|| show_value(c.as_ref(), row))).collect(); // NULL: an empty field
-            fields.push(Field::new(f.name(), DataType::Utf8, true));
-            columns.push(std::sync::Arc::new(text));
-        } else {
-            fields.push(f.as_ref().clone());
-            columns.push(c.clone());
-        }
-    }
-    Ok(RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns)?)
 }
 
 /// One value as Spark's `show` writes it: NULL inside a nested value, lists in brackets, a
@@ -213,15 +303,55 @@ fn show_value(array: &dyn arrow::array::Array, row: usize) -> String {
                 .collect();
             format!("{{{}}}", pairs.join(", "))
         }
-        _ => {
+        DataType::Timestamp(..) => {
+            // Spark's: fractional seconds without their trailing zeros, none when whole.
             let options = arrow::util::display::FormatOptions::default()
-                .with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.f"))
-                .with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.f"));
+                .with_timestamp_format(Some("%Y-%m-%d %H:%M:%S%.6f"))
+                .with_timestamp_tz_format(Some("%Y-%m-%d %H:%M:%S%.6f"));
+            let text = arrow::util::display::ArrayFormatter::try_new(array, &options)
+                .map(|f| f.value(row).to_string())
+                .unwrap_or_else(|e| e.to_string());
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        DataType::Duration(unit) => {
+            use arrow::datatypes::{
+                DurationMicrosecondType, DurationMillisecondType, DurationNanosecondType, DurationSecondType, TimeUnit,
+            };
+            let micros: i128 = match unit {
+                TimeUnit::Second => i128::from(array.as_primitive::<DurationSecondType>().value(row)) * 1_000_000,
+                TimeUnit::Millisecond => i128::from(array.as_primitive::<DurationMillisecondType>().value(row)) * 1_000,
+                TimeUnit::Microsecond => i128::from(array.as_primitive::<DurationMicrosecondType>().value(row)),
+                TimeUnit::Nanosecond => i128::from(array.as_primitive::<DurationNanosecondType>().value(row)) / 1_000,
+            };
+            day_to_second(micros)
+        }
+        DataType::Interval(arrow::datatypes::IntervalUnit::YearMonth) => {
+            let months = array.as_primitive::<arrow::datatypes::IntervalYearMonthType>().value(row);
+            let sign = if months < 0 { "-" } else { "" };
+            let m = months.unsigned_abs();
+            format!("INTERVAL '{sign}{}-{}' YEAR TO MONTH", m / 12, m % 12)
+        }
+        _ => {
+            let options = arrow::util::display::FormatOptions::default();
             arrow::util::display::ArrayFormatter::try_new(array, &options)
                 .map(|f| f.value(row).to_string())
                 .unwrap_or_else(|e| e.to_string())
         }
     }
+}
+
+/// A day-time interval of `micros` as Spark writes its widest form (its fields, `HOUR` or
+/// `DAY TO MINUTE`, are not kept here): `INTERVAL '-1 02:03:04.5' DAY TO SECOND`.
+fn day_to_second(micros: i128) -> String {
+    let sign = if micros < 0 { "-" } else { "" };
+    let m = micros.unsigned_abs();
+    let (days, rest) = (m / 86_400_000_000, m % 86_400_000_000);
+    let (hours, rest) = (rest / 3_600_000_000, rest % 3_600_000_000);
+    let (minutes, rest) = (rest / 60_000_000, rest % 60_000_000);
+    let (seconds, fraction) = (rest / 1_000_000, rest % 1_000_000);
+    let fraction =
+        if fraction == 0 { String::new() } else { format!(".{fraction:06}").trim_end_matches('0').to_string() };
+    format!("INTERVAL '{sign}{days} {hours:02}:{minutes:02}:{seconds:02}{fraction}' DAY TO SECOND")
 }
 
 #[cfg(test)]

@@ -1319,9 +1319,76 @@ fn validate_finds_what_a_run_would_refuse_before_reading_data() {
     ] {
         assert!(out.contains(wanted), "{wanted}: {out}");
     }
-    std::fs::write(dir.join("p.sql"), "CREATE MATERIALIZED VIEW good AS SELECT x, randn(1) AS r FROM read_files('in', format => 'csv');\n")
-        .unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW good AS SELECT x, randn(1) AS r FROM read_files('in', format => 'csv');\n",
+    )
+    .unwrap();
     let o = thund(&["validate", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("Spark's `randn` is not run by the embedded engine"), "{}", text(&o));
+}
+
+/// `thund query` writes values as Spark shows them (the table below is Spark 4.1.4's `show()` of
+/// the same query): timestamps without a `T` or zone and without trailing zeros, intervals in
+/// Spark's words, a VARIANT as its JSON, a map as `{k -> v}`; JSON output takes maps whose keys
+/// are not strings; `--schema` prints the columns' types; Parquet and Arrow files keep them.
+#[test]
+fn query_results_are_written_as_spark_shows_them_or_typed_to_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let sql = "SELECT TIMESTAMP'2021-01-01 00:05:00' AS ts, TIMESTAMP'2021-01-01 00:05:00.120' AS ts2, \
+               TIMESTAMP_NTZ'2021-01-01 00:05:00' AS ntz, map(1, 'a') AS m, parse_json('{\"a\": [1, 2]}') AS v, \
+               INTERVAL '1 02:03:04.5' DAY TO SECOND AS i, -INTERVAL '1 02:03:04' DAY TO SECOND AS ni, \
+               INTERVAL '1-2' YEAR TO MONTH AS ym, -INTERVAL '1-2' YEAR TO MONTH AS nym, DATE'2021-01-02' AS d";
+    let run = |args: &[&str]| {
+        let mut all = vec!["query", "-p", p(&demo), sql];
+        all.extend_from_slice(args);
+        let o = thund(&all);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let spark_show = "|2021-01-01 00:05:00|2021-01-01 00:05:00.12|2021-01-01 00:05:00|{1 -> a}|{\"a\":[1,2]}|\
+                      INTERVAL '1 02:03:04.5' DAY TO SECOND|INTERVAL '-1 02:03:04' DAY TO SECOND|\
+                      INTERVAL '1-2' YEAR TO MONTH|INTERVAL '-1-2' YEAR TO MONTH|2021-01-02|";
+    let table = run(&[]);
+    let row = table.lines().nth(3).unwrap();
+    let cells: String = row.split('|').map(str::trim).collect::<Vec<_>>().join("|");
+    assert_eq!(cells, spark_show, "{table}");
+    let csv = run(&["--format", "csv"]);
+    assert!(csv.contains("2021-01-01 00:05:00.12,") && csv.contains(",{1 -> a},"), "{csv}");
+    let json = run(&["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v[0]["m"], serde_json::json!({"1": "a"}), "{json}");
+    assert_eq!(
+        (v[0]["ts"].as_str(), v[0]["v"].as_str()),
+        (Some("2021-01-01 00:05:00"), Some("{\"a\":[1,2]}")),
+        "{json}"
+    );
+    let schema = run(&["--schema"]);
+    for line in ["ts: timestamp\n", "m: map<int,string>\n", "v: variant\n", "i: interval day to second NOT NULL\n"] {
+        assert!(schema.contains(line), "{line}: {schema}");
+    }
+
+    // Typed: written, and read back with their types.
+    let file = tmp.path().join("r.parquet");
+    let typed = "SELECT 1 AS id, DATE'2021-01-02' AS d, 2.50BD AS x";
+    let o = thund(&["query", "-p", p(&demo), typed, "--format", "parquet", "-o", p(&file)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let back = format!("SELECT * FROM parquet.`{}`", file.display());
+    let o = thund(&["query", "-p", p(&demo), &back, "--schema"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "id: int NOT NULL\nd: date\nx: decimal(3,2) NOT NULL\n",
+        "{}",
+        text(&o)
+    );
+    let file = tmp.path().join("r.arrow");
+    let o = thund(&["query", "-p", p(&demo), "SELECT 1 AS id", "--format", "arrow", "-o", p(&file)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read(&file).unwrap()[..6], *b"ARROW1");
+    let o = thund(&["query", "-p", p(&demo), "SELECT 1", "--format", "parquet"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--output FILE"), "{}", text(&o));
 }

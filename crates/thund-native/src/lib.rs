@@ -63,8 +63,9 @@ mod streaming;
 mod views;
 
 pub use backend::{lock_run, HeldRunLock, NativeBackend, NativeOptions, BACKEND_NAME};
+pub use datafusion::parquet;
 pub use engine::preflight::preflight;
 pub use engine::EngineOptions;
 pub use error::NativeError;
 pub use query::{query, table_summary, QueryResult};
-pub use thund_sql::{spark_type_name, SPARK_FUNCTIONS};
+pub use thund_sql::{is_variant, spark_simple_string, spark_type_name, variant_json, SPARK_FUNCTIONS};

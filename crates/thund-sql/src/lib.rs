@@ -79,6 +79,16 @@ pub fn analysis_rules() -> Vec<String> {
     analysis::rule_names()
 }
 
+/// Whether `dt` is a VARIANT (its Arrow form: a struct of `value` and `metadata` binaries).
+pub fn is_variant(dt: &arrow::datatypes::DataType) -> bool {
+    functions::variant::is_variant(dt)
+}
+
+/// Each VARIANT of `a` as its JSON text, as Spark shows it (`to_json(v)`), NULL for NULL.
+pub fn variant_json(a: &arrow::array::ArrayRef) -> Result<arrow::array::ArrayRef> {
+    functions::variant::json_texts(a).map_err(|e| SqlError::Plan(e.to_string()))
+}
+
 /// Whether a VARIANT is anywhere in `dt` (Delta stores it with a table feature the native
 /// writer does not write).
 pub fn holds_variant(dt: &arrow::datatypes::DataType) -> bool {
