@@ -7,7 +7,8 @@ After run N the pipeline has read batches 0..N-1. Written as Databricks defines 
 - orders_valid is a view (no table) of the orders' columns;
 - orders_clean: the orders with amount > 0 (expect_or_drop), status paid or refunded and an id
   (expect_all_or_drop); a missing customer only warns; signed is the amount, negative for a
-  refund;
+  refund; status_code the status cast to INT, NULL for a word (Databricks runs with ANSI mode
+  off: the cast that fails under ANSI gives NULL);
 - customer_revenue: `@dlt.table` over a batch read, a materialized view: per known customer,
   the sum of signed and the count of orders, from every order so far;
 - customers: AUTO CDC SCD type 1 keyed by id, sequenced by seq, op DELETE deletes; a change
@@ -68,8 +69,8 @@ def main():
                  if o is not None and s in ("paid", "refunded")]
         write(out / "orders_clean.csv",
               [("order_id", "bigint"), ("customer_id", "bigint"), ("amount", "double"), ("status", "string"),
-               ("signed", "double")],
-              clean)
+               ("signed", "double"), ("status_code", "int")],
+              [(*row, None) for row in clean])
 
         revenue = {}
         for _, c, _, _, signed in clean:

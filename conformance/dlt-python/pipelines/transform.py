@@ -12,8 +12,11 @@ def orders_valid():
 @dlt.expect("known_customer", "customer_id IS NOT NULL")
 @dlt.expect_all_or_drop({"has_id": "order_id IS NOT NULL", "known_status": "status IN ('paid', 'refunded')"})
 def orders_clean():
-    return dlt.read_stream("orders_valid").withColumn(
-        "signed", F.when(F.col("status") == "refunded", -F.col("amount")).otherwise(F.col("amount"))
+    # A status is a word: its number is NULL, as Databricks' casts (ANSI mode off) give it.
+    return (
+        dlt.read_stream("orders_valid")
+        .withColumn("signed", F.when(F.col("status") == "refunded", -F.col("amount")).otherwise(F.col("amount")))
+        .withColumn("status_code", F.col("status").cast("int"))
     )
 
 

@@ -275,3 +275,41 @@ fn a_databricks_python_project_runs_on_every_spark_line() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// A Python definition that reads files by a path relative to the project (`load("data/in.csv")`)
+/// reads the project's files on Spark as natively, in batch and as a stream.
+#[test]
+fn python_reads_of_relative_paths_read_the_projects_files_on_every_spark_line() {
+    let Some(urls) = thund_testkit::spark_urls("relative paths in Python definitions") else { return };
+    for (line, url) in urls {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("rel_paths_{}_{}", line.replace('.', "_"), std::process::id());
+        let files = [
+            ("spark-pipeline.yml", format!("name: rel\nstorage: store\ndatabase: {db}\nlibraries:\n  - glob:\n      include: transformations/**\n")),
+            ("data/in.csv", "id,v\n1,a\n2,b\n".to_string()),
+            ("data/events/0.json", "{\"id\": 7}\n".to_string()),
+            (
+                "transformations/raw.py",
+                "from pyspark import pipelines as dp\n\n@dp.materialized_view\ndef raw():\n    \
+                 return spark.read.format(\"csv\").option(\"header\", \"true\").load(\"data/in.csv\")\n\n\
+                 @dp.table\ndef events():\n    return spark.readStream.format(\"json\").schema(\"id INT\").load(\"data/events\")\n"
+                    .to_string(),
+            ),
+        ];
+        for (name, text) in &files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        spark_run(&url, dir.path()).unwrap_or_else(|e| panic!("Spark {line}: {e}"));
+        let sql = format!("SELECT (SELECT count(*) FROM {db}.raw) AS r, (SELECT sum(id) FROM {db}.events) AS e");
+        let got = table_of(None, &SparkBackend::new(&url).query(&sql).unwrap());
+        assert_eq!(got.rows, [vec![Some("2".to_string()), Some("7".to_string())]], "Spark {line}");
+        let (summary, _) = run(dir.path());
+        assert!(!summary.failed(), "natively");
+        let native =
+            query_table(dir.path(), "SELECT (SELECT count(*) FROM raw) AS r, (SELECT sum(id) FROM events) AS e")
+                .unwrap();
+        assert_eq!(native.rows, got.rows, "natively");
+    }
+}
