@@ -333,17 +333,18 @@ fn auto_cdc_flows_from_python_equal_the_replay_of_their_feed() {
 }
 
 /// `dp.create_auto_cdc_flow` as Databricks documents it runs on every pyspark: 4.1 has no such
-/// function and 4.2's cannot send SCD type 2, so the call is read as the `AUTO CDC` statement a
-/// SQL file would hold; a DLT file's `dlt.apply_changes` the same.
+/// function and 4.2's cannot send SCD type 2 (what this file asks of it), so there the call is
+/// read as the `AUTO CDC` statement a SQL file would hold (4.3 sends it itself); a DLT file's
+/// `dlt.apply_changes` the same, with Columns or text.
 #[test]
 fn auto_cdc_from_python_runs_on_every_pyspark() {
     let cdc = format!(
         "{HEADER}import dlt\n\n@dp.temporary_view\ndef changes():\n    return spark.readStream.table(\"feed\")\n\n\
-         dp.create_streaming_table(\"latest\")\n\
-         dp.create_auto_cdc_flow(target=\"latest\", source=\"changes\", keys=[\"id\"], sequence_by=\"seq\",\n    \
+         dlt.create_streaming_table(\"latest\")\n\
+         dlt.apply_changes(target=\"latest\", source=\"changes\", keys=[\"id\"], sequence_by=\"seq\",\n    \
          apply_as_deletes=F.expr(\"op = 'D'\"), except_column_list=[F.col(\"op\")])\n\n\
-         dlt.create_streaming_table(\"history\")\n\
-         dlt.apply_changes(target=\"history\", source=\"changes\", keys=[F.col(\"id\")], sequence_by=F.col(\"seq\"),\n    \
+         dp.create_streaming_table(\"history\")\n\
+         dp.create_auto_cdc_flow(target=\"history\", source=\"changes\", keys=[F.col(\"id\")], sequence_by=F.col(\"seq\"),\n    \
          apply_as_deletes=\"op = 'D'\", except_column_list=[\"op\"], stored_as_scd_type=2)\n"
     );
     let feed = "CREATE STREAMING TABLE feed AS SELECT * FROM STREAM read_files('data', format => 'json', \

@@ -79,14 +79,62 @@ pub enum FunctionKnown {
 }
 
 /// The functions `query` calls that the engine does not run, each with whether Spark has it
-/// and where its name starts in the query's text: what planning would refuse as an unknown
-/// function, found without planning (for `thund validate`). Table functions (`range`,
-/// `read_files`, …) are not calls of this kind.
+/// and where its name starts in the query's text (1-based line and column): what planning
+/// would refuse as an unknown function, found without planning (for `thund validate`). What a
+/// FROM clause calls (`read_files`, `STREAM read_files(…)`, `range`, `explode` in a lateral
+/// view) is a source the front end or the planner reads, not a call of this kind.
 pub fn unknown_functions(
     ctx: &SessionContext,
     query: &sqlparser::ast::Query,
-) -> Vec<(String, FunctionKnown, sqlparser::tokenizer::Span)> {
-    use sqlparser::ast::{visit_expressions, Expr};
+) -> Vec<(String, FunctionKnown, (u64, u64))> {
+    use sqlparser::ast::{Expr, TableFactor, Visit, Visitor};
+    struct Calls<'a> {
+        engine: &'a dyn Fn(&str) -> bool,
+        /// How many FROM-clause calls the visit is inside.
+        in_source: usize,
+        out: Vec<(String, FunctionKnown, (u64, u64))>,
+    }
+    impl Visitor for Calls<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> std::ops::ControlFlow<()> {
+            if matches!(
+                tf,
+                TableFactor::Table { args: Some(_), .. }
+                    | TableFactor::Function { .. }
+                    | TableFactor::TableFunction { .. }
+            ) {
+                self.in_source += 1;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_table_factor(&mut self, tf: &TableFactor) -> std::ops::ControlFlow<()> {
+            if matches!(
+                tf,
+                TableFactor::Table { args: Some(_), .. }
+                    | TableFactor::Function { .. }
+                    | TableFactor::TableFunction { .. }
+            ) {
+                self.in_source -= 1;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            let Expr::Function(f) = e else { return std::ops::ControlFlow::Continue(()) };
+            if self.in_source > 0 {
+                return std::ops::ControlFlow::Continue(());
+            }
+            if let [sqlparser::ast::ObjectNamePart::Identifier(ident)] = f.name.0.as_slice() {
+                let name = ident.value.to_ascii_lowercase();
+                if !(self.engine)(&name) {
+                    let spark = SPARK_FUNCTIONS.lines().any(|l| l == name);
+                    let known = if spark { FunctionKnown::SparkOnly } else { FunctionKnown::Unknown };
+                    let at = (ident.span.start.line, ident.span.start.column);
+                    self.out.push((ident.value.clone(), known, at));
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
     let state = ctx.state();
     let engine = |name: &str| {
         crate::functions::lookup(name).is_some()
@@ -94,19 +142,7 @@ pub fn unknown_functions(
             || state.aggregate_functions().contains_key(name)
             || state.window_functions().contains_key(name)
     };
-    let mut out = Vec::new();
-    let _ = visit_expressions(query, |e| {
-        if let Expr::Function(f) = e {
-            if let [sqlparser::ast::ObjectNamePart::Identifier(ident)] = f.name.0.as_slice() {
-                let name = ident.value.to_ascii_lowercase();
-                if !engine(&name) {
-                    let spark = SPARK_FUNCTIONS.lines().any(|l| l == name);
-                    let known = if spark { FunctionKnown::SparkOnly } else { FunctionKnown::Unknown };
-                    out.push((ident.value.clone(), known, ident.span));
-                }
-            }
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    out
+    let mut calls = Calls { engine: &engine, in_source: 0, out: Vec::new() };
+    let _ = query.visit(&mut calls);
+    calls.out
 }

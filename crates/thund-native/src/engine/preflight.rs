@@ -26,8 +26,8 @@ pub fn preflight(p: &Pipeline) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
         };
         let ast = reparsed.as_ref().map_or(q.ast.get(), |c| c.ast.get());
         if let (Ok(ctx), Some(ast)) = (&ctx, ast) {
-            for (name, known, span) in thund_sql::unknown_functions(ctx, ast) {
-                let at = shift(&q.location, span.start.line, span.start.column);
+            for (name, known, (line, column)) in thund_sql::unknown_functions(ctx, ast) {
+                let at = shift(&q.location, line, column);
                 match known {
                     thund_sql::FunctionKnown::SparkOnly => notes.push(Diagnostic::at(
                         &at,
