@@ -17,6 +17,19 @@ fn p(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
+/// A project in `dir` named `name` whose definitions are its `*.sql` files (tables in `store`).
+fn sql_project(dir: &Path, name: &str) {
+    let spec = format!("name: {name}\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n");
+    std::fs::write(dir.join("spark-pipeline.yml"), spec).unwrap();
+}
+
+/// `thund query -p dir sql --format csv`'s output; the query must succeed.
+fn csv_of(dir: &Path, sql: &str) -> String {
+    let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
 #[test]
 fn init_never_replaces_a_file_of_the_users() {
     let tmp = tempfile::tempdir().unwrap();
@@ -1101,11 +1114,7 @@ fn walk(dir: &Path) -> Vec<String> {
 fn file_sources_read_the_files_their_wildcards_match() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        "name: g\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
-    )
-    .unwrap();
+    sql_project(dir, "g");
     std::fs::write(
         dir.join("p.sql"),
         "CREATE MATERIALIZED VIEW rides AS SELECT count(*) AS n, sum(km) AS km \
@@ -1123,11 +1132,7 @@ fn file_sources_read_the_files_their_wildcards_match() {
     write("2026-01/part-0.json", "{\"id\": 1}\n");
     write("2026-01/other.json", "{\"id\": 100}\n");
     write("2025-12/part-0.json", "{\"id\": 200}\n");
-    let query = |sql: &str| {
-        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
-        assert!(o.status.success(), "{}", text(&o));
-        String::from_utf8_lossy(&o.stdout).to_string()
-    };
+    let query = |sql: &str| csv_of(dir, sql);
     let o = thund(&["run", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(query("SELECT * FROM rides"), "n,km\n2,30\n");
@@ -1157,11 +1162,7 @@ fn file_sources_read_the_files_their_wildcards_match() {
 fn tables_from_outside_the_pipeline_read_the_local_data_bound_to_them() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        "name: b\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
-    )
-    .unwrap();
+    sql_project(dir, "b");
     std::fs::write(
         dir.join("p.sql"),
         "CREATE MATERIALIZED VIEW trip_stats AS SELECT count(*) AS n, sum(km) AS km FROM samples.nyctaxi.trips;\n\
@@ -1189,11 +1190,7 @@ fn tables_from_outside_the_pipeline_read_the_local_data_bound_to_them() {
         "{}",
         text(&o)
     );
-    let query = |sql: &str| {
-        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
-        assert!(o.status.success(), "{}", text(&o));
-        String::from_utf8_lossy(&o.stdout).to_string()
-    };
+    let query = |sql: &str| csv_of(dir, sql);
     let o = thund(&["run", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(query("SELECT * FROM trip_stats"), "n,km\n2,6.5\n");
@@ -1216,11 +1213,7 @@ fn tables_from_outside_the_pipeline_read_the_local_data_bound_to_them() {
 fn json_arrays_and_multi_line_files_are_read_as_sparks_reader_reads_them() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        "name: j\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
-    )
-    .unwrap();
+    sql_project(dir, "j");
     std::fs::create_dir_all(dir.join("in/pretty")).unwrap();
     std::fs::create_dir_all(dir.join("in/lines")).unwrap();
     std::fs::write(dir.join("in/pretty/a.json"), "[\n  {\"a\": 1, \"b\": \"x\"},\n  {\"a\": 2, \"b\": \"y\"}\n]\n")
@@ -1235,11 +1228,7 @@ fn json_arrays_and_multi_line_files_are_read_as_sparks_reader_reads_them() {
          CREATE STREAMING TABLE landed AS SELECT * FROM STREAM(cloud_files('in/lines', 'json', map('cloudFiles.inferColumnTypes', 'true')));\n",
     )
     .unwrap();
-    let query = |sql: &str| {
-        let o = thund(&["query", "-p", p(dir), sql, "--format", "csv"]);
-        assert!(o.status.success(), "{}", text(&o));
-        String::from_utf8_lossy(&o.stdout).to_string()
-    };
+    let query = |sql: &str| csv_of(dir, sql);
     let o = thund(&["run", "-p", p(dir)]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(query("SELECT * FROM pretty ORDER BY a"), "a,b\n1,x\n2,y\n");
@@ -1263,11 +1252,7 @@ fn json_arrays_and_multi_line_files_are_read_as_sparks_reader_reads_them() {
 fn auto_loader_parquet_streams_have_a_rescued_data_column() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("spark-pipeline.yml"),
-        "name: q\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
-    )
-    .unwrap();
+    sql_project(dir, "q");
     // Parquet files to land: the ones a materialized view is stored in.
     std::fs::write(
         dir.join("p.sql"),

@@ -518,3 +518,31 @@ fn python_datasets_refresh_by_selection_fully_and_in_the_event_log() {
     let events = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(!events.is_empty() && events.contains("transformations/a.py:12"), "{events}");
 }
+
+/// A grouping column keeps its qualifier after the aggregation, as on Spark: `groupBy("r.k")`
+/// is read as `r.k` by a filter, a sort, a limit and a select after it (the rows are Spark
+/// 4.1.4's for the same DataFrames).
+#[test]
+fn a_grouping_column_keeps_its_qualifier_after_the_aggregation() {
+    let dir = project(&[(
+        "q.py",
+        &format!(
+            "{HEADER}\n@dp.materialized_view\ndef rides():\n    \
+             return spark.sql(\"SELECT * FROM VALUES (1, 10), (1, 20), (2, 5), (3, 7) AS t(k, km)\")\n\n\
+             @dp.materialized_view\ndef zones():\n    return spark.sql(\"SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(k, name)\")\n\n\
+             @dp.materialized_view\ndef joined():\n    r = spark.read.table(\"rides\").alias(\"r\")\n    \
+             z = spark.read.table(\"zones\").alias(\"z\")\n    \
+             return (r.join(z, F.col(\"r.k\") == F.col(\"z.k\")).groupBy(\"r.k\").agg(F.sum(\"r.km\").alias(\"km\"))\n        \
+             .where(F.col(\"r.k\") > 1).orderBy(\"r.k\").select(\"r.k\", \"km\"))\n\n\
+             @dp.materialized_view\ndef counted():\n    r = spark.read.table(\"rides\").alias(\"r\")\n    \
+             return (r.groupBy(\"r.k\").agg(F.count(\"*\").alias(\"n\")).orderBy(F.col(\"r.k\").desc()).limit(2)\n        \
+             .select(F.col(\"r.k\").alias(\"key\"), \"n\"))\n"
+        ),
+    )]);
+    let o = thund(dir.path(), &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = thund(dir.path(), &["query", "SELECT * FROM joined", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "k,km\n2,5\n", "{}", text(&o));
+    let o = thund(dir.path(), &["query", "SELECT * FROM counted ORDER BY key DESC", "--format", "csv"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "key,n\n3,1\n2,1\n", "{}", text(&o));
+}

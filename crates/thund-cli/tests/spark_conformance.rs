@@ -34,6 +34,43 @@ fn spark_run(url: &str, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Each expected table of `tables` against Spark's (in database `db` of the server at `url`) and
+/// the native run's in `native`, differences pushed to `failures`; false if a native query
+/// failed (what follows would fail the same way).
+fn compare_on_both(
+    label: &str,
+    url: &str,
+    db: &str,
+    native: &Path,
+    tables: &[PathBuf],
+    failures: &mut Vec<String>,
+) -> bool {
+    for f in tables {
+        let table = f.file_stem().unwrap().to_string_lossy().into_owned();
+        let expected = read_expected(f);
+        match SparkBackend::new(url).query(&format!("SELECT * FROM {db}.{table}")) {
+            Ok(b) => {
+                if let Err(e) = compare_tables(&expected, &table_of(None, &b)) {
+                    failures.push(format!("{label}/{table} on Spark: {e}"));
+                }
+            }
+            Err(e) => failures.push(format!("{label}/{table}: Spark query failed: {e}")),
+        }
+        match query_table(&spec_of(native), &format!("SELECT * FROM {table}")) {
+            Ok(native) => {
+                if let Err(e) = compare_tables(&expected, &native) {
+                    failures.push(format!("{label}/{table} natively: {e}"));
+                }
+            }
+            Err(e) => {
+                failures.push(format!("{label}/{table}: native query failed: {e}"));
+                return false;
+            }
+        }
+    }
+    true
+}
+
 #[test]
 fn native_and_spark_4_1_agree_with_sparks_own_tables() {
     conformance_on("4.1");
@@ -112,28 +149,8 @@ fn conformance_on(line: &str) {
             }
             let tables = csv_files(expected);
             assert!(!tables.is_empty(), "{label}: no expected table in {}", expected.display());
-            for f in tables {
-                let table = f.file_stem().unwrap().to_string_lossy().into_owned();
-                let expected = read_expected(&f);
-                match SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.{table}")) {
-                    Ok(b) => {
-                        if let Err(e) = compare_tables(&expected, &table_of(None, &b)) {
-                            failures.push(format!("{label}/{table} on Spark: {e}"));
-                        }
-                    }
-                    Err(e) => failures.push(format!("{label}/{table}: Spark query failed: {e}")),
-                }
-                match query_table(&spec_of(native_dir.path()), &format!("SELECT * FROM {table}")) {
-                    Ok(native) => {
-                        if let Err(e) = compare_tables(&expected, &native) {
-                            failures.push(format!("{label}/{table} natively: {e}"));
-                        }
-                    }
-                    Err(e) => {
-                        failures.push(format!("{label}/{table}: native query failed: {e}"));
-                        continue 'runs;
-                    }
-                }
+            if !compare_on_both(&label, &url, &db, native_dir.path(), &tables, &mut failures) {
+                continue 'runs;
             }
         }
         ran.push(name);
@@ -251,26 +268,7 @@ fn a_databricks_python_project_runs_on_every_spark_line() {
             let tables: Vec<PathBuf> =
                 csv_files(&expected).into_iter().filter(|f| !f.ends_with("customers.csv")).collect();
             assert_eq!(tables.len(), 4, "{label}: {tables:?}");
-            for f in tables {
-                let table = f.file_stem().unwrap().to_string_lossy().into_owned();
-                let want = read_expected(&f);
-                match SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.{table}")) {
-                    Ok(b) => {
-                        if let Err(e) = compare_tables(&want, &table_of(None, &b)) {
-                            failures.push(format!("{label}/{table} on Spark: {e}"));
-                        }
-                    }
-                    Err(e) => failures.push(format!("{label}/{table}: Spark query failed: {e}")),
-                }
-                match query_table(&spec_of(native_dir.path()), &format!("SELECT * FROM {table}")) {
-                    Ok(native) => {
-                        if let Err(e) = compare_tables(&want, &native) {
-                            failures.push(format!("{label}/{table} natively: {e}"));
-                        }
-                    }
-                    Err(e) => failures.push(format!("{label}/{table}: native query failed: {e}")),
-                }
-            }
+            compare_on_both(&label, &url, &db, native_dir.path(), &tables, &mut failures);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -97,25 +97,11 @@ pub fn unknown_functions(
     impl Visitor for Calls<'_> {
         type Break = ();
         fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> std::ops::ControlFlow<()> {
-            if matches!(
-                tf,
-                TableFactor::Table { args: Some(_), .. }
-                    | TableFactor::Function { .. }
-                    | TableFactor::TableFunction { .. }
-            ) {
-                self.in_source += 1;
-            }
+            self.in_source += usize::from(calls_a_source(tf));
             std::ops::ControlFlow::Continue(())
         }
         fn post_visit_table_factor(&mut self, tf: &TableFactor) -> std::ops::ControlFlow<()> {
-            if matches!(
-                tf,
-                TableFactor::Table { args: Some(_), .. }
-                    | TableFactor::Function { .. }
-                    | TableFactor::TableFunction { .. }
-            ) {
-                self.in_source -= 1;
-            }
+            self.in_source -= usize::from(calls_a_source(tf));
             std::ops::ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
@@ -142,6 +128,13 @@ pub fn unknown_functions(
             || state.aggregate_functions().contains_key(name)
             || state.window_functions().contains_key(name)
     };
+    /// A FROM item that is a call: `read_files(…)`, `STREAM(…)`, `range(…)`.
+    fn calls_a_source(tf: &TableFactor) -> bool {
+        matches!(
+            tf,
+            TableFactor::Table { args: Some(_), .. } | TableFactor::Function { .. } | TableFactor::TableFunction { .. }
+        )
+    }
     let mut calls = Calls { engine: &engine, in_source: 0, out: Vec::new() };
     let _ = query.visit(&mut calls);
     calls.out

@@ -87,7 +87,15 @@ impl Translator<'_> {
             }
         }
         let join = sides.map(|sides| JoinShape { kind: join_type, sides, using: j.using_columns.clone() });
-        Ok(Frag { sql: format!("{l} {kind} {r}{on}"), from_item: true, filters: Vec::new(), ids, scope, join })
+        Ok(Frag {
+            sql: format!("{l} {kind} {r}{on}"),
+            from_item: true,
+            filters: Vec::new(),
+            ids,
+            scope,
+            join,
+            qualifier: None,
+        })
     }
 
     /// The select list of a join's columns, as Spark lists them (a USING join's keys first, then

@@ -175,11 +175,21 @@ struct Frag {
     /// For a join of two derived tables: its shape, so that a column of one side can be dropped
     /// (`joined.drop(right["k"])`) while the other side's column of that name stays.
     join: Option<JoinShape>,
+    /// The alias this relation's columns keep on Spark after it, where that is one name: an
+    /// aggregate grouped by `r.k` is read as `r.k` after it, as Spark keeps a grouping column's
+    /// qualifier (filters, sorts and limits keep it too). A derived table of it takes that alias.
+    qualifier: Option<String>,
 }
 
 impl Frag {
     fn query(sql: String, ids: Vec<i64>) -> Frag {
-        Frag { sql, from_item: false, filters: Vec::new(), ids, scope: Vec::new(), join: None }
+        Frag { sql, from_item: false, filters: Vec::new(), ids, scope: Vec::new(), join: None, qualifier: None }
+    }
+
+    /// This frag, keeping the qualifier of the relation it passes the columns of.
+    fn qualified(mut self, qualifier: Option<String>) -> Frag {
+        self.qualifier = qualifier;
+        self
     }
 }
 
@@ -210,8 +220,12 @@ impl Translator<'_> {
             return (frag.sql, frag.scope);
         }
         let ids = frag.ids.clone();
+        let qualifier = frag.qualifier.clone();
         let frag = if frag.from_item { Frag::query(self.as_query(frag), ids) } else { frag };
-        let alias = self.alias();
+        let alias = match qualifier {
+            Some(q) => quote_identifier(&q),
+            None => self.alias(),
+        };
         let scope = frag.ids.iter().map(|id| (*id, alias.clone())).collect();
         (format!("({}) AS {alias}", frag.sql), scope)
     }
@@ -248,6 +262,7 @@ impl Translator<'_> {
             RelType::Filter(f) => {
                 let child = self.input(&f.input)?;
                 let ids = with_own(child.ids.clone());
+                let qualifier = child.qualifier.clone();
                 let cond = f.condition.as_ref().ok_or_else(|| Untranslatable("a filter without condition".into()))?;
                 let (sql, mut filters, scope, join) = if child.from_item {
                     (child.sql, child.filters, child.scope, child.join)
@@ -256,7 +271,7 @@ impl Translator<'_> {
                     (from, Vec::new(), scope, None)
                 };
                 filters.push(format!("({})", expr(cond, &scope)?));
-                Frag { sql, from_item: true, filters, ids, scope, join }
+                Frag { sql, from_item: true, filters, ids, scope, join, qualifier }
             }
             RelType::Join(j) => self.join(j, own)?,
             RelType::SetOp(s) => {
@@ -301,21 +316,25 @@ impl Translator<'_> {
             RelType::Sort(s) => {
                 let child = self.input(&s.input)?;
                 let ids = with_own(child.ids.clone());
+                let qualifier = child.qualifier.clone();
                 let (from, filters, scope) = self.open(child);
                 let order = s.order.iter().map(|o| sort_order(o, &scope)).collect::<Result<Vec<_>>>()?;
                 Frag::query(format!("SELECT * FROM {from}{filters} ORDER BY {}", order.join(", ")), ids)
+                    .qualified(qualifier)
             }
             RelType::Limit(l) => {
                 let child = self.input(&l.input)?;
                 let ids = with_own(child.ids.clone());
+                let qualifier = child.qualifier.clone();
                 let (from, filters, _) = self.open(child);
-                Frag::query(format!("SELECT * FROM {from}{filters} LIMIT {}", l.limit), ids)
+                Frag::query(format!("SELECT * FROM {from}{filters} LIMIT {}", l.limit), ids).qualified(qualifier)
             }
             RelType::Offset(o) => {
                 let child = self.input(&o.input)?;
                 let ids = with_own(child.ids.clone());
+                let qualifier = child.qualifier.clone();
                 let (from, filters, _) = self.open(child);
-                Frag::query(format!("SELECT * FROM {from}{filters} OFFSET {}", o.offset), ids)
+                Frag::query(format!("SELECT * FROM {from}{filters} OFFSET {}", o.offset), ids).qualified(qualifier)
             }
             RelType::Aggregate(a) => {
                 use pb::aggregate::GroupType;
@@ -343,7 +362,28 @@ impl Translator<'_> {
                     Ok(GroupType::Cube) => format!(" GROUP BY CUBE({})", keys.join(", ")),
                     _ => return refuse("pivot and grouping sets on a DataFrame"),
                 };
+                // The grouping columns named `q.c` keep their qualifier `q` on Spark: where it is
+                // one name, the aggregate's derived table takes it.
+                let mut qualifiers: Vec<String> = a
+                    .grouping_expressions
+                    .iter()
+                    .filter_map(|e| match &e.expr_type {
+                        Some(pb::expression::ExprType::UnresolvedAttribute(at)) if at.plan_id.is_none() => {
+                            match identifier_parts(&at.unparsed_identifier).ok()?.as_slice() {
+                                [q, _] => Some(q.clone()),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                qualifiers.dedup();
+                let qualifier = match qualifiers.as_slice() {
+                    [q] => Some(q.clone()),
+                    _ => None,
+                };
                 Frag::query(format!("SELECT {} FROM {from}{filters}{group}", items.join(", ")), ids)
+                    .qualified(qualifier)
             }
             RelType::Deduplicate(d) => {
                 if d.within_watermark == Some(true) {
@@ -397,6 +437,7 @@ impl Translator<'_> {
                     ids,
                     scope,
                     join: None,
+                    qualifier: None,
                 }
             }
             RelType::ToDf(t) => {

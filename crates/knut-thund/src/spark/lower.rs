@@ -152,15 +152,9 @@ impl Pipeline {
                 let view = match fs.options.get("rescueddatacolumn").filter(|_| fs.syntax == FileSyntax::CloudFiles) {
                     Some(column) => {
                         let rescued = format!("{view}_rescued");
-                        let mut o = Output::new(&rescued, OutputType::TemporaryView);
-                        o.location = location(&fs.location);
-                        g.outputs.push(o);
                         let column = column.replace('`', "``");
                         let query = format!("SELECT *, CAST(NULL AS STRING) AS `{column}` FROM STREAM({view})");
-                        g.flows.push(GFlow {
-                            location: location(&fs.location),
-                            ..GFlow::new(&rescued, &rescued, FlowDetails::Relation(Relation::Sql { query }))
-                        });
+                        define_view(&mut g, &rescued, &fs.location, Relation::Sql { query });
                         rescued
                     }
                     None => view,
@@ -192,13 +186,7 @@ impl Pipeline {
                         None => bytes,
                         Some(d) => {
                             let view = format!("__thund_df_{fi}");
-                            let mut o = Output::new(&view, OutputType::TemporaryView);
-                            o.location = location(&f.location);
-                            g.outputs.push(o);
-                            g.flows.push(GFlow {
-                                location: location(&f.location),
-                                ..GFlow::new(&view, &view, FlowDetails::Relation(bytes))
-                            });
+                            define_view(&mut g, &view, &f.location, bytes);
                             let streaming = f.query().reads.iter().any(Read::is_streaming);
                             let read = if streaming { format!("STREAM({view})") } else { view };
                             Relation::Sql { query: enforce_expectations(format!("SELECT * FROM {read}"), d) }
@@ -213,13 +201,7 @@ impl Pipeline {
                     // The protocol names the change feed's dataset rather than carrying a
                     // relation: the query becomes a temporary view the AutoCDC flow reads.
                     let source = format!("__thund_cdc_{fi}");
-                    let mut o = Output::new(&source, OutputType::TemporaryView);
-                    o.location = location(&f.location);
-                    g.outputs.push(o);
-                    g.flows.push(GFlow {
-                        location: location(&f.location),
-                        ..GFlow::new(&source, &source, FlowDetails::Relation(relation))
-                    });
+                    define_view(&mut g, &source, &f.location, relation);
                     let (column_list, except_column_list) = match &c.columns {
                         ColumnSelection::All => (vec![], vec![]),
                         ColumnSelection::Include(v) => (v.clone(), vec![]),
@@ -265,6 +247,16 @@ impl Pipeline {
         g.validate().map_err(|e| ThundError::Internal(format!("lowering produced an invalid graph: {e}")))?;
         Ok(g)
     }
+}
+
+/// A temporary view `name` over `relation`, defined at `at`: how the lowering hands Spark what
+/// the protocol names rather than carries (a change feed, a DataFrame checked by expectations,
+/// a file source's rescued-data column).
+fn define_view(g: &mut DataflowGraph, name: &str, at: &SourceLocation, relation: Relation) {
+    let mut o = Output::new(name, OutputType::TemporaryView);
+    o.location = location(at);
+    g.outputs.push(o);
+    g.flows.push(GFlow { location: location(at), ..GFlow::new(name, name, FlowDetails::Relation(relation)) });
 }
 
 /// The flow's query with its dataset's expectations enforced, as open-source SDP has none of

@@ -18,6 +18,8 @@ use serde_yaml::Value;
 use crate::error::{Diagnostic, Result, ThundError};
 use crate::ir::SourceLocation;
 
+use super::scalar;
+
 /// What a bundle's `${…}` references stand for.
 pub(super) struct Variables {
     /// `var.<name>`, `bundle.<field>` and `workspace.<field>` to their values.
@@ -26,15 +28,6 @@ pub(super) struct Variables {
     stand_ins: BTreeMap<String, String>,
     /// Variables declared without a value here (a `lookup`, or no default), and why.
     unset: BTreeMap<String, String>,
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
 }
 
 /// A variable's value as a bundle writes it: `name: value` or `name: {default: value}`.

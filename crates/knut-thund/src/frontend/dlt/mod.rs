@@ -141,6 +141,7 @@ fn column(line: &str, at: usize) -> u32 {
     line.get(..at).map_or(1, |before| before.chars().count() as u32 + 1)
 }
 
+/// A YAML or JSON scalar as text (`true`, `5`, `main`); `None` for a list or a map.
 fn scalar(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
