@@ -475,9 +475,11 @@ fn statements(
         }
         // Databricks' `table` over a batch query is a materialized view; spark-pipelines' is a
         // streaming table whose flow reads its input in full on every run.
+        // The own flow's query, translated once.
+        let own_query = own_flow.map(|i| flow_query(&graph.flows[i].details));
         let batch_table = databricks
             && records.tables.contains(&o.name.to_lowercase())
-            && own_flow.is_some_and(|i| !flow_query(&graph.flows[i].details).1.is_some_and(|df| df.streaming));
+            && own_query.as_ref().is_some_and(|(_, df)| !df.as_ref().is_some_and(|df| df.streaming));
         let kind = match o.output_type {
             OutputType::MaterializedView => "MATERIALIZED VIEW",
             OutputType::Table if batch_table => "MATERIALIZED VIEW",
@@ -497,11 +499,10 @@ fn statements(
             }
         };
         let mut settings = String::new();
-        let (query, dataframe) = match own_flow {
-            Some(i) => {
+        let (query, dataframe) = match own_flow.zip(own_query) {
+            Some((i, (q, df))) => {
                 implicit.push(i);
                 settings = sets(&graph.flows[i].sql_conf);
-                let (q, df) = flow_query(&graph.flows[i].details);
                 (format!(" AS {q}"), df)
             }
             None if o.output_type == OutputType::Table => (String::new(), None),

@@ -30,10 +30,15 @@ pub(crate) fn needs_records(files: &[PathBuf], multiline: bool) -> Result<bool> 
     if multiline {
         return Ok(true);
     }
+    use std::io::Read;
     for f in files {
-        let text = std::fs::read(f).map_err(|e| NativeError::io(f, e))?;
-        if text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Ok(true);
+        // Only up to the first byte that is not blank: a large file is not read here.
+        let file = std::fs::File::open(f).map_err(|e| NativeError::io(f, e))?;
+        let first = std::io::BufReader::new(file).bytes().find(|b| !matches!(b, Ok(b) if b.is_ascii_whitespace()));
+        match first {
+            Some(Ok(b'[')) => return Ok(true),
+            Some(Err(e)) => return Err(NativeError::io(f, e)),
+            _ => {}
         }
     }
     Ok(false)

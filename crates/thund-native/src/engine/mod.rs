@@ -9,6 +9,7 @@
 //! backend adds: its memory pool, its parallelism, delta-rs's planner. JSON files that are not
 //! one object per line (an array on a line, `multiLine`) are read by `json`.
 
+pub(crate) mod files;
 pub(crate) mod json;
 pub(crate) mod preflight;
 
@@ -427,10 +428,9 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
     let written = resolve_project_path(&f.path, root);
     // A path with wildcards reads the files it matches (DataFusion's listing takes the same
     // pattern); the first of them stands for the source where one file is read for its header.
-    let (path, glob) = match crate::delta::storage::path_glob(&written) {
+    let (path, glob) = match files::path_glob(&written) {
         Some((base, pattern)) => {
-            let files = if base.is_dir() { crate::delta::storage::list_files(&base)? } else { Vec::new() };
-            let Some(first) = files.iter().find(|rel| crate::delta::storage::glob_reads(&pattern, rel)) else {
+            let Some(first) = files::matching(&base, &pattern)?.into_iter().next() else {
                 return Err(NativeError::Execution(format!(
                     "{} source `{}` matches no file",
                     f.format,
@@ -487,20 +487,14 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
         }
         "json" => {
             // Files Spark reads as arrays or multi-line values are read here; others by DataFusion.
-            let files: Vec<PathBuf> = if glob || is_dir {
-                let (base, pattern) = crate::delta::storage::path_glob(&written).unzip();
-                let base = base.unwrap_or_else(|| path.clone());
-                let rels = crate::delta::storage::list_files(&base)?;
-                let read = rels
-                    .iter()
-                    .filter(|rel| pattern.as_ref().is_none_or(|p| crate::delta::storage::glob_reads(p, rel)));
-                read.map(|rel| base.join(rel)).collect()
-            } else {
-                vec![path.clone()]
+            let paths: Vec<PathBuf> = match files::path_glob(&written) {
+                Some((base, pattern)) => files::matching(&base, &pattern)?.iter().map(|r| base.join(r)).collect(),
+                None if is_dir => files::list_files(&path)?.iter().map(|r| path.join(r)).collect(),
+                None => vec![path.clone()],
             };
             let multiline = json::multiline(&f.options);
-            if json::needs_records(&files, multiline)? {
-                let (records, schema) = json::read(&files, multiline, declared.clone())?;
+            if json::needs_records(&paths, multiline)? {
+                let (records, schema) = json::read(&paths, multiline, declared.clone())?;
                 ctx.register_table(name, Arc::new(json::table(&records, schema)?))?;
                 return Ok(());
             }

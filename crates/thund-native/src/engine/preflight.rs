@@ -6,7 +6,8 @@
 use knut_thund::error::Diagnostic;
 use knut_thund::ir::{Pipeline, Read, SourceLocation};
 
-use crate::delta::storage::{glob_reads, list_files, path_glob, resolve_project_path};
+use crate::delta::storage::resolve_project_path;
+use crate::engine::files::{matching, path_glob};
 
 /// Every problem a native run of `p` would meet before reading data, and notes on what only
 /// the Spark backend runs.
@@ -47,11 +48,10 @@ pub fn preflight(p: &Pipeline) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
             }
             let path = resolve_project_path(&fs.path, &p.root);
             let problem = match path_glob(&path) {
-                Some((base, pattern)) => {
-                    let files = if base.is_dir() { list_files(&base).unwrap_or_default() } else { Vec::new() };
-                    (!files.iter().any(|rel| glob_reads(&pattern, rel)))
-                        .then(|| format!("`{}` matches no file", fs.path))
-                }
+                Some((base, pattern)) => matching(&base, &pattern)
+                    .unwrap_or_default()
+                    .is_empty()
+                    .then(|| format!("`{}` matches no file", fs.path)),
                 None if !path.exists() => Some(format!("`{}` does not exist", fs.path)),
                 None if path.is_dir() => {
                     std::fs::read_dir(&path).err().map(|e| format!("`{}` cannot be read: {e}", fs.path))

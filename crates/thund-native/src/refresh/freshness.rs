@@ -20,8 +20,8 @@ use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::delta::storage::list_files;
 use crate::delta::storage::{local_commits, resolve_project_path, Storage};
+use crate::engine::files::list_files;
 use crate::error::Result;
 
 /// Spark's functions whose result can change from run to run, for those the engine's registry
@@ -114,10 +114,9 @@ fn files_state(f: &FileSource, root: &Path) -> Value {
         return json!({"format": f.format, "options": f.options, "table": delta_state(&p)});
     }
     // A path with wildcards: every file it reads, below its folder.
-    if let Some((base, pattern)) = crate::delta::storage::path_glob(&p) {
-        let files = list_files(&base).unwrap_or_default();
-        let read = files.iter().filter(|rel| crate::delta::storage::glob_reads(&pattern, rel));
-        let entries: Vec<Value> = read.map(|rel| json!([rel, file_state(&base.join(rel))])).collect();
+    if let Some((base, pattern)) = crate::engine::files::path_glob(&p) {
+        let read = crate::engine::files::matching(&base, &pattern).unwrap_or_default();
+        let entries: Vec<Value> = read.iter().map(|rel| json!([rel, file_state(&base.join(rel))])).collect();
         return json!({"format": f.format, "options": f.options, "files": entries});
     }
     let mut entries = vec![file_state(&p)];

@@ -10,7 +10,7 @@
 //! name, can be listed while half written and is then read as it stood — which is why the rule
 //! is the writer's, as with Spark's file sources and Auto Loader.
 
-use crate::delta::storage::list_files;
+use crate::engine::files::list_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
@@ -314,7 +314,7 @@ pub(crate) async fn files_increment(
 ) -> Result<NewInput> {
     let path = resolve_project_path(&f.path, root);
     // A path with wildcards lists its folder and keeps the files the pattern reads.
-    let glob = crate::delta::storage::path_glob(&path);
+    let glob = crate::engine::files::path_glob(&path);
     let dir = glob.as_ref().map_or(path, |(base, _)| base.clone());
     let (mut processed, mut schema) = match last {
         Some(SourceOffset::Files { processed, schema }) => (processed.clone(), schema.clone()),
@@ -342,7 +342,7 @@ pub(crate) async fn files_increment(
     };
     let new: Vec<String> = list_files(&dir)?
         .into_iter()
-        .filter(|p| glob.as_ref().is_none_or(|(_, pattern)| crate::delta::storage::glob_reads(pattern, p)))
+        .filter(|p| glob.as_ref().is_none_or(|(_, pattern)| crate::engine::files::glob_reads(pattern, p)))
         .filter(|p| !processed.contains(p) && recorded.is_none_or(|r| r.contains(p)))
         .collect();
     let format = file_format(f)?;
