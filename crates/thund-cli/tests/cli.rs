@@ -1273,6 +1273,68 @@ fn auto_loader_parquet_streams_have_a_rescued_data_column() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "id,v,fits\n1,a,true\n2,b,true\n", "{}", text(&o));
 }
 
+/// Databricks' `read_files` adds Auto Loader's `_rescued_data` where it infers the schema (JSON,
+/// CSV, Parquet; published notebooks `SELECT * EXCEPT (_rescued_data) FROM read_files(…)`), in
+/// batch and as a stream; a JSON record that does not fit is kept there. An SDP project's
+/// `read_files` (the Spark backend's reader) and a Python DataFrame reader add none.
+#[test]
+fn databricks_read_files_has_a_rescued_data_column_where_it_infers_the_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::create_dir_all(dir.join("in/json")).unwrap();
+    std::fs::create_dir_all(dir.join("in/csv")).unwrap();
+    std::fs::create_dir_all(dir.join("in/fits")).unwrap();
+    std::fs::write(dir.join("in/fits/a.json"), "{\"id\": 1, \"n\": 2}\n").unwrap();
+    std::fs::write(dir.join("in/json/a.json"), "{\"id\": 1, \"n\": 2}\n{\"id\": 2, \"n\": {\"deep\": 1}}\n").unwrap();
+    std::fs::write(dir.join("in/csv/a.csv"), "id,n\n1,x\n").unwrap();
+    let sql = "CREATE MATERIALIZED VIEW src AS SELECT * FROM VALUES (1, 'a') AS t(id, v);\n\
+               CREATE MATERIALIZED VIEW j AS SELECT * FROM read_files('in/json', format => 'json', schema => 'id BIGINT, n BIGINT', rescuedDataColumn => '_rescued_data');\n\
+               CREATE MATERIALIZED VIEW inferred AS SELECT * FROM read_files('in/fits', format => 'json');\n\
+               CREATE MATERIALIZED VIEW c AS SELECT * EXCEPT (_rescued_data) FROM read_files('in/csv', format => 'csv');\n\
+               CREATE STREAMING TABLE s AS SELECT id, _rescued_data IS NULL AS fits FROM STREAM read_files('in/csv', format => 'csv');\n\
+               CREATE MATERIALIZED VIEW declared AS SELECT * FROM read_files('in/csv', format => 'csv', header => 'true', schema => 'id INT, n STRING');\n";
+    std::fs::write(dir.join("p.sql"), sql).unwrap();
+    let settings = r#"{"name": "r", "storage": "store", "libraries": [{"file": {"path": "p.sql"}}]}"#;
+    std::fs::write(dir.join("settings.json"), settings).unwrap();
+    let spec = dir.join("settings.json");
+    let o = thund(&["run", "-p", p(&spec)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let query = |sql: &str| {
+        let o = thund(&["query", "-p", p(&spec), sql, "--format", "csv"]);
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    assert_eq!(
+        query("SELECT id, n, _rescued_data FROM j ORDER BY id"),
+        format!(
+            "id,n,_rescued_data\n1,2,\n2,,\"{{\"\"n\"\":{{\"\"deep\"\":1}},\"\"_file_path\"\":\"\"{}\"\"}}\"\n",
+            dir.join("in/json/a.json").display()
+        )
+    );
+    assert_eq!(query("SELECT * FROM inferred LIMIT 0"), "id,n,_rescued_data\n");
+    assert_eq!(query("SELECT * FROM c"), "id,n\n1,x\n");
+    assert_eq!(query("SELECT * FROM s"), "id,fits\n1,true\n");
+    assert_eq!(query("SELECT * FROM declared"), "id,n\n1,x\n");
+    // Parquet files: the ones a materialized view is stored in.
+    std::fs::write(
+        dir.join("p.sql"),
+        format!("{sql}CREATE MATERIALIZED VIEW pq AS SELECT * FROM read_files('store/tables/spark_catalog/default/src', format => 'parquet');\n"),
+    )
+    .unwrap();
+    assert!(thund(&["run", "-p", p(&spec)]).status.success());
+    assert_eq!(query("SELECT * FROM pq"), "id,v,_rescued_data\n1,a,\n");
+
+    // The same files in an SDP project: no rescued-data column unless asked.
+    sql_project(dir, "r");
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE MATERIALIZED VIEW inferred AS SELECT * FROM read_files('in/fits', format => 'json');\n",
+    )
+    .unwrap();
+    assert!(thund(&["run", "-p", p(dir)]).status.success());
+    assert_eq!(csv_of(dir, "SELECT * FROM inferred LIMIT 0"), "id,n\n");
+}
+
 /// `validate` lists what a native run would refuse before reading any data, all at once, each at
 /// its line: a function neither Spark nor the engine has (Databricks' `ai_classify`), a file
 /// source that does not exist or whose wildcard matches nothing. A Spark function the engine

@@ -434,6 +434,42 @@ fn a_databricks_python_file_runs_unchanged() {
     assert!(text(&o).contains("expectation `small`"), "{}", text(&o));
 }
 
+/// Databricks' bronze-view pattern: a streaming `@dlt.view` with expectations over Auto Loader,
+/// read by a `@dlt.table`; the view's checks apply to each batch the table takes in.
+#[test]
+fn a_streaming_dlt_views_expectations_are_checked_batch_by_batch() {
+    let file = "import dlt\n\n\
+                @dlt.view\n@dlt.expect_or_drop(\"has_id\", \"id IS NOT NULL\")\n@dlt.expect(\"cheap\", \"price < 10\")\n\
+                def orders_raw():\n    return (spark.readStream.format(\"cloudFiles\").option(\"cloudFiles.format\", \"json\")\n\
+                        .option(\"cloudFiles.inferColumnTypes\", \"true\").load(\"transformations/landing\"))\n\n\
+                @dlt.table\ndef orders():\n    return dlt.read_stream(\"orders_raw\").select(\"id\", \"price\")\n";
+    let dir = project(&[
+        ("orders.py", file),
+        ("landing/a.json", "{\"id\": 1, \"price\": 5}\n{\"id\": null, \"price\": 7}\n{\"id\": 3, \"price\": 12}\n"),
+    ]);
+    let settings = serde_json::json!({
+        "name": "orders", "storage": "store", "target": "shop",
+        "libraries": [{"file": {"path": "transformations/orders.py"}}]
+    });
+    std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
+    let o = thund(dir.path(), &["run", "-p", "settings.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let has = |out: &str, expectation: &str, passed: &str| {
+        out.lines().any(|l| l.contains("orders_raw") && l.contains(expectation) && l.contains(passed))
+    };
+    let out = text(&o);
+    assert!(has(&out, "has_id", "2/3") && has(&out, "cheap", "2/3"), "{out}");
+    std::fs::write(dir.path().join("transformations/landing/b.json"), "{\"id\": 4, \"price\": 1}\n").unwrap();
+    let o = thund(dir.path(), &["run", "-p", "settings.json"]);
+    let out = text(&o);
+    assert!(o.status.success() && has(&out, "has_id", "1/1") && has(&out, "cheap", "1/1"), "{out}");
+    let o = thund(
+        dir.path(),
+        &["query", "-p", "settings.json", "SELECT id, price FROM orders ORDER BY id", "--format", "csv"],
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "id,price\n1,5\n3,12\n4,1\n", "{}", text(&o));
+}
+
 /// A `schema=` given as a `StructType` is the table's schema, as its DDL would be: nested and
 /// non-null fields included.
 #[test]

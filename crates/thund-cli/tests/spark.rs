@@ -963,6 +963,21 @@ fn every_server_line_enforces_lowered_expectations() {
         assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
         assert_eq!(query(&url, &format!("SELECT x FROM {db}.checked")), ["-2", "1", "99"], "Spark {line}");
 
+        // A streaming view's expectations hold for the rows a streaming table takes through it.
+        let db = database(&format!("expect_view_{}", line.replace('.', "")));
+        let data = tempfile::tempdir().unwrap();
+        std::fs::write(data.path().join("a.json"), "{\"x\": 1}\n{\"x\": 13}\n{\"x\": 7}\n").unwrap();
+        let sql = format!(
+            "CREATE TEMPORARY VIEW v (CONSTRAINT lucky EXPECT (x <> 13) ON VIOLATION DROP ROW)\n\
+             AS SELECT * FROM STREAM read_files('{}', format => 'json', schema => 'x BIGINT');\n\
+             CREATE STREAMING TABLE s AS SELECT x FROM STREAM v;\n",
+            data.path().display()
+        );
+        let streamed = project(&db, &[("transformations/v.sql", &sql)]);
+        let (s, events) = run(&url, streamed.path(), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        assert_eq!(query(&url, &format!("SELECT x FROM {db}.s")), ["1", "7"], "Spark {line}");
+
         let db = database(&format!("expect_fail_{}", line.replace('.', "")));
         let bad = project(&db, &[("transformations/e.sql", &table("(1), (100)"))]);
         let (s, events) = run(&url, bad.path(), RunOptions::default());
@@ -972,6 +987,40 @@ fn every_server_line_enforces_lowered_expectations() {
             errors.iter().any(|e| e.contains("expectation `small`") && e.contains("FAIL UPDATE")),
             "Spark {line}: {errors:#?}\n{events:#?}"
         );
+    }
+}
+
+#[test]
+fn every_server_line_gives_databricks_read_files_its_rescued_data_column() {
+    // Databricks' `read_files` infers the schema and adds `_rescued_data`: lowered as a column
+    // that stays NULL, the reader failing any record that would need rescuing (FAILFAST).
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("rescued_{}", line.replace('.', "")));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("in")).unwrap();
+        std::fs::write(dir.path().join("in/a.json"), "{\"id\": 1, \"v\": \"a\"}\n").unwrap();
+        std::fs::write(
+            dir.path().join("p.sql"),
+            "CREATE MATERIALIZED VIEW b AS SELECT * FROM read_files('in', format => 'json');\n\
+             CREATE STREAMING TABLE s AS SELECT * EXCEPT (_rescued_data), _rescued_data IS NULL AS fits \
+             FROM STREAM read_files('in', format => 'json');\n",
+        )
+        .unwrap();
+        let settings = serde_json::json!({
+            "name": db, "storage": dir.path().join("storage"), "target": db,
+            "configuration": {"spark.sql.pipelines.maxFlowRetryAttempts": "0"},
+            "libraries": [{"file": {"path": "p.sql"}}]
+        });
+        std::fs::write(dir.path().join("settings.json"), settings.to_string()).unwrap();
+        let (s, events) = run(&url, &dir.path().join("settings.json"), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        let b = SparkBackend::new(&url).query(&format!("SELECT * FROM {db}.b")).unwrap();
+        let columns: Vec<String> = b[0].schema().fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(columns, ["id", "v", "_rescued_data"], "Spark {line}");
+        assert_eq!(rows(&b), ["1,a,NULL"], "Spark {line}");
+        assert_eq!(query(&url, &format!("SELECT * FROM {db}.s")), ["1,a,true"], "Spark {line}");
     }
 }
 

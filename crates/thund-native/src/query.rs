@@ -67,7 +67,7 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     }
     let storage = Storage::of(p)?;
     let ctx = context_with(p, &configuration, engine)?;
-    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
+    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone(), databricks: false };
     let q = analyze_query(sql, &location, &names)
         .map_err(|ds| plan_error(ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; ")))?;
 

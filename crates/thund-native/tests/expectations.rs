@@ -95,6 +95,57 @@ fn streaming_tables_count_each_runs_own_rows() {
 }
 
 #[test]
+fn a_streaming_views_expectations_are_checked_in_the_flow_that_streams_it() {
+    // DLT's bronze-view pattern: a streaming view checks the rows each batch takes in; what it
+    // drops never reaches the table, and its counts are the batch's rows, run by run.
+    let sql = "CREATE TEMPORARY VIEW v (\n  CONSTRAINT even EXPECT (id % 2 = 0) ON VIOLATION DROP ROW,\n  CONSTRAINT small EXPECT (id < 5)\n)\n\
+               AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'id BIGINT');\n\
+               CREATE STREAMING TABLE s AS SELECT id * 10 AS ten FROM STREAM v;";
+    let dir = project(&[
+        ("spark-pipeline.yml", SPEC),
+        ("sql/a.sql", sql),
+        ("in/a.json", "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 4}\n"),
+    ]);
+    let (s1, events) = run(dir.path());
+    assert!(!s1.failed(), "{:?}", s1.flows);
+    let dq = metrics(&s1, "s");
+    assert_eq!(counts(&dq), [("even".to_string(), 2, 1), ("small".to_string(), 3, 0)]);
+    assert!(dq.expectations.iter().all(|e| e.dataset.ends_with(".v")), "{dq:?}");
+    assert_eq!(dq.dropped_records, 1);
+    assert!(events.iter().any(|e| e.details.data_quality.as_ref().is_some_and(|q| q.expectations.len() == 2)));
+    std::fs::write(dir.path().join("in/b.json"), "{\"id\": 5}\n{\"id\": 6}\n{\"id\": 8}\n{\"id\": null}\n").unwrap();
+    let (s2, _) = run(dir.path());
+    assert!(!s2.failed(), "{:?}", s2.flows);
+    // Run 2 counts its own four rows, each against every expectation: 6 and 8 are even (5 and
+    // NULL are not); none is below 5 (NULL is a violation).
+    assert_eq!(counts(&metrics(&s2, "s")), [("even".to_string(), 2, 2), ("small".to_string(), 0, 4)]);
+    let mut got: Vec<String> =
+        rows(&query(dir.path(), "SELECT ten FROM s").unwrap()).1.into_iter().map(|r| r[0].clone()).collect();
+    got.sort();
+    assert_eq!(got, ["20", "40", "60", "80"]);
+}
+
+#[test]
+fn a_streaming_views_fail_update_fails_the_batch_and_writes_nothing() {
+    let sql = "CREATE TEMPORARY VIEW v (CONSTRAINT small EXPECT (id < 5) ON VIOLATION FAIL UPDATE)\n\
+               AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'id BIGINT');\n\
+               CREATE STREAMING TABLE s AS SELECT * FROM STREAM v;";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql), ("in/a.json", "{\"id\": 1}\n{\"id\": 2}\n")]);
+    assert!(!run(dir.path()).0.failed());
+    std::fs::write(dir.path().join("in/b.json"), "{\"id\": 3}\n{\"id\": 9}\n").unwrap();
+    let (s, _) = run(dir.path());
+    let f = s.flows.iter().find(|f| f.flow.ends_with(".s")).unwrap();
+    assert_eq!(f.phase, RunPhase::Failed);
+    let err = f.error.clone().unwrap();
+    assert!(err.contains("`small`") && err.contains("id=9"), "{err}");
+    assert_eq!(rows(&query(dir.path(), "SELECT count(*) FROM s").unwrap()).1, vec![vec!["2".to_string()]]);
+    // The failed batch is taken again once the data is fixed: nothing was lost or skipped.
+    std::fs::write(dir.path().join("in/b.json"), "{\"id\": 3}\n{\"id\": 4}\n").unwrap();
+    assert!(!run(dir.path()).0.failed());
+    assert_eq!(rows(&query(dir.path(), "SELECT sum(id) FROM s").unwrap()).1, vec![vec!["10".to_string()]]);
+}
+
+#[test]
 fn temporary_view_expectations_are_checked_where_the_view_is_read() {
     let sql = format!(
         "CREATE TEMPORARY VIEW v (CONSTRAINT positive EXPECT (x > 0) ON VIOLATION DROP ROW) AS SELECT * FROM {DATA};\n\

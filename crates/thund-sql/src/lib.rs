@@ -45,7 +45,7 @@
 //! let config = thund_sql::spark_config(datafusion::prelude::SessionConfig::new(), thund_sql::SqlModes::default());
 //! let runtime = std::sync::Arc::new(datafusion::execution::runtime_env::RuntimeEnv::default());
 //! let ctx = thund_sql::spark_context(thund_sql::spark_state_builder(config, runtime).build());
-//! let names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
+//! let names = NameContext { catalog: "spark_catalog".into(), database: "default".into(), databricks: false };
 //! let query = analyze_query("SELECT 3 / 2 AS q", &SourceLocation::new("q.sql", 1, 1), &names).unwrap();
 //! let ast = query.ast.get().cloned().unwrap();
 //! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

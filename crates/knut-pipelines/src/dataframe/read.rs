@@ -47,6 +47,10 @@ impl Translator<'_> {
                         args.push("inferSchema => 'false'".into());
                     }
                 }
+                // Nor a rescued-data column (`read_files` adds one in a Databricks project).
+                if !given("rescuedDataColumn") {
+                    args.push("rescuedDataColumn => ''".into());
+                }
                 Ok(format!("SELECT * FROM {}", stream(format!("read_files({})", args.join(", ")))))
             }
             None => refuse("a read of nothing"),

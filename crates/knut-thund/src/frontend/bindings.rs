@@ -148,6 +148,7 @@ pub(crate) fn apply(pipeline: &mut Pipeline, root: &Path, notes: &mut Vec<Diagno
                 options: b.options.clone(),
                 streaming: *streaming,
                 syntax: FileSyntax::ReadFiles,
+                rescue_by_default: false,
                 location: location.clone(),
                 span: *span,
             });

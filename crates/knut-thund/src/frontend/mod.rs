@@ -200,7 +200,11 @@ pub fn load_with(start: &Path, parses: Parses) -> Result<Pipeline> {
                 continue;
             }
         };
-        let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
+        let mut names = query::NameContext {
+            catalog: pipeline.catalog.clone(),
+            database: pipeline.database.clone(),
+            databricks: is_dlt,
+        };
         let defs = statement::parse_file(&rel, &source, &mut names, parses);
         problems.extend(defs.problems);
         pipeline.datasets.extend(defs.datasets);
@@ -248,7 +252,8 @@ fn python_definitions(
         // Blank lines above put the statement at its Python line, so every message about it
         // names the Python file and line.
         let text = format!("{}{}", "\n".repeat(s.line.saturating_sub(1) as usize), s.sql);
-        let mut names = query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone() };
+        let mut names =
+            query::NameContext { catalog: pipeline.catalog.clone(), database: pipeline.database.clone(), databricks };
         let mut defs = statement::parse_file(&s.file, &text, &mut names, parses);
         if let Some(df) = s.dataframe {
             for f in &mut defs.flows {

@@ -39,7 +39,7 @@ pub enum Feature {
     /// A join of two streams.
     StreamJoins,
     /// A streaming view that keeps state across batches (it aggregates, has a watermark or
-    /// joins two streams) or checks expectations.
+    /// joins two streams).
     StatefulStreamingViews,
     /// `read_files(…)`, `` fmt.`path` ``.
     FileSources,
@@ -208,9 +208,9 @@ impl Read {
                     let detail = format!("{{backend}}'s file readers take no schema hints (reading `{}`)", fs.path);
                     needs.push(Need::new(Feature::SchemaHints, f, &fs.location, &detail));
                 }
-                // cloud_files' default `_rescued_data` is lowered as a column that stays NULL
+                // Auto Loader's default `_rescued_data` is lowered as a column that stays NULL
                 // because the reader fails on any record that would need rescuing.
-                if fs.options.contains_key("rescueddatacolumn") && fs.syntax != super::FileSyntax::CloudFiles {
+                if fs.options.contains_key("rescueddatacolumn") && !fs.rescue_by_default {
                     let detail = format!("{{backend}}'s readers have no rescued-data column (reading `{}`)", fs.path);
                     // At the flow: the option is the flow's choice of reader.
                     needs.push(Need::new(Feature::RescuedData, f, at, &detail));
@@ -295,8 +295,8 @@ impl Pipeline {
 }
 
 /// What a streaming view needs beyond streaming: a view is inlined into each flow that streams
-/// it, batch by batch, so state of its own (groups, a watermark, a join's other side) and checks
-/// of its rows need a backend that keeps them.
+/// it, batch by batch, so state of its own (groups, a watermark, a join's other side) needs a
+/// backend that keeps it. (Its expectations are checked in each flow, on the rows it reads.)
 fn streaming_view_needs(view: &Dataset, f: &Flow) -> Vec<Need> {
     let q = f.query();
     let stateful = match (crate::event_time::shape(q), &q.event_time, crate::event_time::stream_stream_join(q)) {
@@ -313,14 +313,6 @@ fn streaming_view_needs(view: &Dataset, f: &Flow) -> Vec<Need> {
             view.name
         );
         needs.push(Need::new(Feature::StatefulStreamingViews, &view.name, &at, &detail));
-    }
-    if let Some(e) = view.expectations.first() {
-        let detail = format!(
-            "streaming view `{}` checks expectations; {{backend}} checks them on tables and batch views: put them on \
-             the streaming table that reads it",
-            view.name
-        );
-        needs.push(Need::new(Feature::StatefulStreamingViews, &view.name, &e.location, &detail));
     }
     needs
 }

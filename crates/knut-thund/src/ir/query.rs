@@ -256,6 +256,11 @@ pub struct FileSource {
     pub streaming: bool,
     /// Which syntax named it (`read_files` or `` fmt.`path` ``).
     pub syntax: FileSyntax,
+    /// The `rescueddatacolumn` option is Auto Loader's default (a schema inferred from JSON or
+    /// Parquet files), not asked for: a backend whose readers cannot rescue gives it as a column
+    /// that stays NULL and fails a record that would need rescuing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rescue_by_default: bool,
     /// Where it is referenced.
     pub location: SourceLocation,
     /// The reference in the normalized query text (a leading `STREAM` included).

@@ -21,8 +21,7 @@ use knut_pipelines::{
 
 use crate::error::{Result, ThundError};
 use crate::ir::{
-    ColumnSelection, DatasetKind, FileSource, FileSyntax, Pipeline, Query, Read, ScdType, SourceLocation, Span,
-    ViolationAction,
+    ColumnSelection, DatasetKind, FileSource, Pipeline, Query, Read, ScdType, SourceLocation, Span, ViolationAction,
 };
 
 fn location(l: &SourceLocation) -> Option<SourceCodeLocation> {
@@ -52,12 +51,12 @@ fn read_relation(fs: &FileSource, root: &std::path::Path) -> Relation {
             }
             _ => {}
         }
-        if options.remove("rescueddatacolumn").is_some() {
-            // Open-source readers have no rescued-data column: the column is added empty (see
-            // `to_sdp`), and a record that would need rescuing fails the read instead.
-            options.insert("mode".into(), "FAILFAST".into());
-        }
         options.remove("schemaevolutionmode");
+    }
+    if fs.rescue_by_default && options.remove("rescueddatacolumn").is_some() {
+        // Open-source readers have no rescued-data column: the column is added empty (see
+        // `to_sdp`), and a record that would need rescuing fails the read instead.
+        options.insert("mode".into(), "FAILFAST".into());
     }
     if fs.syntax == crate::ir::FileSyntax::ReadFiles {
         // read_files looks into sub-folders; Spark's file source only does with this option.
@@ -149,11 +148,12 @@ impl Pipeline {
                     // read_files infers one.
                     g.sql_conf.insert("spark.sql.streaming.schemaInference".into(), "true".into());
                 }
-                let view = match fs.options.get("rescueddatacolumn").filter(|_| fs.syntax == FileSyntax::CloudFiles) {
+                let view = match fs.options.get("rescueddatacolumn").filter(|_| fs.rescue_by_default) {
                     Some(column) => {
                         let rescued = format!("{view}_rescued");
                         let column = column.replace('`', "``");
-                        let query = format!("SELECT *, CAST(NULL AS STRING) AS `{column}` FROM STREAM({view})");
+                        let read = if fs.streaming { format!("STREAM({view})") } else { view.clone() };
+                        let query = format!("SELECT *, CAST(NULL AS STRING) AS `{column}` FROM {read}");
                         define_view(&mut g, &rescued, &fs.location, Relation::Sql { query });
                         rescued
                     }

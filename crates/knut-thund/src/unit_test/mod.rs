@@ -276,7 +276,7 @@ pub fn parse(text: &str, shown: &str, p: &Pipeline) -> Result<Vec<TestCase>, Vec
             "a test file holds `tests:`, a list of {name, dataset, inputs, expect} or {name, dataset, batches}",
         )]
     })?;
-    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
+    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone(), databricks: false };
     let file_paths: BTreeSet<String> = p
         .flows
         .iter()

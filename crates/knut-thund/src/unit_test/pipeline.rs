@@ -221,7 +221,7 @@ pub fn test_pipeline(
             }
         }
     }
-    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone() };
+    let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone(), databricks: false };
     let mut out = Pipeline {
         storage: Some(storage.to_string_lossy().into_owned()),
         datasets: Vec::new(),

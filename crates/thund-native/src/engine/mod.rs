@@ -191,7 +191,7 @@ async fn dataframe_query(
 ) -> Result<Query> {
     use knut_thund::frontend::{analyze_query, dataframe_step, DataFrameStep, NameContext};
     let plan_err = |message: String| NativeError::Plan { location: q.location.to_string(), message };
-    let names = NameContext { catalog: df.catalog.clone(), database: df.database.clone() };
+    let names = NameContext { catalog: df.catalog.clone(), database: df.database.clone(), databricks: false };
     let analyze = |sql: &str| {
         analyze_query(sql, &q.location, &names).map_err(|ds| {
             plan_err(format!(
@@ -453,6 +453,24 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
         Some(ddl) => Some(Arc::new(parse_ddl_schema(ddl).map_err(NativeError::Execution)?)),
         None => None,
     };
+    let rescue = f.options.get("rescueddatacolumn").filter(|c| !c.is_empty());
+    if let (Some(column), "json") = (rescue, f.format.as_str()) {
+        // Records that do not fit the schema are kept in the rescued-data column, as a stream's.
+        let paths: Vec<String> = match files::path_glob(&written) {
+            Some((base, pattern)) => files::matching(&base, &pattern)?.iter().map(|r| base.join(r)).collect(),
+            None if is_dir => files::list_files(&path)?.iter().map(|r| path.join(r)).collect(),
+            None => vec![path.clone()],
+        }
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+        let inference = crate::streaming::sources::Inference::of(f)?;
+        let multiline = json::multiline(&f.options);
+        let (table, _) =
+            crate::streaming::rescue::json_with_rescue(Path::new(""), &paths, declared, column, &inference, multiline)?;
+        ctx.register_table(name, table)?;
+        return Ok(());
+    }
     match f.format.as_str() {
         "parquet" => {
             let mut o = ParquetReadOptions::default();
@@ -528,6 +546,14 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
                 SourceLocation::to_string(&f.location)
             )))
         }
+    }
+    if let Some(column) = rescue {
+        // Every Parquet or CSV row read fits (a row that does not fails the read), so nothing is
+        // rescued: the column is NULL.
+        let nulls = datafusion::prelude::lit(datafusion::scalar::ScalarValue::Utf8(None));
+        let table = ctx.table(name).await?.with_column(column, nulls)?.into_view();
+        ctx.deregister_table(name)?;
+        ctx.register_table(name, table)?;
     }
     Ok(())
 }

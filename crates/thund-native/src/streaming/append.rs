@@ -73,6 +73,7 @@ pub(super) async fn over_new_input(
     }
     let mut streams = StreamTables::new();
     for i in inputs {
+        batch.take_checks(&i);
         let name = stream_table_name("__thund_stream");
         ctx.register_table(name.as_str(), i.provider)?;
         streams.insert(i.read, name);

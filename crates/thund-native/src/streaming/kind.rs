@@ -10,13 +10,16 @@
 //! kind.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use datafusion::logical_expr::LogicalPlan;
 use deltalake::kernel::Transaction;
 
 use super::checkpoint::{Checkpoint, KindState, SourceOffset};
+use super::sources::Increment;
 use super::target::Target;
 use crate::error::Result;
+use crate::expect::Checker;
 use crate::flow::{FlowEffect, FlowJob};
 
 /// What a batch sees of its run while a kind plans and writes it.
@@ -33,9 +36,19 @@ pub(crate) struct Batch<'a, 'j> {
     /// The input of a batch that failed before its commit, which this batch redoes: each
     /// source is read up to the offset recorded there, not to its newest input.
     pub redo: Option<&'a BTreeMap<String, SourceOffset>>,
+    /// The expectation checks of the streaming views the batch reads through (filled by `plan`),
+    /// whose counts the batch reports with its own.
+    pub checked_views: Mutex<Vec<Arc<Checker>>>,
 }
 
 impl Batch<'_, '_> {
+    /// Keeps the expectation checks of the streaming views `input` reads through.
+    pub(crate) fn take_checks(&self, input: &Increment) {
+        if let Ok(mut checks) = self.checked_views.lock() {
+            checks.extend(input.checked_views.iter().cloned());
+        }
+    }
+
     /// The application transaction that the batch's commit carries.
     pub(crate) fn transaction(&self, next: &Checkpoint) -> Transaction {
         Transaction::new(&self.target.app, next.batch)

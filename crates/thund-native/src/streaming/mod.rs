@@ -147,8 +147,14 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     };
     let state = recovered.state;
     let mut next = state.next();
-    let batch =
-        Batch { job, target: &target, state: &state, after_crash: pending.is_some(), redo: recovered.redo.as_ref() };
+    let batch = Batch {
+        job,
+        target: &target,
+        state: &state,
+        after_crash: pending.is_some(),
+        redo: recovered.redo.as_ref(),
+        checked_views: Default::default(),
+    };
     let redo = batch.redo.is_some();
     let Some(rows) = kind.plan(&batch, &mut next).await? else {
         if redo && !job.dry {
@@ -188,6 +194,12 @@ async fn run<K: BatchKind>(job: &FlowJob<'_>, dq: &mut Option<DataQuality>, mut 
     .await;
     // Counted whether or not the batch committed: a FAIL UPDATE violation is why it did not.
     *dq = checker.map(|c| c.metrics());
+    for view in batch.checked_views.lock().map(|v| v.clone()).unwrap_or_default() {
+        match dq.as_mut() {
+            Some(dq) => add_quality(dq, view.metrics()),
+            None => *dq = Some(view.metrics()),
+        }
+    }
     let rows = written?;
     crate::failpoint::hit("stream-after-commit", &f.name)?;
     store.commit(&next).await?;

@@ -85,9 +85,11 @@ fn parse_line(line: &str, schema: &Schema, file: &str) -> Parsed {
             }
         }
     }
+    // The fields rescued, then the file they came from, last (as Auto Loader writes them).
     let rescued = (!rescued.is_empty()).then(|| {
-        rescued.insert("_file_path".into(), Value::String(file.to_string()));
-        Value::Object(rescued).to_string()
+        let mut text = Value::Object(rescued).to_string();
+        text.pop();
+        format!("{text},\"_file_path\":{}}}", Value::String(file.to_string()))
     });
     Parsed { clean, rescued }
 }

@@ -26,11 +26,12 @@ use datafusion::datasource::{MemTable, ViewTable};
 use datafusion::prelude::SessionContext;
 use deltalake::DeltaTable;
 use futures::future::BoxFuture;
-use knut_thund::ir::{FileSource, Pipeline, QualifiedName, Query, Read};
+use knut_thund::ir::{Dataset, FileSource, Pipeline, QualifiedName, Query, Read};
 
 use crate::delta::storage::{resolve_project_path, Storage};
 use crate::engine::{plan_query_with_streams, StreamTables};
 use crate::error::{NativeError, Result};
+use crate::expect::Checker;
 use crate::streaming::append::stream_table_name;
 use crate::streaming::checkpoint::{source_key, Checkpoint, SourceOffset};
 
@@ -246,7 +247,7 @@ pub(crate) struct Inference {
 }
 
 impl Inference {
-    fn of(f: &FileSource) -> Result<Self> {
+    pub(crate) fn of(f: &FileSource) -> Result<Self> {
         let strings = f.options.get("infercolumntypes").is_some_and(|v| v.eq_ignore_ascii_case("false"));
         let hints = match f.options.get("schemahints") {
             None => None,
@@ -457,6 +458,9 @@ pub(crate) struct Increment {
     /// The offsets after this batch, by checkpoint key: one for a source, one per source for a
     /// streaming view (each of its reads is a source of the flow).
     pub offsets: Vec<(String, SourceOffset)>,
+    /// The expectation checks of the streaming views read through, which count the rows the
+    /// batch takes from them.
+    pub checked_views: Vec<Arc<Checker>>,
 }
 
 /// The increment of every streaming read of a query, in the order the query names them. A
@@ -508,40 +512,49 @@ fn increments_under<'a>(
                 Read::Files(f) => files_increment(ctx, f, &p.root, last, upto).await?,
             };
             let offsets = input.offset.map(|o| vec![(key, o)]).unwrap_or_default();
-            out.push(Increment { read, provider: input.provider, has_data: input.has_data, offsets });
+            out.push(Increment {
+                read,
+                provider: input.provider,
+                has_data: input.has_data,
+                offsets,
+                checked_views: vec![],
+            });
         }
         Ok(out)
     })
 }
 
 /// The streaming view that `r` streams, with its query, if it streams one.
-fn streaming_view<'p>(p: &'p Pipeline, r: &Read) -> Option<(&'p QualifiedName, &'p Query)> {
+fn streaming_view<'p>(p: &'p Pipeline, r: &Read) -> Option<(&'p Dataset, &'p Query)> {
     let Read::Dataset { name, streaming: true, .. } = r else { return None };
     let d = p.datasets.iter().find(|d| &d.name == name && d.kind.is_view())?;
     let f = p.flows_into(&d.name).next()?;
-    f.query().is_streaming().then(|| (&d.name, f.query()))
+    f.query().is_streaming().then(|| (d, f.query()))
 }
 
 /// The new rows of streaming view `view` (read `read` of the flow's query): its query over the
-/// new input of each of its streams.
+/// new input of each of its streams, checked against the view's expectations (as DLT checks a
+/// view's rows in each flow that reads them).
 #[allow(clippy::too_many_arguments)]
 async fn view_increment(
     ctx: &SessionContext,
     p: &Pipeline,
     storage: &Storage,
     read: usize,
-    (name, query): (&QualifiedName, &Query),
+    (view, query): (&Dataset, &Query),
     state: &Checkpoint,
     redo: Option<&BTreeMap<String, SourceOffset>>,
     prefix: &str,
 ) -> Result<Increment> {
+    let name = &view.name;
     let inner = increments_under(ctx, p, storage, &query.reads, state, redo, format!("{prefix}view:{name}/")).await?;
     let has_data = inner.iter().any(|i| i.has_data);
     let offsets: Vec<(String, SourceOffset)> = inner.iter().flat_map(|i| i.offsets.iter().cloned()).collect();
+    let mut checked_views: Vec<Arc<Checker>> = inner.iter().flat_map(|i| i.checked_views.iter().cloned()).collect();
     if !has_data {
         // Nothing to plan the view over (an unborn source has no schema yet); nothing is read.
         let empty = MemTable::try_new(Arc::new(Schema::empty()), vec![vec![]])?;
-        return Ok(Increment { read, provider: Arc::new(empty), has_data, offsets });
+        return Ok(Increment { read, provider: Arc::new(empty), has_data, offsets, checked_views });
     }
     let mut streams = StreamTables::new();
     for i in inner {
@@ -553,5 +566,15 @@ async fn view_increment(
     for t in streams.values() {
         let _ = ctx.deregister_table(t.as_str());
     }
-    Ok(Increment { read, provider: Arc::new(ViewTable::new(planned?, None)), has_data, offsets })
+    let planned = planned?;
+    let provider: Arc<dyn TableProvider> = match view.expectations.is_empty() {
+        true => Arc::new(ViewTable::new(planned, None)),
+        false => {
+            let checker = Arc::new(Checker::new(ctx, view, &planned)?);
+            let checked = checker.wrap(ctx, planned).await?;
+            checked_views.push(checker);
+            checked
+        }
+    };
+    Ok(Increment { read, provider, has_data, offsets, checked_views })
 }

@@ -72,6 +72,7 @@ impl BatchKind for Windowed<'_> {
         // In update mode, the same query over this batch's rows alone: the groups it changed.
         let mut fresh_streams = None;
         for i in inputs {
+            batch.take_checks(&i);
             let name = stream_table_name("__thund_stream");
             let provider = match w.read == i.read {
                 true => {

@@ -28,6 +28,9 @@ pub struct NameContext {
     pub catalog: String,
     /// Current database.
     pub database: String,
+    /// A Databricks project (settings JSON or bundle): `read_files` adds Auto Loader's
+    /// `_rescued_data` column where it infers the schema, as Databricks' does.
+    pub databricks: bool,
 }
 
 impl NameContext {
@@ -314,7 +317,7 @@ mod tests {
     }
 
     fn ctx() -> NameContext {
-        NameContext { catalog: "c".into(), database: "d".into() }
+        NameContext { catalog: "c".into(), database: "d".into(), databricks: false }
     }
 
     fn names(reads: &[Read]) -> Vec<String> {

@@ -162,12 +162,17 @@ impl ReadCollector<'_> {
             return;
         }
         assume_csv_header(&format, &mut options);
+        // `rescuedDataColumn => ''` asks for none (a DataFrame reader's translation says so).
+        let unasked = options.get("rescueddatacolumn").is_none_or(|c| !c.is_empty());
+        options.retain(|k, v| k != "rescueddatacolumn" || !v.is_empty());
+        let rescue_by_default = self.names.databricks && unasked && add_rescue_column(&format, &mut options);
         self.reads.push(Read::Files(FileSource {
             format,
             path,
             options,
             streaming,
             syntax: FileSyntax::ReadFiles,
+            rescue_by_default,
             location,
             span,
         }));
@@ -269,9 +274,7 @@ impl ReadCollector<'_> {
         }
         // Auto Loader's rescued-data column, for JSON and Parquet (CSV has none here: the README
         // says so).
-        if format == "json" || format == "parquet" {
-            options.entry("rescueddatacolumn".to_string()).or_insert_with(|| "_rescued_data".into());
-        }
+        let rescue_by_default = format != "csv" && add_rescue_column(&format, &mut options);
         if !infer && (format == "json" || format == "csv") {
             options.insert("infercolumntypes".into(), "false".into());
         }
@@ -286,6 +289,7 @@ impl ReadCollector<'_> {
             options,
             streaming: true,
             syntax: FileSyntax::CloudFiles,
+            rescue_by_default,
             location,
             span,
         }));
@@ -300,6 +304,18 @@ fn assume_csv_header(format: &str, options: &mut BTreeMap<String, String>) {
     if format == "csv" && !options.contains_key("schema") {
         options.entry("header".into()).or_insert_with(|| "true".into());
     }
+}
+
+/// Auto Loader's rescued-data column, which Databricks' `read_files` and `cloud_files` give the
+/// files whose schema they infer (published notebooks `SELECT * EXCEPT (_rescued_data) FROM
+/// read_files('….csv')`): whether it was added.
+fn add_rescue_column(format: &str, options: &mut BTreeMap<String, String>) -> bool {
+    let inferred = !options.contains_key("schema") && !options.contains_key("rescueddatacolumn");
+    if inferred && ["json", "csv", "parquet"].contains(&format) {
+        options.insert("rescueddatacolumn".into(), "_rescued_data".into());
+        return true;
+    }
+    false
 }
 
 /// `` fmt.`path` ``: a name of two parts, a file format and a back-quoted path.
@@ -335,6 +351,7 @@ impl ReadCollector<'_> {
             options,
             streaming,
             syntax: FileSyntax::FormatPath,
+            rescue_by_default: false,
             location,
             span,
         }));

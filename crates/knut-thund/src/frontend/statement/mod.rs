@@ -318,7 +318,7 @@ mod tests {
     use crate::ir::{ColumnSelection, ScdType, ViolationAction};
 
     fn parse(text: &str) -> FileDefinitions {
-        let mut names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
+        let mut names = NameContext { catalog: "spark_catalog".into(), database: "default".into(), databricks: false };
         parse_file("t.sql", text, &mut names, Parses::Keep)
     }
 

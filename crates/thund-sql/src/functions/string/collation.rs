@@ -54,7 +54,7 @@ mod tests {
     /// The query's answer as a table, planned as a pipeline's query is (Spark's literal types).
     fn answer(sql: &str) -> Result<String, String> {
         let ctx = crate::session::test_context(SqlModes::default());
-        let names = NameContext { catalog: "spark_catalog".into(), database: "default".into() };
+        let names = NameContext { catalog: "spark_catalog".into(), database: "default".into(), databricks: false };
         let query = analyze_query(sql, &SourceLocation::new("q.sql", 1, 1), &names).map_err(|e| format!("{e:?}"))?;
         let ast = query.ast.get().cloned().ok_or("no AST")?;
         let rt = tokio::runtime::Builder::new_current_thread().build().map_err(|e| e.to_string())?;
