@@ -1025,6 +1025,48 @@ fn every_server_line_gives_databricks_read_files_its_rescued_data_column() {
 }
 
 #[test]
+fn every_server_line_reads_bound_tables_and_wildcard_paths() {
+    // A catalog table bound in thund.yml is read from its local data, and a path's wildcards
+    // pick the files they match, in batch and as a stream, as natively (tests/cli.rs).
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("bound_{}", line.replace('.', "")));
+        let sql = "CREATE MATERIALIZED VIEW trip_stats AS SELECT count(*) AS n, sum(km) AS km FROM samples.nyctaxi.trips;\n\
+                   CREATE STREAMING TABLE events AS SELECT id FROM STREAM(main.raw.events);\n\
+                   CREATE MATERIALIZED VIEW rides AS SELECT count(*) AS n, sum(km) AS km \
+                   FROM read_files('landing/rides/*.csv', format => 'csv');\n\
+                   CREATE STREAMING TABLE picked AS SELECT id FROM STREAM read_files('landing/2026-*/part-*.json', format => 'json');\n";
+        let dir = project(
+            &db,
+            &[
+                ("transformations/p.sql", sql),
+                ("thund.yml", "tables:\n  samples.nyctaxi.trips:\n    path: data/trips.csv\n  main.raw.events:\n    path: data/events\n    format: json\n"),
+                ("data/trips.csv", "trip_id,km\n1,2.5\n2,4.0\n"),
+                ("data/events/0.json", "{\"id\": 1}\n"),
+                ("landing/rides/a.csv", "id,km\n1,10\n2,20\n"),
+                ("landing/rides/notes.txt", "id,km\n9,900\n"),
+                ("landing/2026-01/part-0.json", "{\"id\": 1}\n"),
+                ("landing/2026-01/other.json", "{\"id\": 100}\n"),
+                ("landing/2025-12/part-0.json", "{\"id\": 200}\n"),
+            ],
+        );
+        let (s, events) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        std::fs::write(dir.path().join("data/events/1.json"), "{\"id\": 2}\n").unwrap();
+        std::fs::write(dir.path().join("landing/rides/b.csv"), "id,km\n3,5\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("landing/2026-02")).unwrap();
+        std::fs::write(dir.path().join("landing/2026-02/part-0.json"), "{\"id\": 2}\n").unwrap();
+        let (s, events) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        assert_eq!(query(&url, &format!("SELECT * FROM {db}.trip_stats")), ["2,6.5"], "Spark {line}");
+        assert_eq!(query(&url, &format!("SELECT id FROM {db}.events")), ["1", "2"], "Spark {line}");
+        assert_eq!(query(&url, &format!("SELECT * FROM {db}.rides")), ["3,35"], "Spark {line}");
+        assert_eq!(query(&url, &format!("SELECT id FROM {db}.picked")), ["1", "2"], "Spark {line}");
+    }
+}
+
+#[test]
 fn every_server_lines_readers_ignore_databricks_reader_options() {
     // Why `rescuedDataColumn` and `cloudFiles.schemaHints` are not offered on Spark: open-source
     // readers ignore both without an error, so a record Databricks would rescue is NULL there
