@@ -254,6 +254,53 @@ pub struct EventDetails {
     /// A warning about the flow (its table's stored schema no longer matches its definition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// How a materialized view's refresh was planned: the techniques considered, the one chosen
+    /// and what kept the others from applying.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planning_information: Option<PlanningInformation>,
+}
+
+/// How one refresh of a materialized view was planned, shaped like DLT's `planning_information`
+/// event (`details.planning_information`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanningInformation {
+    /// The view's `REFRESH POLICY` (`AUTO` unless it declares one).
+    pub refresh_policy: String,
+    /// Each technique considered, in the order they were tried.
+    pub technique_information: Vec<TechniqueInformation>,
+}
+
+impl PlanningInformation {
+    /// The technique chosen.
+    pub fn chosen(&self) -> Option<&TechniqueInformation> {
+        self.technique_information.iter().find(|t| t.is_chosen)
+    }
+}
+
+/// One technique considered for a refresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TechniqueInformation {
+    /// `MAINTENANCE_TYPE_NO_OP`, `MAINTENANCE_TYPE_GROUP_AGGREGATE`,
+    /// `MAINTENANCE_TYPE_COMPLETE_RECOMPUTE`, ….
+    pub maintenance_type: String,
+    /// Whether it gives the view's rows this time.
+    pub is_applicable: bool,
+    /// Whether it was the one used.
+    pub is_chosen: bool,
+    /// What kept it from applying (or, for the chosen one, what it had to work around).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incrementalization_issues: Vec<IncrementalizationIssue>,
+}
+
+/// Why a technique did not apply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IncrementalizationIssue {
+    /// `OPERATOR_NOT_INCREMENTALIZABLE`, `EXPRESSION_NOT_DETERMINISTIC`, `INPUT_NOT_IN_DELTA`, ….
+    pub issue_type: String,
+    /// Whether it rules the technique out.
+    pub prevent_incrementalization: bool,
+    /// What in the view's query or inputs it is about.
+    pub detail: String,
 }
 
 /// Expectation metrics of one flow, shaped like DLT's event log
@@ -339,6 +386,8 @@ pub struct FlowOutcome {
     pub data_quality: Option<DataQuality>,
     /// Late input rows dropped by the watermark (see [`EventDetails`]).
     pub rows_dropped_by_watermark: u64,
+    /// How a materialized view was refreshed (`no-op`, `group aggregate`, `complete recompute`).
+    pub technique: Option<String>,
 }
 
 impl RunSummary {

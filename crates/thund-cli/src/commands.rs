@@ -403,10 +403,17 @@ fn print_summary(s: &RunSummary, p: &knut_thund::ir::Pipeline) {
     // Capped: Rust's formatter refuses widths past u16::MAX, and a longer name
     // only has to overflow its column, not stop the summary.
     let w = s.flows.iter().map(|f| f.target.len()).max().unwrap_or(7).clamp(7, MAX_NAME_COLUMN);
-    println!("\n{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
+    // A materialized view's refresh technique, where the backend chose one.
+    let refreshed = s.flows.iter().any(|f| f.technique.is_some());
+    let header = format!("{:w$}  {:9}  {:>10}  {:>9}", "dataset", "state", "rows", "time");
+    println!("\n{}", if refreshed { format!("{header}  refresh") } else { header });
     for f in &s.flows {
         let rows = if views.contains(&f.target) { "view".to_string() } else { f.rows_written.to_string() };
-        println!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), rows, f.duration.as_secs_f64());
+        let line = format!("{:w$}  {:9}  {:>10}  {:>8.2}s", f.target, f.phase.as_str(), rows, f.duration.as_secs_f64());
+        match &f.technique {
+            Some(t) => println!("{line}  {t}"),
+            None => println!("{line}"),
+        }
     }
     for f in s.flows.iter().filter(|f| f.rows_dropped_by_watermark > 0) {
         println!("{:w$}  {} late input rows dropped by the watermark", f.target, f.rows_dropped_by_watermark);

@@ -1067,6 +1067,28 @@ fn every_server_line_reads_bound_tables_and_wildcard_paths() {
 }
 
 #[test]
+fn every_server_line_takes_a_refresh_policy_and_says_it_recomputes() {
+    // Open-source SDP has no incremental refresh: `REFRESH POLICY` is taken (never sent: the
+    // server's parser has no such clause), the view is recomputed, and the run says so.
+    let Some(servers) = servers() else { return };
+    for (line, url) in servers {
+        facts_of(&url, line);
+        let db = database(&format!("policy_{}", line.replace('.', "")));
+        let sql = "CREATE MATERIALIZED VIEW src AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS t(id, v);\n\
+                   CREATE MATERIALIZED VIEW strict_join REFRESH POLICY INCREMENTAL STRICT AS\n  \
+                   SELECT a.id, b.v FROM src a JOIN src b ON a.id = b.id;\n";
+        let dir = project(&db, &[("transformations/p.sql", sql)]);
+        let (s, events) = run(&url, dir.path(), RunOptions::default());
+        assert!(!s.failed(), "Spark {line}: {s:#?}\n{events:#?}");
+        assert_eq!(query(&url, &format!("SELECT * FROM {db}.strict_join")), ["1,a", "2,b"], "Spark {line}");
+        assert!(
+            events.iter().any(|e| e.message.contains("REFRESH POLICY INCREMENTAL STRICT has no effect on Spark")),
+            "Spark {line}: {events:#?}"
+        );
+    }
+}
+
+#[test]
 fn every_server_lines_readers_ignore_databricks_reader_options() {
     // Why `rescuedDataColumn` and `cloudFiles.schemaHints` are not offered on Spark: open-source
     // readers ignore both without an error, so a record Databricks would rescue is NULL there

@@ -104,7 +104,10 @@ try:
     wait("rows in the open panel", lambda: driver.find_element(By.ID, "d-rows").text == "58")
     text = details()
     assert "region" in driver.find_element(By.ID, "d-schema").text and "COMPLETED" in text, text
-    check("the open dataset shows its row count, schema and state after the run")
+    # A first refresh has no state to merge into: a complete recompute, with the reason.
+    technique = driver.find_element(By.ID, "d-technique").text
+    assert technique.startswith("complete recompute (") and "_" in technique, technique
+    check(f"the open dataset shows its row count, schema, state and how it was refreshed: {technique}")
 
     checked = next(d for d in datasets if d.endswith(".checked_orders"))
     node(checked).click()
@@ -141,7 +144,8 @@ try:
     wait("the run's flows", lambda: driver.find_elements(By.CSS_SELECTOR, "#r-flows tr[data-flow]"))
     flows = driver.find_element(By.ID, "r-flows").text
     assert "orders_raw" in flows and "60" in flows and "COMPLETED" in flows, flows
-    check("a run opens to its flows' states, rows and durations")
+    assert "complete recompute" in flows, flows
+    check("a run opens to its flows' states, rows, durations and refresh techniques")
 
     # A broken flow: the node turns FAILED and the error points at the line, as the CLI prints it.
     sql = pathlib.Path(project, "transformations", "03_checks.sql")

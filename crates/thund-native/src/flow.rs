@@ -26,6 +26,8 @@ pub(crate) struct FlowJob<'a> {
     pub full_refresh: bool,
     /// Where the flow's phases are reported.
     pub events: &'a RunEvents,
+    /// How a materialized view was refreshed, for the run summary (set by `planned`).
+    pub technique: std::sync::OnceLock<String>,
 }
 
 impl FlowJob<'_> {
@@ -36,6 +38,20 @@ impl FlowJob<'_> {
         ev.details.warning = Some(warning.to_string());
         ev.details.location = Some(self.flow.location.to_string());
         self.events.emit(ev);
+    }
+
+    /// Reports how a materialized view's refresh was planned: a `planning_information` event, and
+    /// the technique for the run summary.
+    pub(crate) fn planned(&self, planning: &crate::refresh::planning::Planning) {
+        let summary = planning.summary();
+        let mut ev =
+            RunEvent::now(self.flow.name.to_string(), None, format!("Flow {} refresh: {summary}.", self.flow.name));
+        ev.details.planning_information = Some(planning.information());
+        ev.details.location = Some(self.flow.location.to_string());
+        self.events.emit(ev);
+        if let Some(t) = planning.chosen() {
+            let _ = self.technique.set(t.label().to_string());
+        }
     }
 
     /// Reports that the flow is being planned.

@@ -235,6 +235,7 @@ impl Job {
                 dry: self.dry,
                 full_refresh,
                 events,
+                technique: Default::default(),
             };
             if !selected {
                 // Views are defined even when not selected (silently: they are EXCLUDED), since a
@@ -272,6 +273,7 @@ impl Job {
                     Err(e) => Ending::failed(flow_failure(&e, f), dq),
                 }
             };
+            let end = Ending { technique: job.technique.get().cloned(), ..end };
             out.push(end.report(events, f, started));
         }
         out
@@ -334,11 +336,12 @@ struct Ending {
     error: Option<String>,
     data_quality: Option<DataQuality>,
     dropped_by_watermark: Option<u64>,
+    technique: Option<String>,
 }
 
 impl Ending {
     fn of(phase: RunPhase) -> Self {
-        Ending { phase, rows: None, error: None, data_quality: None, dropped_by_watermark: None }
+        Ending { phase, rows: None, error: None, data_quality: None, dropped_by_watermark: None, technique: None }
     }
 
     fn failed(error: String, data_quality: Option<DataQuality>) -> Self {
@@ -355,6 +358,7 @@ impl Ending {
             location: None,
             num_rows_dropped_by_watermark: self.dropped_by_watermark,
             warning: None,
+            planning_information: None,
         };
         events.flow(f, self.phase, details);
         FlowOutcome {
@@ -367,6 +371,7 @@ impl Ending {
             error: self.error.filter(|_| self.phase == RunPhase::Failed),
             data_quality: self.data_quality,
             rows_dropped_by_watermark: self.dropped_by_watermark.unwrap_or(0),
+            technique: self.technique,
         }
     }
 }

@@ -204,6 +204,36 @@ pub struct TableDetails {
     pub cluster_by: Vec<String>,
     /// `TBLPROPERTIES`.
     pub properties: BTreeMap<String, String>,
+    /// A materialized view's `REFRESH POLICY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_policy: Option<RefreshPolicy>,
+}
+
+/// How a materialized view may refresh (`REFRESH POLICY …`, Databricks' clause and meaning).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefreshPolicy {
+    /// Incrementally where that is cheaper, else a complete recompute (the default).
+    #[default]
+    Auto,
+    /// Incrementally whenever the view can be, whatever the cost.
+    Incremental,
+    /// Incrementally, or the refresh fails rather than recompute.
+    IncrementalStrict,
+    /// Always a complete recompute.
+    Full,
+}
+
+impl RefreshPolicy {
+    /// As written in SQL.
+    pub fn as_sql(self) -> &'static str {
+        match self {
+            RefreshPolicy::Auto => "AUTO",
+            RefreshPolicy::Incremental => "INCREMENTAL",
+            RefreshPolicy::IncrementalStrict => "INCREMENTAL STRICT",
+            RefreshPolicy::Full => "FULL",
+        }
+    }
 }
 
 impl TableDetails {

@@ -357,6 +357,19 @@ impl ExecBackend for SparkBackend {
                     "the spec has no `storage`: this is a validate-only dry run on the server; nothing is written",
                 ));
             }
+            // Open-source SDP has no incremental refresh: the clause is taken, and said to mean
+            // a complete recompute there.
+            for d in pipeline.datasets.iter().filter(|d| d.details.refresh_policy.is_some()) {
+                let policy = d.details.refresh_policy.map_or("", |p| p.as_sql());
+                translator.emit(RunEvent::now(
+                    d.name.to_string(),
+                    None,
+                    format!(
+                        "{}: REFRESH POLICY {policy} has no effect on Spark, which recomputes every materialized view fully on each refresh",
+                        d.name
+                    ),
+                ));
+            }
             rt.block_on(async move {
                 translator.emit(RunEvent::now("run", None, format!("defining the dataflow graph on {}", client.url())));
                 // The pipeline's SQL settings hold while the server analyses the definitions, not

@@ -228,6 +228,7 @@ impl EventTranslator {
                     data_quality: None,
                     // Nor does the server send its streaming progress.
                     rows_dropped_by_watermark: 0,
+                    technique: None,
                 })
                 .collect(),
         };

@@ -228,6 +228,9 @@ impl Folded {
                 entry["run"] = json!(r.id);
                 entry["error"] = json!(f.error);
                 entry["error_snippet"] = json!(f.error_snippet);
+                if let Some(how) = &f.refresh {
+                    entry["refresh_technique"] = json!(how);
+                }
                 if state == "COMPLETED" {
                     entry["last_refresh"] = json!(f.ended);
                     entry["duration_ms"] = json!(f.duration_ms);
@@ -288,6 +291,8 @@ struct Flow {
     error: Option<String>,
     error_snippet: Option<String>,
     expectations: Vec<Value>,
+    /// How a materialized view's refresh went (`group aggregate`, `complete recompute (…)`).
+    refresh: Option<String>,
 }
 
 impl Run {
@@ -342,6 +347,13 @@ impl Run {
                     self.error = e.error.clone();
                 }
             }
+            "planning_information" => {
+                self.last_seen = e.timestamp.clone();
+                let Some(f) = e.origin.flow_name.as_ref().and_then(|n| self.flows.get_mut(n)) else { return };
+                // The message says it as the run's output does: `… refresh: <technique (why)>.`
+                let told = e.message.split_once(" refresh: ").map(|(_, t)| t.trim_end_matches('.').to_string());
+                f.refresh = told;
+            }
             "flow_definition" | "flow_progress" => {
                 self.last_seen = e.timestamp.clone();
                 let Some(name) = &e.origin.flow_name else { return };
@@ -355,6 +367,7 @@ impl Run {
                     error: None,
                     error_snippet: None,
                     expectations: Vec::new(),
+                    refresh: None,
                 });
                 if e.event_type == "flow_definition" {
                     if e.details.pointer("/flow_definition/selected") == Some(&json!(false)) {

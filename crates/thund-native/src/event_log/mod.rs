@@ -296,7 +296,12 @@ impl StoredEventLog {
             _ if flow.is_some() && e.details.rows_written.is_some() => "METRICS",
             _ => "INFO",
         };
-        let event_type = if flow.is_some() { "flow_progress" } else { "update_progress" };
+        let planning = e.details.planning_information.as_ref().filter(|_| flow.is_some());
+        let event_type = match (&flow, planning) {
+            (Some(_), Some(_)) => "planning_information",
+            (Some(_), None) => "flow_progress",
+            (None, _) => "update_progress",
+        };
         let mut row = self.event(e.timestamp, event_type, level, e.message.clone());
         row.error = e.details.error.clone().filter(|_| failed || e.details.error.is_some());
         row.details = match flow {
@@ -304,7 +309,10 @@ impl StoredEventLog {
                 row.origin.flow_name = Some(name);
                 row.origin.dataset_name = target;
                 row.origin.source_code_location = e.details.location.clone().or(location);
-                json!({"flow_progress": flow_progress(phase, &e.details)})
+                match planning {
+                    Some(info) => json!({ "planning_information": info }),
+                    None => json!({"flow_progress": flow_progress(phase, &e.details)}),
+                }
             }
             None => json!({"update_progress": {"state": phase}}),
         };

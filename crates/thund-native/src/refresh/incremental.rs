@@ -35,6 +35,7 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
+use super::planning::{Issue, IssueType};
 use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
@@ -82,10 +83,11 @@ pub(crate) struct IncrementalView {
 pub(crate) enum Eligibility {
     /// The view refreshes incrementally.
     Incremental(IncrementalView),
-    /// It does not, and its query was planned on the way: use this plan, not a second one.
-    Planned(LogicalPlan),
-    /// It does not, and nothing was planned.
-    NotPlanned,
+    /// It does not, for these reasons, and its query was planned on the way: use this plan, not
+    /// a second one.
+    Planned(LogicalPlan, Vec<Issue>),
+    /// It does not, for these reasons, and nothing was planned.
+    NotPlanned(Vec<Issue>),
 }
 
 /// Decides whether `f` (the flow of materialized view `d`) can refresh incrementally, planning
@@ -98,18 +100,43 @@ pub(crate) async fn eligibility(
     f: &Flow,
 ) -> Result<Eligibility> {
     let q = f.query();
-    if !d.expectations.is_empty() || q.reads.len() != 1 {
-        return Ok(Eligibility::NotPlanned);
+    let not = |kind: IssueType, detail: String| Ok(Eligibility::NotPlanned(vec![Issue::new(kind, detail)]));
+    if !d.expectations.is_empty() {
+        return not(IssueType::ExpectationsNotSupported, format!("`{}` has expectations", d.name));
     }
-    let Read::Dataset { name: source, .. } = &q.reads[0] else { return Ok(Eligibility::NotPlanned) };
+    let source = match q.reads.as_slice() {
+        [Read::Dataset { name, .. }] => name,
+        [Read::Files(fs)] => {
+            return not(IssueType::InputNotInDelta, format!("it reads {} files at `{}`", fs.format, fs.path))
+        }
+        [] => return not(IssueType::OperatorNotIncrementalizable, "it reads no table".into()),
+        reads => {
+            let what = if q.sql.to_ascii_uppercase().contains("JOIN") { "a join" } else { "several inputs" };
+            return not(
+                IssueType::OperatorNotIncrementalizable,
+                format!("{what} of {} inputs (incremental joins are not implemented yet)", reads.len()),
+            );
+        }
+    };
     // The source must be a streaming table (appended to) that has been written.
-    let is_table = p.dataset(source).is_some_and(|s| s.kind == DatasetKind::StreamingTable);
-    if !is_table || !storage.is_table(&storage.table_key(source)).await? {
-        return Ok(Eligibility::NotPlanned);
+    match p.dataset(source).map(|s| s.kind) {
+        Some(DatasetKind::StreamingTable) => {}
+        Some(kind) => {
+            return not(
+                IssueType::InputNotAppendOnly,
+                format!("`{source}` is a {kind}, rewritten rather than appended to"),
+            )
+        }
+        None => {
+            return not(IssueType::InputNotAppendOnly, format!("`{source}` is not a streaming table of this pipeline"))
+        }
+    }
+    if !storage.is_table(&storage.table_key(source)).await? {
+        return not(IssueType::ChangeSetMissing, format!("`{source}` has not been written yet"));
     }
     let plan = plan_query(ctx, q, &p.root).await?;
-    if aggregate_of(&plan, source).is_none() {
-        return Ok(Eligibility::Planned(plan));
+    if let Err(issue) = aggregate_of(&plan, source) {
+        return Ok(Eligibility::Planned(plan, vec![issue]));
     }
     let definition = serde_json::json!({
         "engine": env!("CARGO_PKG_VERSION"),
@@ -122,8 +149,22 @@ pub(crate) async fn eligibility(
 }
 
 /// The plan's one aggregate, if everything under it is projections and filters over a scan of
-/// `source`, everything above it has a single input, and every aggregate merges.
-fn aggregate_of<'a>(plan: &'a LogicalPlan, source: &QualifiedName) -> Option<(&'a Aggregate, Vec<Partial>)> {
+/// `source`, everything above it has a single input, and every aggregate merges; else what
+/// stands in the way.
+fn aggregate_of<'a>(
+    plan: &'a LogicalPlan,
+    source: &QualifiedName,
+) -> std::result::Result<(&'a Aggregate, Vec<Partial>), Issue> {
+    let operator = |node: &LogicalPlan| {
+        let name = match node {
+            LogicalPlan::Join(_) => "a join".to_string(),
+            LogicalPlan::Union(_) => "a union".to_string(),
+            LogicalPlan::Window(_) => "a window function".to_string(),
+            other => format!("`{}`", other.display().to_string().split(':').next().unwrap_or("an operator")),
+        };
+        Issue::new(IssueType::OperatorNotIncrementalizable, format!("{name} (not maintained incrementally yet)"))
+    };
+    let subquery = || Issue::new(IssueType::OperatorNotIncrementalizable, "a subquery");
     let mut node = plan;
     let agg = loop {
         match node {
@@ -136,55 +177,75 @@ fn aggregate_of<'a>(plan: &'a LogicalPlan, source: &QualifiedName) -> Option<(&'
             | LogicalPlan::Distinct(_)
             | LogicalPlan::Window(_) => {
                 let inputs = node.inputs();
-                if inputs.len() != 1 || node.expressions().iter().any(has_subquery) {
-                    return None;
+                if inputs.len() != 1 {
+                    return Err(operator(node));
+                }
+                if node.expressions().iter().any(has_subquery) {
+                    return Err(subquery());
                 }
                 node = inputs[0];
             }
-            _ => return None,
+            LogicalPlan::TableScan(_) => {
+                return Err(Issue::new(
+                    IssueType::OperatorNotIncrementalizable,
+                    "no GROUP BY aggregate (row-based maintenance is not implemented yet)",
+                ))
+            }
+            other => return Err(operator(other)),
         }
     };
-    if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_)) || has_subquery(e)) {
-        return None;
+    if agg.group_expr.iter().any(|e| matches!(e, Expr::GroupingSet(_))) {
+        return Err(Issue::new(IssueType::AggregateNotIncrementalizable, "GROUPING SETS, ROLLUP or CUBE"));
+    }
+    if agg.group_expr.iter().any(has_subquery) {
+        return Err(subquery());
     }
     let partials = agg
         .aggr_expr
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else { return None };
+            let not_merged = || Issue::new(IssueType::AggregateNotIncrementalizable, format!("`{}`", unalias(e)));
+            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
+                return Err(not_merged());
+            };
             if params.distinct || params.filter.is_some() || !params.order_by.is_empty() || params.args.len() != 1 {
-                return None;
+                return Err(not_merged());
             }
             let wide = params.args[0].get_type(agg.input.schema()).is_ok_and(|t| matches!(t, DataType::Decimal256(..)));
-            Some(match func.name() {
+            Ok(match func.name() {
                 // (A sum of wide DECIMALs is taken in 256 bits and checked as it is answered; a
                 // sum of partial sums would not check it.)
-                "sum" if wide => return None,
+                "sum" if wide => return Err(not_merged()),
                 "sum" => Partial::Sum,
                 "count" => Partial::Count,
                 "min" => Partial::Min,
                 "max" => Partial::Max,
                 // Decimal averages round in ways a sum/count division would not reproduce.
                 "avg" if agg.schema.field(agg.group_expr.len() + i).data_type() == &DataType::Float64 => Partial::Avg,
-                _ => return None,
+                _ => return Err(not_merged()),
             })
         })
-        .collect::<Option<Vec<_>>>()?;
+        .collect::<std::result::Result<Vec<_>, Issue>>()?;
     // Under the aggregate: projections and filters down to one scan of the source.
     let mut node = agg.input.as_ref();
     loop {
         match node {
-            LogicalPlan::TableScan(scan) => {
-                return (scan.table_name.table() == source.name && scan.filters.is_empty()).then_some((agg, partials));
+            LogicalPlan::TableScan(scan) if scan.table_name.table() == source.name && scan.filters.is_empty() => {
+                return Ok((agg, partials));
             }
             LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
                 if node.expressions().iter().any(has_subquery) {
-                    return None;
+                    return Err(subquery());
                 }
                 node = node.inputs()[0];
             }
-            _ => return None,
+            other => {
+                return Err(Issue::new(
+                    IssueType::AggregateNotTopNode,
+                    format!("{} under the aggregate", operator(other).detail),
+                ))
+            }
         }
     }
 }
@@ -207,7 +268,8 @@ fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
 impl IncrementalView {
     /// Refreshes the view: merges the source's new rows into the state (or builds the state
     /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
-    /// view from the state. Returns the view's row count.
+    /// view from the state. Returns the view's row count and, when the state was built from all
+    /// rows rather than merged, why.
     pub(crate) async fn refresh(
         self,
         ctx: &SessionContext,
@@ -215,9 +277,10 @@ impl IncrementalView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
-    ) -> Result<u64> {
-        let (agg, partials) = aggregate_of(&self.plan, &self.source)
-            .ok_or_else(|| NativeError::Execution(format!("`{}` no longer refreshes incrementally", d.name)))?;
+    ) -> Result<(u64, Option<Issue>)> {
+        let (agg, partials) = aggregate_of(&self.plan, &self.source).map_err(|i| {
+            NativeError::Execution(format!("`{}` no longer refreshes incrementally: {}", d.name, i.detail))
+        })?;
         let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
         let state_key = storage.state_table_key(&d.name);
         let state_url = storage.url_of(&format!("{state_key}/"));
@@ -231,14 +294,26 @@ impl IncrementalView {
                 && r.state_version == state_version
                 && r.view_version == view_version
         });
-        let (new_rows, previous) = match &usable {
+        let all_rows = || table_increment(ctx, storage, &self.source, None, None);
+        let (new_rows, rebuilt) = match &usable {
             Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
-                Ok(new) => (new, true),
+                Ok(new) => (new, None),
                 // Rewritten (not appended to) since: start over from all its rows.
-                Err(_) => (table_increment(ctx, storage, &self.source, None, None).await?, false),
+                Err(_) => {
+                    let why = format!("`{}` was rewritten since the last refresh", self.source);
+                    (all_rows().await?, Some(Issue::new(IssueType::ChangeSetMissing, why)))
+                }
             },
-            None => (table_increment(ctx, storage, &self.source, None, None).await?, false),
+            None if rebuild => (
+                all_rows().await?,
+                Some(Issue::new(IssueType::FullRefreshRequested, "a full refresh rebuilds its state")),
+            ),
+            None => {
+                let why = "no state from an earlier refresh fits (the first refresh, or the definition changed)";
+                (all_rows().await?, Some(Issue::new(IssueType::ChangeSetMissing, why)))
+            }
         };
+        let previous = rebuilt.is_none();
         let offset = match &new_rows.offset {
             Some(o) => o.clone(),
             None => {
@@ -349,7 +424,7 @@ impl IncrementalView {
             view_version,
         };
         storage.write_json(&storage.state_record_key(&d.name), &record).await?;
-        Ok(rows)
+        Ok((rows, rebuilt))
     }
 }
 

@@ -1,53 +1,114 @@
-//! Materialized-view refresh: a view whose inputs did not change is IDLE (`freshness`); one that
-//! aggregates an append-only table merges only the new rows (`incremental`); any other is
-//! recomputed and replaces its table in one Delta commit (`table::write_overwrite`). A dry run
-//! plans the query and registers an empty table of its schema for the views downstream.
+//! Materialized-view refresh, one technique per refresh (`planning`): a view whose inputs did
+//! not change is IDLE (`freshness`); one that aggregates an append-only table merges only the
+//! new rows (`incremental`); any other is recomputed and replaces its table in one Delta commit
+//! (`table::write_overwrite`). What was considered and chosen is written to the event log
+//! (`planning_information`) and shown in the run summary. A dry run plans the query and
+//! registers an empty table of its schema for the views downstream.
 
 pub(crate) mod freshness;
 pub(crate) mod incremental;
+pub(crate) mod planning;
 
 use std::sync::Arc;
 
 use datafusion::datasource::MemTable;
 use knut_thund::backend::DataQuality;
+use knut_thund::ir::RefreshPolicy;
 
 use crate::engine::{plan_query, table_ref};
-use crate::error::Result;
+use crate::error::{NativeError, Result};
 use crate::expect::Checker;
 use crate::flow::{FlowEffect, FlowJob};
 
 use crate::delta::table::{conform, write_overwrite};
 use incremental::Eligibility;
+use planning::{Issue, IssueType, Planning, Technique};
 
-/// Refreshes the materialized view `job.dataset`; `dq` receives its expectation counts.
+/// Refreshes the materialized view `job.dataset`; `dq` receives its expectation counts. The
+/// refresh's planning is reported whether it succeeds or not.
 pub(crate) async fn refresh(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<FlowEffect> {
+    let mut planning = Planning::new(job.dataset.details.refresh_policy.unwrap_or_default());
+    let effect = refresh_planned(job, dq, &mut planning).await;
+    if !job.dry {
+        job.planned(&planning);
+    }
+    effect
+}
+
+async fn refresh_planned(
+    job: &FlowJob<'_>,
+    dq: &mut Option<DataQuality>,
+    planning: &mut Planning,
+) -> Result<FlowEffect> {
     let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
+    let policy = d.details.refresh_policy.unwrap_or_default();
     // `None`: its query is non-deterministic, or this is a dry run.
     let fingerprint = match job.dry {
         false => freshness::fingerprint(ctx, p, storage, d, f.query()).await?,
         true => None,
     };
+    // What makes this refresh a recompute whatever the view is.
+    let forced = match (policy, job.full_refresh) {
+        (RefreshPolicy::Full, _) => Some(Issue::new(IssueType::RefreshPolicyFull, "REFRESH POLICY FULL")),
+        (_, true) => Some(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
+        _ => None,
+    };
     if let Some(fp) = &fingerprint {
-        if !job.full_refresh && freshness::is_fresh(storage, d, fp).await {
+        if forced.is_none() && freshness::is_fresh(storage, d, fp).await {
+            planning.choose(Technique::NoOp);
             return Ok(FlowEffect::Nothing);
         }
     }
     // A view aggregating an append-only table merges only the new rows; a full refresh rebuilds
     // its state from all rows.
     let mut planned = None;
-    if let Some(fp) = &fingerprint {
-        match incremental::eligibility(ctx, storage, p, d, f).await? {
+    if !job.dry {
+        let eligibility = match (&fingerprint, policy) {
+            (None, _) => {
+                let why = "the query has a non-deterministic expression";
+                Eligibility::NotPlanned(vec![Issue::new(IssueType::ExpressionNotDeterministic, why)])
+            }
+            (Some(_), RefreshPolicy::Full) => Eligibility::NotPlanned(forced.clone().into_iter().collect()),
+            (Some(_), _) => incremental::eligibility(ctx, storage, p, d, f).await?,
+        };
+        match eligibility {
             Eligibility::Incremental(view) => {
                 job.starting();
                 job.running();
-                let rows = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                let fp = fingerprint.clone();
+                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                match rebuilt {
+                    Some(why) => {
+                        planning.consider(Technique::GroupAggregate, false, vec![why]);
+                        planning.choose(Technique::CompleteRecompute);
+                    }
+                    None => planning.choose(Technique::GroupAggregate),
+                }
                 crate::failpoint::hit("refresh-after-commit", &d.name)?;
-                freshness::record(storage, d, fp.clone()).await?;
+                if let Some(fp) = fp {
+                    freshness::record(storage, d, fp).await?;
+                }
                 return Ok(FlowEffect::Rows(rows));
             }
-            Eligibility::Planned(plan) => planned = Some(plan),
-            Eligibility::NotPlanned => {}
+            Eligibility::Planned(plan, issues) => {
+                planning.consider(Technique::GroupAggregate, false, issues);
+                planned = Some(plan);
+            }
+            Eligibility::NotPlanned(issues) => planning.consider(Technique::GroupAggregate, false, issues),
         }
+        let blocking = planning.static_issues();
+        if policy == RefreshPolicy::IncrementalStrict && !blocking.is_empty() {
+            let why: Vec<String> = blocking.iter().map(|i| format!("{}: {}", i.kind.as_str(), i.detail)).collect();
+            return Err(NativeError::Plan {
+                location: d.location.to_string(),
+                message: format!(
+                    "`{}` has REFRESH POLICY INCREMENTAL STRICT but cannot refresh incrementally ({}); the refresh fails rather than recompute",
+                    d.name,
+                    why.join("; ")
+                ),
+            });
+        }
+        planning.choose(Technique::CompleteRecompute);
     }
     let plan = match planned {
         Some(plan) => plan,

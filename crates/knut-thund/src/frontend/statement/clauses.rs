@@ -9,8 +9,8 @@ use super::super::query::{matching_paren, NameContext};
 use super::cursor::{Cursor, PResult};
 use super::{expression, query_from, FileDefinitions};
 use crate::ir::{
-    AutoCdc, ColumnDef, ColumnSelection, Dataset, Expectation, Flow, FlowKind, QualifiedName, ScdType, SourceLocation,
-    ViolationAction,
+    AutoCdc, ColumnDef, ColumnSelection, Dataset, DatasetKind, Expectation, Flow, FlowKind, QualifiedName,
+    RefreshPolicy, ScdType, SourceLocation, ViolationAction,
 };
 
 /// `(col TYPE [NOT NULL] [COMMENT '…'], CONSTRAINT n EXPECT (p) [ON VIOLATION …], …)`.
@@ -73,7 +73,7 @@ pub(super) fn columns_and_constraints(c: &mut Cursor<'_>, ds: &mut Dataset) -> P
 }
 
 /// Clauses after the name and column list: `COMMENT`, `USING`, `PARTITIONED BY`, `CLUSTER BY`,
-/// `TBLPROPERTIES`, in any order.
+/// `TBLPROPERTIES`, `REFRESH POLICY`, in any order.
 pub(super) fn table_clauses(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()> {
     loop {
         if c.eat_word("COMMENT") {
@@ -86,6 +86,26 @@ pub(super) fn table_clauses(c: &mut Cursor<'_>, ds: &mut Dataset) -> PResult<()>
             ds.details.cluster_by = c.ident_list(true)?;
         } else if c.eat_word("TBLPROPERTIES") {
             ds.details.properties.extend(c.properties()?);
+        } else if c.eat_words(&["REFRESH", "POLICY"]) {
+            let policy = if c.eat_word("AUTO") {
+                RefreshPolicy::Auto
+            } else if c.eat_word("FULL") {
+                RefreshPolicy::Full
+            } else if c.eat_word("INCREMENTAL") {
+                match c.eat_word("STRICT") {
+                    true => RefreshPolicy::IncrementalStrict,
+                    false => RefreshPolicy::Incremental,
+                }
+            } else {
+                return Err(c.error(format!(
+                    "expected AUTO, INCREMENTAL, INCREMENTAL STRICT or FULL after `REFRESH POLICY`, found {}",
+                    c.found()
+                )));
+            };
+            if ds.kind != DatasetKind::MaterializedView {
+                return Err(c.error("`REFRESH POLICY` is a clause of materialized views only"));
+            }
+            ds.details.refresh_policy = Some(policy);
         } else {
             return Ok(());
         }

@@ -174,6 +174,7 @@ async function datasetView(name) {
     el("dt", {}, "row count"), el("dd", {id: "d-rows"}, stored.row_count === null || stored.row_count === undefined
       ? (s.rows !== undefined && s.rows !== null ? `${s.rows} (written by the last refresh)` : "—") : String(stored.row_count)),
     el("dt", {}, "last refresh"), el("dd", {id: "d-refresh"}, fmtTime(s.last_refresh)),
+    el("dt", {}, "refreshed by"), el("dd", {id: "d-technique"}, s.refresh_technique || "—"),
     el("dt", {}, "duration"), el("dd", {id: "d-duration"}, fmtMs(s.duration_ms)),
     el("dt", {}, "defined at"), el("dd", {class: "where"}, d.location)));
   const columns = stored.schema || (d.columns.length ? d.columns.map(c => ({name: c.name, type: c.type})) : null);
@@ -219,11 +220,13 @@ async function runView(id) {
   if (r.error) out.push(el("pre", {class: "error"}, r.error));
   out.push(el("h3", {}, "flows"));
   out.push(el("table", {id: "r-flows"},
-    el("tr", {}, el("th", {}, "dataset"), el("th", {}, "state"), el("th", {}, "rows"), el("th", {}, "time")),
+    el("tr", {}, el("th", {}, "dataset"), el("th", {}, "state"), el("th", {}, "rows"), el("th", {}, "time"),
+      el("th", {}, "refresh")),
     r.flows.map(f => el("tr", {"data-flow": f.flow},
       el("td", {}, (f.dataset || f.flow).split(".").pop()), el("td", {}, stateSpan(f.state)),
       el("td", {class: "num"}, f.rows === null || f.rows === undefined ? "—" : String(f.rows)),
-      el("td", {class: "num"}, fmtMs(f.duration_ms))))));
+      el("td", {class: "num"}, fmtMs(f.duration_ms)),
+      el("td", {class: "technique"}, f.refresh || "")))));
   for (const f of r.flows.filter(f => f.error)) {
     out.push(el("div", {class: "where"}, f.flow));
     out.push(el("pre", {class: "error"}, f.error_snippet || f.error));
