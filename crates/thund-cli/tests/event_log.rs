@@ -100,8 +100,10 @@ fn the_event_log_is_a_delta_table_that_sql_and_filters_read() {
     let first = jsonl(&ok(thund(&demo, &["events", "--run", run1, "--format", "jsonl"], &[])));
     assert!(!first.is_empty() && first.iter().all(|e| e["origin"]["update_id"] == run1));
     let one = jsonl(&ok(thund(&demo, &["events", "--dataset", "Revenue_By_Region", "--format", "jsonl"], &[])));
-    // Its definition, then QUEUED, PLANNING, STARTING, RUNNING and COMPLETED.
-    assert_eq!(one.len(), 6, "events of revenue_by_region in the last run: {one:#?}");
+    // Its definition, then QUEUED, PLANNING, STARTING, RUNNING, how its refresh was planned and
+    // COMPLETED.
+    assert_eq!(one.len(), 7, "events of revenue_by_region in the last run: {one:#?}");
+    assert_eq!(one[5]["event_type"], "planning_information", "{one:#?}");
     assert!(one.iter().all(|e| e["origin"]["dataset_name"] == "spark_catalog.default.revenue_by_region"));
     let filtered = jsonl(&ok(thund(
         &demo,

@@ -1,9 +1,15 @@
 //! Storage: the layout under a pipeline's `storage` root (`storage`), Delta tables — opening
 //! them, shaping a query's rows to fit one, and the commits a flow makes (`table`) — and the
 //! Parquet writers behind those commits (`write`). Every provider of a Delta table a query reads
-//! is `filtered`: delta-rs's scan claims filters it does not apply.
+//! is `filtered`: delta-rs's scan claims filters it does not apply. Below DataFusion: a table's
+//! data files read directly, by key or by row position (`keyscan`), the deletion vectors that
+//! mark rows of them deleted (`deletion`), and what a table gained and lost between two versions
+//! (`changes`).
 
+pub(crate) mod changes;
+pub(crate) mod deletion;
 pub(crate) mod filtered;
+pub(crate) mod keyscan;
 pub(crate) mod storage;
 pub(crate) mod table;
 pub(crate) mod write;

@@ -1,19 +1,27 @@
-//! Incremental refresh of materialized views that aggregate an append-only table.
+//! Incremental refresh of materialized views that aggregate one table of the pipeline.
 //!
-//! A view like `SELECT k, count(*), sum(x) FROM st GROUP BY k` over a streaming table `st`
-//! would otherwise re-read all of `st` each time a few files arrive. Here its aggregate is kept
-//! as *state*: per group, partial results that merge (sums, counts, minima, maxima; an average
-//! as a sum and a count). A refresh aggregates only the rows `st` committed since the last one,
-//! merges them into the state, and recomputes the view from the state, which is as small as
-//! the number of groups. What the query does above the aggregate (`HAVING`, expressions over
-//! aggregates, `ORDER BY … LIMIT`) is re-evaluated on the merged state, so the result is the
-//! same as a full recompute.
+//! A view like `SELECT k, count(*), sum(x) FROM st GROUP BY k` over a table `st` would otherwise
+//! re-read all of `st` each time a few rows change. Here its aggregate is kept as *state*: per
+//! group, partial results that merge (sums, counts, minima, maxima; an average as a sum and a
+//! count), the group's row count `n`, and each sum's count of non-NULL values. A refresh
+//! aggregates only the rows `st` gained since the last one and merges them into the state; the
+//! rows it lost (deleted, or the old side of an update) are aggregated too and merged negated,
+//! and a group whose row count reaches zero is dropped. The view is then recomputed from the
+//! state, which is as small as the number of groups. What the query does above the aggregate
+//! (`HAVING`, expressions over aggregates, `ORDER BY … LIMIT`) is re-evaluated on the merged
+//! state, so the result is the same as a full recompute.
 //!
-//! A view qualifies when its query reads exactly one streaming table, through projections and
-//! filters, into one `GROUP BY` whose aggregates are `sum`, `count`, `min`, `max` or a
-//! floating-point `avg`, none `DISTINCT` or `FILTER`ed, and it has no expectations. Anything
-//! else, a full refresh, or a source that was rewritten rather than appended to (its files are
-//! no longer a superset) takes the normal path: a full recompute.
+//! What `st` gained and lost: its new files when it was only appended to (a streaming table);
+//! otherwise its net change between the version the state covers and the newest, read from its
+//! Delta log (`delta::changes`). Only counts, and sums and averages of integers and decimals,
+//! take rows back out exactly; a minimum, a maximum or a floating-point sum with lost rows, a
+//! change that costs as much to read as `st` whole, a recreated `st`, a full refresh: each
+//! rebuilds the state from all rows, and says why.
+//!
+//! A view qualifies when its query reads exactly one table of the pipeline, through projections
+//! and filters, into one `GROUP BY` (or a global aggregate) whose aggregates are `sum`, `count`,
+//! `min`, `max` or a floating-point `avg`, none `DISTINCT` or `FILTER`ed, and it has no
+//! expectations; anything else is recomputed (`planning` says why).
 //!
 //! The state is a Delta table at `<storage>/state/<catalog>/<database>/<view>/`, and
 //! `<view>.json` beside it records which source version it covers and which versions of the
@@ -23,8 +31,9 @@
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
+use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::datasource::provider_as_source;
+use datafusion::datasource::{provider_as_source, MemTable};
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
@@ -45,7 +54,7 @@ use crate::streaming::checkpoint::SourceOffset;
 use crate::streaming::sources::{table_id, table_increment};
 
 /// Version of the `<view>.json` record's format.
-const STATE_FORMAT_VERSION: u32 = 1;
+const STATE_FORMAT_VERSION: u32 = 2;
 
 /// What the state of a view covers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,18 +127,17 @@ pub(crate) async fn eligibility(
             );
         }
     };
-    // The source must be a streaming table (appended to) that has been written.
+    // The source must be a table of the pipeline (a Delta table whose commits say what it gained
+    // and lost) that has been written.
     match p.dataset(source).map(|s| s.kind) {
-        Some(DatasetKind::StreamingTable) => {}
+        Some(DatasetKind::StreamingTable | DatasetKind::MaterializedView) => {}
         Some(kind) => {
             return not(
-                IssueType::InputNotAppendOnly,
-                format!("`{source}` is a {kind}, rewritten rather than appended to"),
+                IssueType::InputNotInDelta,
+                format!("`{source}` is a {kind}, not a table whose commits say what changed"),
             )
         }
-        None => {
-            return not(IssueType::InputNotAppendOnly, format!("`{source}` is not a streaming table of this pipeline"))
-        }
+        None => return not(IssueType::InputNotInDelta, format!("`{source}` is not a table of this pipeline")),
     }
     if !storage.is_table(&storage.table_key(source)).await? {
         return not(IssueType::ChangeSetMissing, format!("`{source}` has not been written yet"));
@@ -294,15 +302,15 @@ impl IncrementalView {
                 && r.state_version == state_version
                 && r.view_version == view_version
         });
-        let all_rows = || table_increment(ctx, storage, &self.source, None, None);
-        let (new_rows, rebuilt) = match &usable {
-            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
-                Ok(new) => (new, None),
-                // Rewritten (not appended to) since: start over from all its rows.
-                Err(_) => {
-                    let why = format!("`{}` was rewritten since the last refresh", self.source);
-                    (all_rows().await?, Some(Issue::new(IssueType::ChangeSetMissing, why)))
-                }
+        let all_rows = || async {
+            let all = table_increment(ctx, storage, &self.source, None, None).await?;
+            let offset = self.offset_of(storage, all.offset).await;
+            Ok::<_, NativeError>(Input { inserted: all.provider, deleted: None, offset })
+        };
+        let (input, rebuilt) = match &usable {
+            Some(r) => match self.input_since(ctx, storage, r, agg, &partials).await? {
+                Ok(input) => (input, None),
+                Err(why) => (all_rows().await?, Some(why)),
             },
             None if rebuild => (
                 all_rows().await?,
@@ -314,47 +322,31 @@ impl IncrementalView {
             }
         };
         let previous = rebuilt.is_none();
-        let offset = match &new_rows.offset {
-            Some(o) => o.clone(),
-            None => {
-                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
-            }
-        };
 
-        // 1. The new rows' partial aggregate, with state columns k0.., s0.. (an average: two).
-        let input = replace_scan(agg.input.as_ref().clone(), &self.source, new_rows.provider)?;
-        let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
-        let mut keys = Vec::new();
-        for (i, g) in agg.group_expr.iter().enumerate() {
-            keys.push(unalias(g).clone().alias(format!("k{i}")));
+        // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
+        //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
+        let gained = self.partial(ctx, agg, &partials, input.inserted, false)?;
+        let mut parts = vec![gained];
+        if let Some(lost) = input.deleted {
+            parts.push(self.partial(ctx, agg, &partials, lost, true)?);
         }
-        let mut states = Vec::new();
-        for (i, (e, kind)) in agg.aggr_expr.iter().zip(&partials).enumerate() {
-            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
-                return Err(NativeError::Execution(format!("internal error: `{e}` is not an aggregate")));
-            };
-            let arg = params.args[0].clone();
-            match kind {
-                Partial::Avg => {
-                    states.push(sum.call(vec![cast(arg.clone(), DataType::Float64)]).alias(format!("s{i}")));
-                    states.push(count.call(vec![arg]).alias(format!("c{i}")));
-                }
-                _ => states.push(func.call(vec![arg]).alias(format!("s{i}"))),
-            }
-        }
-        let partial = LogicalPlanBuilder::from(input).aggregate(keys, states)?.build()?;
-        let partial = storable(partial)?;
 
-        // 2. Merged with the previous state, unless there is none.
-        let merged = if previous {
-            let old = open_at(ctx, &state_url).await?;
-            let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?.build()?;
-            let union = LogicalPlanBuilder::from(partial).union(old)?.build()?;
+        // 2. Merged with the previous state, unless there is none: a group whose rows are all
+        //    gone is dropped (a global aggregate keeps its one row).
+        let merged = if previous || parts.len() > 1 {
+            if previous {
+                let old = open_at(ctx, &state_url).await?;
+                parts.push(LogicalPlanBuilder::scan("state", provider_as_source(old), None)?.build()?);
+            }
+            let mut union = LogicalPlanBuilder::from(parts.remove(0));
+            for part in parts {
+                union = union.union(part)?;
+            }
             let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
-            let mut merges = Vec::new();
+            let (sum, min, max) = (udaf(ctx, "sum")?, udaf(ctx, "min")?, udaf(ctx, "max")?);
+            let mut merges = vec![sum.call(vec![col("n")]).alias("n")];
             for (i, kind) in partials.iter().enumerate() {
                 let s = col(format!("s{i}"));
-                let (min, max) = (udaf(ctx, "min")?, udaf(ctx, "max")?);
                 merges.push(
                     match kind {
                         Partial::Sum | Partial::Count | Partial::Avg => sum.call(vec![s]),
@@ -363,14 +355,19 @@ impl IncrementalView {
                     }
                     .alias(format!("s{i}")),
                 );
-                if *kind == Partial::Avg {
+                if matches!(kind, Partial::Avg | Partial::Sum) {
                     merges.push(sum.call(vec![col(format!("c{i}"))]).alias(format!("c{i}")));
                 }
             }
-            storable(LogicalPlanBuilder::from(union).aggregate(keys, merges)?.build()?)?
+            let mut merged = union.aggregate(keys, merges)?;
+            if !agg.group_expr.is_empty() {
+                merged = merged.filter(col("n").gt(lit(0i64)))?;
+            }
+            storable(merged.build()?)?
         } else {
-            partial
+            parts.remove(0)
         };
+        let offset = input.offset;
         let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
         let state_version = state.version().map_or(-1, |v| v as i64);
         crate::failpoint::hit("incremental-after-state", &d.name)?;
@@ -396,6 +393,11 @@ impl IncrementalView {
                         case(c.clone())
                             .when(lit(0i64), lit(datafusion::scalar::ScalarValue::Float64(None)))
                             .otherwise(s / cast(c, DataType::Float64))?
+                    }
+                    // A sum of no non-NULL values is NULL, however the rows came and went.
+                    Partial::Sum => {
+                        let null = cast(lit(datafusion::scalar::ScalarValue::Null), field.data_type().clone());
+                        case(col(format!("c{j}"))).when(lit(0i64), null).otherwise(s)?
                     }
                     _ => s,
                 }
@@ -426,6 +428,165 @@ impl IncrementalView {
         storage.write_json(&storage.state_record_key(&d.name), &record).await?;
         Ok((rows, rebuilt))
     }
+}
+
+/// What a refresh aggregates: the rows the source gained and, unless it was only appended to,
+/// those it lost, and the source's offset after them.
+struct Input {
+    inserted: Arc<dyn TableProvider>,
+    deleted: Option<Arc<dyn TableProvider>>,
+    offset: SourceOffset,
+}
+
+impl IncrementalView {
+    /// `offset`, or the source's unborn offset.
+    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
+        match offset {
+            Some(o) => o,
+            None => {
+                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
+            }
+        }
+    }
+
+    /// What the source gained and lost since the state `r` recorded: its new files when it was
+    /// only appended to (cheapest), else its net change between the two versions
+    /// (`delta::changes`). `Err` says why the state must be rebuilt from all rows instead.
+    async fn input_since(
+        &self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        r: &Record,
+        agg: &Aggregate,
+        partials: &[Partial],
+    ) -> Result<std::result::Result<Input, Issue>> {
+        let src = &self.source;
+        if let Ok(new) = table_increment(ctx, storage, src, Some(&r.source), None).await {
+            let offset = self.offset_of(storage, new.offset).await;
+            return Ok(Ok(Input { inserted: new.provider, deleted: None, offset }));
+        }
+        let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+        let SourceOffset::Table { version, table_id: recorded } = &r.source else {
+            return missing(format!("no version of `{src}` was recorded"));
+        };
+        let key = storage.table_key(src);
+        let id = table_id(storage, &key).await;
+        if *version < 0 || &id != recorded {
+            return missing(format!("`{src}` was recreated since the last refresh"));
+        }
+        let Some(latest) = storage.latest_table(src).await? else {
+            return missing(format!("`{src}` is gone"));
+        };
+        let earlier = match deltalake::open_table_with_version(storage.table_url(src), *version as u64).await {
+            Ok(t) => t,
+            Err(e) => return missing(format!("version {version} of `{src}` cannot be read: {e}")),
+        };
+        let changes = match crate::delta::changes::between(&earlier, &latest).await {
+            Ok(c) => c,
+            Err(e) => return missing(format!("the change of `{src}` since version {version} cannot be read: {e}")),
+        };
+        // Reading the change must cost less than reading the source whole.
+        let whole = crate::delta::changes::live_rows(&latest)?;
+        if changes.rows_read >= whole.max(1) {
+            let why = format!(
+                "reading what `{src}` gained and lost ({} rows) costs as much as reading it whole ({whole} rows)",
+                changes.rows_read
+            );
+            return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
+        }
+        if changes.deleted_rows() > 0 {
+            if let Err(why) = retractable(agg, partials) {
+                return Ok(Err(why));
+            }
+        }
+        let schema = Arc::clone(&changes.schema);
+        let table = |batches: Vec<arrow::array::RecordBatch>| -> Result<Arc<dyn TableProvider>> {
+            Ok(Arc::new(MemTable::try_new(Arc::clone(&schema), vec![batches])?))
+        };
+        let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
+        let deleted = (changes.deleted_rows() > 0).then(|| table(changes.deleted)).transpose()?;
+        Ok(Ok(Input { inserted: table(changes.inserted)?, deleted, offset }))
+    }
+
+    /// The aggregate's partial state over `rows` (read where the plan reads the source): keys
+    /// `k0..`, the group's row count `n`, `s0..` per aggregate and `c0..` (non-NULL values) per
+    /// sum and average; all negated when `lost` (rows the source lost, taken back out).
+    fn partial(
+        &self,
+        ctx: &SessionContext,
+        agg: &Aggregate,
+        partials: &[Partial],
+        rows: Arc<dyn TableProvider>,
+        lost: bool,
+    ) -> Result<LogicalPlan> {
+        let input = replace_scan(agg.input.as_ref().clone(), &self.source, rows)?;
+        let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
+        let keys: Vec<Expr> =
+            agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
+        let mut states = vec![count.call(vec![lit(1i64)]).alias("n")];
+        for (i, (e, kind)) in agg.aggr_expr.iter().zip(partials).enumerate() {
+            let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
+                return Err(NativeError::Execution(format!("internal error: `{e}` is not an aggregate")));
+            };
+            let arg = params.args[0].clone();
+            match kind {
+                Partial::Avg => {
+                    states.push(sum.call(vec![cast(arg.clone(), DataType::Float64)]).alias(format!("s{i}")));
+                    states.push(count.call(vec![arg]).alias(format!("c{i}")));
+                }
+                Partial::Sum => {
+                    states.push(func.call(vec![arg.clone()]).alias(format!("s{i}")));
+                    states.push(count.call(vec![arg]).alias(format!("c{i}")));
+                }
+                _ => states.push(func.call(vec![arg]).alias(format!("s{i}"))),
+            }
+        }
+        let partial = LogicalPlanBuilder::from(input).aggregate(keys, states)?.build()?;
+        let partial = match lost {
+            false => partial,
+            true => {
+                let keys = agg.group_expr.len();
+                let negated: Vec<Expr> = partial
+                    .schema()
+                    .fields()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| match i < keys {
+                        true => col(f.name()),
+                        false => Expr::Negative(Box::new(col(f.name()))).alias(f.name()),
+                    })
+                    .collect();
+                LogicalPlanBuilder::from(partial).project(negated)?.build()?
+            }
+        };
+        storable(partial)
+    }
+}
+
+/// Whether the aggregates can take rows back out and still equal a full recompute: counts, and
+/// sums and averages of integers and decimals, can; a minimum or maximum cannot (what replaces
+/// it is not in the state), nor can a floating-point sum (its rounding depends on the order).
+fn retractable(agg: &Aggregate, partials: &[Partial]) -> std::result::Result<(), Issue> {
+    for (e, kind) in agg.aggr_expr.iter().zip(partials) {
+        let exact = |e: &Expr| match unalias(e) {
+            Expr::AggregateFunction(AggregateFunction { params, .. }) => params.args[0]
+                .get_type(agg.input.schema())
+                .is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))),
+            _ => false,
+        };
+        let retracts = match kind {
+            Partial::Count => true,
+            Partial::Sum | Partial::Avg => exact(e),
+            Partial::Min | Partial::Max => false,
+        };
+        if !retracts {
+            return Err(Issue::new(
+                IssueType::AggregateNotRetractable,
+                format!("`{}` cannot take back the rows its input lost", unalias(e)),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The plan with its scan of `source` reading `provider` instead (same name, same projection).

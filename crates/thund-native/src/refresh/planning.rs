@@ -17,8 +17,8 @@ use knut_thund::ir::RefreshPolicy;
 pub(crate) enum Technique {
     /// Nothing the view reads changed: its table stays.
     NoOp,
-    /// The rows appended to its one input since the last refresh are aggregated and merged into
-    /// per-group state (see `incremental`).
+    /// The rows its one input gained since the last refresh are aggregated and merged into
+    /// per-group state, and those it lost taken back out (see `incremental`).
     GroupAggregate,
     /// The query runs over all its input and replaces the table.
     CompleteRecompute,
@@ -57,16 +57,18 @@ pub(crate) enum IssueType {
     /// A non-deterministic expression (`rand()`, `current_timestamp()`): the view's rows cannot
     /// be known to be unchanged.
     ExpressionNotDeterministic,
-    /// An input is files, not a Delta table whose commits say what changed.
+    /// An input is files or a view, not a Delta table whose commits say what changed.
     InputNotInDelta,
-    /// An input is rewritten rather than appended to (a materialized view, a table AUTO CDC or a
-    /// full refresh rewrites).
-    InputNotAppendOnly,
     /// The view has expectations, which a merge of partial results would not check.
     ExpectationsNotSupported,
     /// No state from an earlier refresh fits (the first refresh, a changed definition, an input
-    /// rewritten since): this refresh builds it from all rows.
+    /// whose change cannot be read): this refresh builds it from all rows.
     ChangeSetMissing,
+    /// Reading what an input gained and lost costs as much as reading it whole.
+    ChangeSetTooLarge,
+    /// An input lost rows, and an aggregate cannot take them back out exactly (a minimum, a
+    /// floating-point sum).
+    AggregateNotRetractable,
     /// `thund run --full-refresh` asked for a recompute.
     FullRefreshRequested,
     /// The view's `REFRESH POLICY FULL`.
@@ -82,9 +84,10 @@ impl IssueType {
             IssueType::AggregateNotTopNode => "AGGREGATE_NOT_TOP_NODE",
             IssueType::ExpressionNotDeterministic => "EXPRESSION_NOT_DETERMINISTIC",
             IssueType::InputNotInDelta => "INPUT_NOT_IN_DELTA",
-            IssueType::InputNotAppendOnly => "INPUT_NOT_APPEND_ONLY",
             IssueType::ExpectationsNotSupported => "EXPECTATIONS_NOT_SUPPORTED",
             IssueType::ChangeSetMissing => "CHANGE_SET_MISSING",
+            IssueType::ChangeSetTooLarge => "CHANGE_SET_TOO_LARGE",
+            IssueType::AggregateNotRetractable => "AGGREGATE_NOT_RETRACTABLE",
             IssueType::FullRefreshRequested => "FULL_REFRESH_REQUESTED",
             IssueType::RefreshPolicyFull => "REFRESH_POLICY_FULL",
         }
@@ -93,7 +96,13 @@ impl IssueType {
     /// Whether the issue is the view's own (its query, inputs or policy), which no later refresh
     /// gets past, rather than this refresh's.
     pub(crate) fn is_static(self) -> bool {
-        !matches!(self, IssueType::ChangeSetMissing | IssueType::FullRefreshRequested)
+        !matches!(
+            self,
+            IssueType::ChangeSetMissing
+                | IssueType::ChangeSetTooLarge
+                | IssueType::AggregateNotRetractable
+                | IssueType::FullRefreshRequested
+        )
     }
 }
 

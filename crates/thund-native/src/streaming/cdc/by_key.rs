@@ -20,7 +20,7 @@ use crate::error::{NativeError, Result};
 /// deleted.
 pub(super) struct Planned {
     pub rows: RecordBatch,
-    pub marked: Vec<super::deletion::Marked>,
+    pub marked: Vec<crate::delta::deletion::Marked>,
 }
 
 /// Plans a batch into a target with deletion vectors, reading by key (`keyscan`) only what the
@@ -43,7 +43,7 @@ pub(super) async fn incremental(
     watermark: Option<&ArrayRef>,
     steps: &mut Steps,
 ) -> Result<Planned> {
-    use super::keyscan::{read_rows, scan, Also, Wanted};
+    use crate::delta::keyscan::{read_rows, scan, Also, Wanted};
     use arrow::row::OwnedRow;
 
     if new.num_rows() == 0 {
@@ -193,7 +193,7 @@ pub(super) async fn incremental(
         }
         if !marks.is_empty() {
             let deleted = &s.deleted | &marks;
-            marked.push(super::deletion::Marked { file: s.file, deleted, records: s.rows });
+            marked.push(crate::delta::deletion::Marked { file: s.file, deleted, records: s.rows });
         }
     }
     // The files' rows are read at once, each in its own task.
@@ -218,7 +218,11 @@ pub(super) struct Changes {
 }
 
 impl Changes {
-    pub(super) fn of(s: &super::keyscan::Scanned, sequences: &RowConverter, seq_type: &DataType) -> Result<Changes> {
+    pub(super) fn of(
+        s: &crate::delta::keyscan::Scanned,
+        sequences: &RowConverter,
+        seq_type: &DataType,
+    ) -> Result<Changes> {
         Ok(Changes {
             seq: sequences.convert_columns(&[arrow::compute::cast(&s.extra[0], seq_type)?])?,
             ops: arrow::compute::cast(&s.extra[1], &DataType::Utf8)?.as_string::<i32>().clone(),

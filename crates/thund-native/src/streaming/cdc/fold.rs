@@ -24,12 +24,12 @@ const FOLD_AT: usize = 8;
 /// `pipelines.autoOptimize.managed = false` turns this off.
 pub(super) async fn to_fold(
     table: &DeltaTable,
-    mut marked: Vec<super::deletion::Marked>,
-) -> Result<(Vec<super::deletion::Marked>, HashSet<String>)> {
+    mut marked: Vec<crate::delta::deletion::Marked>,
+) -> Result<(Vec<crate::delta::deletion::Marked>, HashSet<String>)> {
     use deltalake::table::config::TablePropertiesExt;
     let large = table.snapshot()?.table_config().target_file_size().get() / 2;
-    let mut buckets: std::collections::BTreeMap<u32, Vec<super::keyscan::Listed>> = Default::default();
-    for file in super::keyscan::files(table)? {
+    let mut buckets: std::collections::BTreeMap<u32, Vec<crate::delta::keyscan::Listed>> = Default::default();
+    for file in crate::delta::keyscan::files(table)? {
         // A file without a row count in the log would have to be opened to be folded.
         if file.size() < large && file.records().is_some() {
             let bucket = (file.size() / (64 * 1024)).checked_ilog(4).map_or(0, |b| b + 1);
@@ -47,7 +47,7 @@ pub(super) async fn to_fold(
         async move {
             let deleted = file.deleted(store.as_ref()).await?;
             let records = file.records().unwrap_or(0);
-            Ok::<_, NativeError>(super::deletion::Marked { file, deleted, records })
+            Ok::<_, NativeError>(crate::delta::deletion::Marked { file, deleted, records })
         }
     });
     marked.extend(futures::future::try_join_all(untouched).await?);

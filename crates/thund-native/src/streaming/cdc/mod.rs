@@ -46,15 +46,14 @@
 //! The rooms: `shape` (what the clauses mean for the feed's schema), `changes` (the feed's new
 //! rows evaluated), `replay` (applying a key's changes), `history` (the changes applied),
 //! `by_key` (planning from the touched keys' rows), `rewrite` (a target without deletion
-//! vectors), `deletion` (deletion vectors), `keyscan` (reading rows by key), `fold` (small
-//! files), `tombstones` (SCD 1's deleted keys), `sequence` (the highest sequence applied).
+//! vectors), `fold` (small files), `tombstones` (SCD 1's deleted keys), `sequence` (the highest
+//! sequence applied); the Delta machinery they stand on is `delta::deletion` (deletion vectors)
+//! and `delta::keyscan` (reading rows by key).
 
 mod by_key;
 mod changes;
-mod deletion;
 mod fold;
 mod history;
-mod keyscan;
 mod replay;
 mod rewrite;
 mod sequence;
@@ -74,6 +73,7 @@ use knut_thund::ir::{AutoCdc as Spec, QualifiedName, ScdType};
 
 use super::checkpoint::{Checkpoint, KindState};
 use super::kind::{Batch, BatchKind};
+use crate::delta::deletion;
 use crate::error::{NativeError, Result};
 use shape::{Shape, SEQ};
 use tombstones::{now_ms, Retention};

@@ -16,8 +16,8 @@ use deltalake::DeltaTable;
 use roaring::RoaringTreemap;
 
 use super::by_key::Changes;
-use super::deletion::vectors_for;
 use super::shape::{AT, BATCH, DELETE, OP, SEQ, TRUNCATE};
+use crate::delta::deletion::vectors_for;
 use crate::error::{NativeError, Result};
 
 /// DLT's table properties for how long an SCD 1 flow keeps a deleted key's tombstone (the
@@ -70,8 +70,8 @@ pub(super) async fn collect_tombstones(
     key_names: &[String],
     cutoff: i64,
 ) -> Result<usize> {
-    use super::keyscan::{scan, Wanted};
-    if !super::deletion::enabled(history)? {
+    use crate::delta::keyscan::{scan, Wanted};
+    if !crate::delta::deletion::enabled(history)? {
         return Ok(0);
     }
     history.update_datafusion_session(&ctx.state())?;
@@ -121,7 +121,7 @@ pub(super) async fn collect_tombstones(
     if gone.is_empty() {
         return Ok(0);
     }
-    let marked: Vec<super::deletion::Marked> = scanned
+    let marked: Vec<crate::delta::deletion::Marked> = scanned
         .into_iter()
         .filter_map(|s| {
             let rows: RoaringTreemap = s
@@ -131,7 +131,7 @@ pub(super) async fn collect_tombstones(
                 .filter(|(_, k)| k.is_some_and(|k| gone.contains(&k)))
                 .map(|(p, _)| *p)
                 .collect();
-            (!rows.is_empty()).then(|| super::deletion::Marked {
+            (!rows.is_empty()).then(|| crate::delta::deletion::Marked {
                 deleted: &s.deleted | &rows,
                 records: s.rows,
                 file: s.file,

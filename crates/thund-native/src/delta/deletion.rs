@@ -59,7 +59,7 @@ pub(crate) struct Marked {
 
 impl Marked {
     /// Whether the file is better rewritten than marked: at least half of its rows are dead.
-    pub(super) fn mostly_deleted(&self) -> bool {
+    pub(crate) fn mostly_deleted(&self) -> bool {
         self.deleted.len() * 2 >= self.records
     }
 }
@@ -147,7 +147,7 @@ fn encode(id: &uuid::Uuid, marked: &[Marked]) -> Result<(Vec<u8>, Vec<Described>
 /// What marking `marked` takes: the live rows of the files better dropped than marked (as
 /// `schema`; they are written again), those files, and the others with their new vectors
 /// (written here). What a [`crate::delta::write::Commit::Replace`] takes.
-pub(super) async fn vectors_for(
+pub(crate) async fn vectors_for(
     table: &DeltaTable,
     marked: Vec<Marked>,
     fold: &HashSet<String>,
@@ -174,7 +174,7 @@ mod tests {
 
     fn marked(path: &str, rows: &[u64]) -> Marked {
         Marked {
-            file: crate::streaming::cdc::keyscan::Listed::named(path),
+            file: crate::delta::keyscan::Listed::named(path),
             deleted: rows.iter().copied().collect(),
             records: 10_000_000_000,
         }

@@ -1,5 +1,5 @@
 //! Reading a Delta table's data files directly: the live rows holding given keys, and then the
-//! columns of chosen rows.
+//! columns of chosen rows (AUTO CDC's batches; a table's changes between versions).
 //!
 //! An AUTO CDC batch touches a few keys spread over every file of its target and of its
 //! history. Scanning such a table through DataFusion and joining it with the keys decodes every
@@ -65,17 +65,22 @@ pub(crate) struct Listed {
 
 impl Listed {
     /// Its size in bytes.
-    pub(super) fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.size
     }
 
     /// Its physical row count, if the log records it.
-    pub(super) fn records(&self) -> Option<u64> {
+    pub(crate) fn records(&self) -> Option<u64> {
         self.records.map(|r| r as u64)
     }
 
+    /// Its deletion vector, if it has one.
+    pub(crate) fn vector(&self) -> Option<&DeletionVectorDescriptor> {
+        self.vector.as_ref()
+    }
+
     /// The positions its deletion vector deletes.
-    pub(super) async fn deleted(&self, store: &dyn ObjectStore) -> Result<RoaringTreemap> {
+    pub(crate) async fn deleted(&self, store: &dyn ObjectStore) -> Result<RoaringTreemap> {
         match &self.vector {
             Some(v) => super::deletion::read(store, v).await,
             None => Ok(RoaringTreemap::new()),
@@ -203,7 +208,8 @@ pub(crate) struct Opened {
 }
 
 impl Opened {
-    async fn of(store: Arc<dyn ObjectStore>, file: &Listed) -> Result<Opened> {
+    /// The file's footer and page index, read once.
+    pub(crate) async fn of(store: Arc<dyn ObjectStore>, file: &Listed) -> Result<Opened> {
         let mut reader = FileReader { store, path: file.location.clone(), size: file.size };
         // The page index lets a part of a file skip the pages before and after it.
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
@@ -211,7 +217,8 @@ impl Opened {
         Ok(Opened { reader, metadata })
     }
 
-    fn rows(&self) -> u64 {
+    /// Its physical row count.
+    pub(crate) fn rows(&self) -> u64 {
         self.metadata.metadata().file_metadata().num_rows().max(0) as u64
     }
 
