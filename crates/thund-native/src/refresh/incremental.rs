@@ -44,7 +44,7 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
-use super::planning::{Issue, IssueType};
+use super::planning::{Issue, IssueType, Technique};
 use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
@@ -90,12 +90,14 @@ pub(crate) struct IncrementalView {
 
 /// Whether a view refreshes incrementally, as [`eligibility`] found.
 pub(crate) enum Eligibility {
-    /// The view refreshes incrementally.
+    /// The view refreshes as a group aggregate.
     Incremental(IncrementalView),
-    /// It does not, for these reasons, and its query was planned on the way: use this plan, not
-    /// a second one.
-    Planned(LogicalPlan, Vec<Issue>),
-    /// It does not, for these reasons, and nothing was planned.
+    /// The view refreshes by appending (`append`).
+    Append(super::append::AppendView),
+    /// It does not, for these reasons (each technique's), and its query was planned on the way:
+    /// use this plan, not a second one.
+    Planned(LogicalPlan, Vec<(Technique, Issue)>),
+    /// It does not, for these reasons (every technique's), and nothing was planned.
     NotPlanned(Vec<Issue>),
 }
 
@@ -143,9 +145,6 @@ pub(crate) async fn eligibility(
         return not(IssueType::ChangeSetMissing, format!("`{source}` has not been written yet"));
     }
     let plan = plan_query(ctx, q, &p.root).await?;
-    if let Err(issue) = aggregate_of(&plan, source) {
-        return Ok(Eligibility::Planned(plan, vec![issue]));
-    }
     let definition = serde_json::json!({
         "engine": env!("CARGO_PKG_VERSION"),
         "sql": q.sql,
@@ -153,7 +152,14 @@ pub(crate) async fn eligibility(
         "source": source.to_string(),
     })
     .to_string();
-    Ok(Eligibility::Incremental(IncrementalView { source: source.clone(), plan, definition }))
+    let source = source.clone();
+    Ok(match (aggregate_of(&plan, &source), super::append::append_of(&plan, &source)) {
+        (Ok(_), _) => Eligibility::Incremental(IncrementalView { source, plan, definition }),
+        (Err(_), Ok(())) => Eligibility::Append(super::append::AppendView { source, plan, definition }),
+        (Err(aggregate), Err(append)) => {
+            Eligibility::Planned(plan, vec![(Technique::GroupAggregate, aggregate), (Technique::AppendOnly, append)])
+        }
+    })
 }
 
 /// The plan's one aggregate, if everything under it is projections and filters over a scan of
@@ -265,7 +271,7 @@ fn unalias(e: &Expr) -> &Expr {
     }
 }
 
-fn has_subquery(e: &Expr) -> bool {
+pub(super) fn has_subquery(e: &Expr) -> bool {
     e.exists(|e| Ok(matches!(e, Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)))).unwrap_or(true)
 }
 
@@ -590,7 +596,7 @@ fn retractable(agg: &Aggregate, partials: &[Partial]) -> std::result::Result<(),
 }
 
 /// The plan with its scan of `source` reading `provider` instead (same name, same projection).
-fn replace_scan(
+pub(super) fn replace_scan(
     plan: LogicalPlan,
     source: &QualifiedName,
     provider: Arc<dyn datafusion::catalog::TableProvider>,

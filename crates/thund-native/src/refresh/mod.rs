@@ -1,10 +1,12 @@
 //! Materialized-view refresh, one technique per refresh (`planning`): a view whose inputs did
-//! not change is IDLE (`freshness`); one that aggregates an append-only table merges only the
-//! new rows (`incremental`); any other is recomputed and replaces its table in one Delta commit
-//! (`table::write_overwrite`). What was considered and chosen is written to the event log
+//! not change is IDLE (`freshness`); one that aggregates a table merges in what the table gained
+//! and takes back what it lost (`incremental`); one that projects and filters a table only
+//! appended to appends the query's rows over the new ones (`append`); any other is recomputed
+//! and replaces its table in one Delta commit (`table::write_overwrite`). What was considered and chosen is written to the event log
 //! (`planning_information`) and shown in the run summary. A dry run plans the query and
 //! registers an empty table of its schema for the views downstream.
 
+pub(crate) mod append;
 pub(crate) mod freshness;
 pub(crate) mod incremental;
 pub(crate) mod planning;
@@ -90,11 +92,33 @@ async fn refresh_planned(
                 }
                 return Ok(FlowEffect::Rows(rows));
             }
+            Eligibility::Append(view) => {
+                job.starting();
+                job.running();
+                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                match rebuilt {
+                    Some(why) => {
+                        planning.consider(Technique::AppendOnly, false, vec![why]);
+                        planning.choose(Technique::CompleteRecompute);
+                    }
+                    None => planning.choose(Technique::AppendOnly),
+                }
+                crate::failpoint::hit("refresh-after-commit", &d.name)?;
+                if let Some(fp) = fingerprint {
+                    freshness::record(storage, d, fp).await?;
+                }
+                return Ok(FlowEffect::Rows(rows));
+            }
             Eligibility::Planned(plan, issues) => {
-                planning.consider(Technique::GroupAggregate, false, issues);
+                for (technique, issue) in issues {
+                    planning.consider(technique, false, vec![issue]);
+                }
                 planned = Some(plan);
             }
-            Eligibility::NotPlanned(issues) => planning.consider(Technique::GroupAggregate, false, issues),
+            Eligibility::NotPlanned(issues) => {
+                planning.consider(Technique::GroupAggregate, false, issues.clone());
+                planning.consider(Technique::AppendOnly, false, issues);
+            }
         }
         let blocking = planning.static_issues();
         if policy == RefreshPolicy::IncrementalStrict && !blocking.is_empty() {

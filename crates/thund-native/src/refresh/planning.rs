@@ -1,7 +1,8 @@
 //! Which way each refresh of a materialized view goes, and why.
 //!
 //! A refresh considers its techniques in order — no-op (nothing it reads changed), group
-//! aggregate (merge only the rows appended since into kept per-group state), complete recompute —
+//! aggregate (merge what its input gained and lost into kept per-group state) or append-only
+//! (append the query's rows over what its input gained), complete recompute —
 //! and takes the first that applies and that the view's `REFRESH POLICY` allows: `FULL` always
 //! recomputes, `INCREMENTAL STRICT` fails rather than recompute a view that cannot refresh
 //! incrementally, `AUTO` and `INCREMENTAL` take the incremental technique whenever it applies
@@ -20,6 +21,8 @@ pub(crate) enum Technique {
     /// The rows its one input gained since the last refresh are aggregated and merged into
     /// per-group state, and those it lost taken back out (see `incremental`).
     GroupAggregate,
+    /// The query's rows over what its one input gained are appended (see `append`).
+    AppendOnly,
     /// The query runs over all its input and replaces the table.
     CompleteRecompute,
 }
@@ -30,8 +33,14 @@ impl Technique {
         match self {
             Technique::NoOp => "MAINTENANCE_TYPE_NO_OP",
             Technique::GroupAggregate => "MAINTENANCE_TYPE_GROUP_AGGREGATE",
+            Technique::AppendOnly => "MAINTENANCE_TYPE_APPEND_ONLY",
             Technique::CompleteRecompute => "MAINTENANCE_TYPE_COMPLETE_RECOMPUTE",
         }
+    }
+
+    /// Whether it refreshes from what changed (not no-op, not a recompute).
+    pub(crate) fn is_incremental(self) -> bool {
+        matches!(self, Technique::GroupAggregate | Technique::AppendOnly)
     }
 
     /// As the run summary shows it.
@@ -39,6 +48,7 @@ impl Technique {
         match self {
             Technique::NoOp => "no-op",
             Technique::GroupAggregate => "group aggregate",
+            Technique::AppendOnly => "append-only",
             Technique::CompleteRecompute => "complete recompute",
         }
     }
@@ -59,6 +69,8 @@ pub(crate) enum IssueType {
     ExpressionNotDeterministic,
     /// An input is files or a view, not a Delta table whose commits say what changed.
     InputNotInDelta,
+    /// An input lost or rewrote rows, which appending cannot take back.
+    InputNotAppendOnly,
     /// The view has expectations, which a merge of partial results would not check.
     ExpectationsNotSupported,
     /// No state from an earlier refresh fits (the first refresh, a changed definition, an input
@@ -84,6 +96,7 @@ impl IssueType {
             IssueType::AggregateNotTopNode => "AGGREGATE_NOT_TOP_NODE",
             IssueType::ExpressionNotDeterministic => "EXPRESSION_NOT_DETERMINISTIC",
             IssueType::InputNotInDelta => "INPUT_NOT_IN_DELTA",
+            IssueType::InputNotAppendOnly => "INPUT_NOT_APPEND_ONLY",
             IssueType::ExpectationsNotSupported => "EXPECTATIONS_NOT_SUPPORTED",
             IssueType::ChangeSetMissing => "CHANGE_SET_MISSING",
             IssueType::ChangeSetTooLarge => "CHANGE_SET_TOO_LARGE",
@@ -99,6 +112,7 @@ impl IssueType {
         !matches!(
             self,
             IssueType::ChangeSetMissing
+                | IssueType::InputNotAppendOnly
                 | IssueType::ChangeSetTooLarge
                 | IssueType::AggregateNotRetractable
                 | IssueType::FullRefreshRequested
@@ -150,13 +164,17 @@ impl Planning {
         self.chosen
     }
 
-    /// The issues that rule out an incremental refresh of this view on any refresh.
+    /// The issues that rule out every incremental technique for this view on any refresh: none
+    /// if one of them could apply on a later refresh.
     pub(crate) fn static_issues(&self) -> Vec<&Issue> {
-        self.considered
-            .iter()
-            .filter(|(t, _, _)| *t == Technique::GroupAggregate)
-            .flat_map(|(_, _, issues)| issues.iter().filter(|i| i.kind.is_static()))
-            .collect()
+        let incremental: Vec<&Vec<Issue>> =
+            self.considered.iter().filter(|(t, _, _)| t.is_incremental()).map(|(_, _, issues)| issues).collect();
+        if incremental.iter().any(|issues| !issues.iter().any(|i| i.kind.is_static())) {
+            return Vec::new();
+        }
+        let mut all: Vec<&Issue> = incremental.into_iter().flatten().filter(|i| i.kind.is_static()).collect();
+        all.dedup();
+        all
     }
 
     /// DLT's `planning_information`.
@@ -186,19 +204,26 @@ impl Planning {
     /// One line for a person: the technique and, for a recompute, why.
     pub(crate) fn summary(&self) -> String {
         let Some(chosen) = self.chosen else {
-            let why: Vec<String> = self
-                .considered
-                .iter()
-                .flat_map(|(_, _, issues)| issues.iter().map(|i| format!("{}: {}", i.kind.as_str(), i.detail)))
-                .collect();
+            let mut why: Vec<String> = Vec::new();
+            for (_, _, issues) in &self.considered {
+                for i in issues {
+                    let line = format!("{}: {}", i.kind.as_str(), i.detail);
+                    if !why.contains(&line) {
+                        why.push(line);
+                    }
+                }
+            }
             return format!("cannot refresh incrementally ({})", why.join("; "));
         };
-        let why: Vec<String> = self
-            .considered
-            .iter()
-            .filter(|(t, _, _)| *t == Technique::GroupAggregate && chosen != Technique::GroupAggregate)
-            .flat_map(|(_, _, issues)| issues.iter().map(|i| format!("{}: {}", i.kind.as_str(), i.detail)))
-            .collect();
+        let mut why: Vec<String> = Vec::new();
+        for (_, _, issues) in self.considered.iter().filter(|(t, _, _)| t.is_incremental() && *t != chosen) {
+            for i in issues {
+                let line = format!("{}: {}", i.kind.as_str(), i.detail);
+                if !why.contains(&line) {
+                    why.push(line);
+                }
+            }
+        }
         match why.is_empty() || chosen == Technique::NoOp {
             true => chosen.label().to_string(),
             false => format!("{} ({})", chosen.label(), why.join("; ")),

@@ -1,0 +1,151 @@
+//! Append-only refresh of materialized views that project and filter one table of the pipeline.
+//!
+//! A view like `SELECT id, upper(name) AS name FROM bronze WHERE ok` over a table `bronze` that
+//! was only appended to since the last refresh gains exactly the query's rows over the new rows:
+//! the query is monotonic (a row of the input gives its rows alone, whatever else is there). So
+//! a refresh runs the query over `bronze`'s new files and appends what it gives to the view, in
+//! one Delta commit, instead of recomputing it.
+//!
+//! A record beside the view (`<view>.append.json`) says which version of the input the view
+//! covers and which version of the view that is. It is written after the append: a crash in
+//! between leaves a view version the record does not name, and the next refresh recomputes. So
+//! does an input that lost rows (a delete, an update, a rewrite), a changed definition, a full
+//! refresh — each said in the refresh's planning.
+
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use knut_thund::ir::{Dataset, Flow, QualifiedName};
+use serde::{Deserialize, Serialize};
+
+use super::incremental::{has_subquery, replace_scan};
+use super::planning::{Issue, IssueType};
+use crate::delta::storage::Storage;
+use crate::delta::table::{conform, write_append, write_overwrite};
+use crate::error::Result;
+use crate::streaming::checkpoint::SourceOffset;
+use crate::streaming::sources::{table_id, table_increment};
+
+/// Version of the record's format.
+const RECORD_FORMAT_VERSION: u32 = 1;
+
+/// What the view covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Record {
+    format_version: u32,
+    /// The view's definition and table details; a change means a recompute.
+    definition: String,
+    /// How far into the input the view's rows reach.
+    source: SourceOffset,
+    /// The view's version holding them.
+    view_version: i64,
+}
+
+/// Whether `plan` only projects and filters a scan of `source` (what stands in the way if not).
+pub(super) fn append_of(plan: &LogicalPlan, source: &QualifiedName) -> std::result::Result<(), Issue> {
+    let mut node = plan;
+    loop {
+        match node {
+            LogicalPlan::TableScan(scan) if scan.table_name.table() == source.name && scan.filters.is_empty() => {
+                return Ok(())
+            }
+            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+                if node.expressions().iter().any(has_subquery) {
+                    return Err(Issue::new(IssueType::OperatorNotIncrementalizable, "a subquery"));
+                }
+                node = node.inputs()[0];
+            }
+            other => {
+                let name = other.display().to_string();
+                let name = name.split(':').next().unwrap_or("an operator");
+                return Err(Issue::new(
+                    IssueType::OperatorNotIncrementalizable,
+                    format!("`{name}` (only projections and filters of one input append)"),
+                ));
+            }
+        }
+    }
+}
+
+/// A view that qualifies, planned and ready to refresh.
+pub(crate) struct AppendView {
+    pub(super) source: QualifiedName,
+    pub(super) plan: LogicalPlan,
+    pub(super) definition: String,
+}
+
+fn record_key(storage: &Storage, view: &QualifiedName) -> String {
+    storage.state_record_key(view).replace(".json", ".append.json")
+}
+
+impl AppendView {
+    /// Refreshes the view: appends the query's rows over what the input gained since the
+    /// record, or, when that cannot be told or the input lost rows, recomputes it. Returns the
+    /// rows written and, when it recomputed, why.
+    pub(crate) async fn refresh(
+        self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)> {
+        let key = record_key(storage, &d.name);
+        let view_key = storage.table_key(&d.name);
+        let record: Option<Record> = storage.read_json(&key).await.unwrap_or(None);
+        let view_version = storage.delta_version(&view_key).await?;
+        let usable = record.filter(|r| {
+            !rebuild
+                && r.format_version == RECORD_FORMAT_VERSION
+                && r.definition == self.definition
+                && r.view_version == view_version
+        });
+        let gained = match &usable {
+            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
+                Ok(new) => Ok(new),
+                Err(_) => Err(Issue::new(
+                    IssueType::InputNotAppendOnly,
+                    format!("`{}` lost or rewrote rows since the last refresh", self.source),
+                )),
+            },
+            None if rebuild => Err(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
+            None => Err(Issue::new(
+                IssueType::ChangeSetMissing,
+                "no record of an earlier refresh fits (the first refresh, or the definition changed)",
+            )),
+        };
+        let (rows, offset, why) = match gained {
+            Ok(new) => {
+                let offset = self.offset_of(storage, new.offset).await;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, new.provider)?)?;
+                let existing = storage.latest_table(&d.name).await?;
+                let txn = deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
+                let rows = write_append(ctx, &storage.table_url(&d.name), d, plan, existing, txn, true).await?;
+                (rows, offset, None)
+            }
+            Err(why) => {
+                let all = table_increment(ctx, storage, &self.source, None, None).await?;
+                let offset = self.offset_of(storage, all.offset).await;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.provider)?)?;
+                (write_overwrite(ctx, storage, d, plan).await?, offset, Some(why))
+            }
+        };
+        crate::failpoint::hit("append-after-view", &d.name)?;
+        let record = Record {
+            format_version: RECORD_FORMAT_VERSION,
+            definition: self.definition,
+            source: offset,
+            view_version: storage.delta_version(&view_key).await?,
+        };
+        storage.write_json(&key, &record).await?;
+        Ok((rows, why))
+    }
+
+    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
+        match offset {
+            Some(o) => o,
+            None => {
+                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
+            }
+        }
+    }
+}
