@@ -133,6 +133,14 @@ pub(crate) enum Command {
         #[command(flatten)]
         run: RunArgs,
     },
+    /// Say how each materialized view's next refresh would go, and what keeps it from refreshing
+    /// incrementally; runs nothing and writes nothing.
+    Explain {
+        #[command(flatten)]
+        project: ProjectArg,
+        /// Materialized views to explain (default: every one).
+        views: Vec<String>,
+    },
     /// Show the dependency graph.
     Graph {
         #[command(flatten)]

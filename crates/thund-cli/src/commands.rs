@@ -32,6 +32,7 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Validate { project } => validate(&project.project),
         Command::DryRun { run: args } => run(args, true, 0, EngineOptions::default()),
         Command::Graph { project, format } => graph(&project.project, format),
+        Command::Explain { project, views } => crate::explain::explain(&project.project, &views),
         Command::Run { run: args, max_concurrent_flows, memory_limit } => {
             let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
             run(args, false, max_concurrent_flows, EngineOptions { memory_limit, target_partitions: 0 })
@@ -64,12 +65,12 @@ fn project_root(start: &Path) -> PathBuf {
         .unwrap_or_else(|| start.to_path_buf())
 }
 
-fn in_project(start: &Path, error: ThundError) -> anyhow::Error {
+pub(crate) fn in_project(start: &Path, error: ThundError) -> anyhow::Error {
     anyhow::Error::new(ProjectError { root: project_root(start), error })
 }
 
 /// Loads (parses) the project; validation is part of preparing a run, or of `validate`.
-fn load(start: &Path) -> anyhow::Result<Pipeline> {
+pub(crate) fn load(start: &Path) -> anyhow::Result<Pipeline> {
     knut_thund::frontend::load(start).map_err(|e| in_project(start, e))
 }
 

@@ -6,11 +6,13 @@
 //! `backends` picks the backend a command runs on (every backend takes the same path);
 //! `render` prints diagnostics, tables and graphs; `progress` is the live per-flow view a run
 //! shows on a terminal (plain lines or JSON elsewhere); `sample` is what `thund init` writes;
-//! `ui` is the web view `thund ui` serves.
+//! `ui` is the web view `thund ui` serves; `explain` writes the refresh planning of a dry run
+//! for a person.
 
 mod backends;
 mod cli;
 mod commands;
+mod explain;
 mod failure;
 mod progress;
 mod render;

@@ -1439,3 +1439,76 @@ fn query_results_are_written_as_spark_shows_them_or_typed_to_a_file() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--output FILE"), "{}", text(&o));
 }
+
+/// `thund explain` says, before a run, how each materialized view's next refresh would go and
+/// what keeps it from being incremental; it writes nothing. A name that is no view is a usage
+/// error; a view whose refresh would fail (STRICT, not incremental) makes it exit 1.
+#[test]
+fn explain_says_how_each_view_would_refresh_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    sql_project(dir, "x");
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    std::fs::write(dir.join("in/a.json"), "{\"k\": \"a\", \"x\": 1}\n").unwrap();
+    std::fs::write(
+        dir.join("p.sql"),
+        "CREATE STREAMING TABLE st AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'k STRING, x BIGINT');\n\
+         CREATE MATERIALIZED VIEW totals AS SELECT k, sum(x) AS s FROM st GROUP BY k;\n\
+         CREATE MATERIALIZED VIEW kept AS SELECT k FROM st WHERE x > 0;\n\
+         CREATE MATERIALIZED VIEW paired REFRESH POLICY FULL AS SELECT a.k FROM st a JOIN st b ON a.k = b.k;\n",
+    )
+    .unwrap();
+    let explain = |args: &[&str]| {
+        let mut all = vec!["explain", "-p", p(dir)];
+        all.extend_from_slice(args);
+        thund(&all)
+    };
+    // Never run: every view is built whole first.
+    let o = explain(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains(
+            "spark_catalog.default.totals (p.sql:2:1), REFRESH POLICY AUTO\n  next refresh: complete recompute"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("CHANGE_SET_MISSING: `spark_catalog.default.st` has not been written yet"), "{out}");
+    assert!(out.contains("REFRESH POLICY FULL"), "{out}");
+    assert!(!dir.join("store").exists(), "explain wrote {:?}", std::fs::read_dir(dir.join("store")).map(|d| d.count()));
+
+    assert!(thund(&["run", "-p", p(dir)]).status.success());
+    // What a view's next refresh would take is decided by its inputs as they stand: here the
+    // streaming table takes new rows first, and the views are left for later.
+    std::fs::write(dir.join("in/b.json"), "{\"k\": \"b\", \"x\": 2}\n").unwrap();
+    assert!(thund(&["run", "-p", p(dir), "--refresh", "st"]).status.success());
+    let o = explain(&["totals", "kept"]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("totals (p.sql:2:1), REFRESH POLICY AUTO\n  next refresh: group aggregate"), "{out}");
+    assert!(out.contains("kept (p.sql:3:1), REFRESH POLICY AUTO\n  next refresh: append-only"), "{out}");
+    assert!(!out.contains("paired"), "{out}");
+    // Explaining changed nothing: the run after it appends and merges as said.
+    let o = thund(&["run", "-p", p(dir)]);
+    let out = text(&o);
+    assert!(out.lines().any(|l| l.contains("default.totals") && l.ends_with("group aggregate")), "{out}");
+    assert!(out.lines().any(|l| l.contains("default.kept") && l.ends_with("append-only")), "{out}");
+    let o = explain(&["totals"]);
+    assert!(text(&o).contains("next refresh: no-op"), "{}", text(&o));
+
+    let o = explain(&["nope", "st"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("no materialized view named `nope`, `st` (this pipeline's: totals, kept, paired)"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(
+        dir.join("q.sql"),
+        "CREATE MATERIALIZED VIEW strict_pair REFRESH POLICY INCREMENTAL STRICT AS SELECT a.k FROM st a JOIN st b ON a.k = b.k;\n",
+    )
+    .unwrap();
+    let o = explain(&["strict_pair"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("a refresh would fail: q.sql:1:1:"), "{}", text(&o));
+}

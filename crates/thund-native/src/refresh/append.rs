@@ -78,6 +78,11 @@ fn record_key(storage: &Storage, view: &QualifiedName) -> String {
 }
 
 impl AppendView {
+    /// The view's planned query.
+    pub(crate) fn into_plan(self) -> LogicalPlan {
+        self.plan
+    }
+
     /// Refreshes the view: appends the query's rows over what the input gained since the
     /// record, or, when that cannot be told or the input lost rows, recomputes it. Returns the
     /// rows written and, when it recomputed, why.

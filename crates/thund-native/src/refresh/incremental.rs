@@ -280,6 +280,11 @@ fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
 }
 
 impl IncrementalView {
+    /// The view's planned query.
+    pub(crate) fn into_plan(self) -> LogicalPlan {
+        self.plan
+    }
+
     /// Refreshes the view: merges the source's new rows into the state (or builds the state
     /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
     /// view from the state. Returns the view's row count and, when the state was built from all

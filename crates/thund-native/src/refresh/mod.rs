@@ -31,9 +31,7 @@ use planning::{Issue, IssueType, Planning, Technique};
 pub(crate) async fn refresh(job: &FlowJob<'_>, dq: &mut Option<DataQuality>) -> Result<FlowEffect> {
     let mut planning = Planning::new(job.dataset.details.refresh_policy.unwrap_or_default());
     let effect = refresh_planned(job, dq, &mut planning).await;
-    if !job.dry {
-        job.planned(&planning);
-    }
+    job.planned(&planning);
     effect
 }
 
@@ -44,27 +42,30 @@ async fn refresh_planned(
 ) -> Result<FlowEffect> {
     let (ctx, storage, p, d, f) = (job.ctx, job.storage, job.pipeline, job.dataset, job.flow);
     let policy = d.details.refresh_policy.unwrap_or_default();
-    // `None`: its query is non-deterministic, or this is a dry run.
-    let fingerprint = match job.dry {
-        false => freshness::fingerprint(ctx, p, storage, d, f.query()).await?,
-        true => None,
-    };
+    // `None`: its query is non-deterministic. (Read only: a dry run takes it too, to say what a
+    // run would do.)
+    let fingerprint = freshness::fingerprint(ctx, p, storage, d, f.query()).await?;
     // What makes this refresh a recompute whatever the view is.
     let forced = match (policy, job.full_refresh) {
         (RefreshPolicy::Full, _) => Some(Issue::new(IssueType::RefreshPolicyFull, "REFRESH POLICY FULL")),
         (_, true) => Some(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
         _ => None,
     };
-    if let Some(fp) = &fingerprint {
-        if forced.is_none() && freshness::is_fresh(storage, d, fp).await {
+    let fresh = match &fingerprint {
+        Some(fp) => forced.is_none() && freshness::is_fresh(storage, d, fp).await,
+        None => false,
+    };
+    if fresh {
+        planning.consider(Technique::NoOp, true, Vec::new());
+        if !job.dry {
             planning.choose(Technique::NoOp);
             return Ok(FlowEffect::Nothing);
         }
     }
-    // A view aggregating an append-only table merges only the new rows; a full refresh rebuilds
-    // its state from all rows.
+    // An incremental technique where one applies; a dry run only says which it would take (and,
+    // for a view it would leave as it is, what its next change would take).
     let mut planned = None;
-    if !job.dry {
+    if planning.chosen().is_none() {
         let eligibility = match (&fingerprint, policy) {
             (None, _) => {
                 let why = "the query has a non-deterministic expression";
@@ -74,6 +75,14 @@ async fn refresh_planned(
             (Some(_), _) => incremental::eligibility(ctx, storage, p, d, f).await?,
         };
         match eligibility {
+            Eligibility::Incremental(view) if job.dry => {
+                planning.consider(Technique::GroupAggregate, true, Vec::new());
+                planned = Some(view.into_plan());
+            }
+            Eligibility::Append(view) if job.dry => {
+                planning.consider(Technique::AppendOnly, true, Vec::new());
+                planned = Some(view.into_plan());
+            }
             Eligibility::Incremental(view) => {
                 job.starting();
                 job.running();
@@ -132,7 +141,11 @@ async fn refresh_planned(
                 ),
             });
         }
-        planning.choose(Technique::CompleteRecompute);
+        let pick = match fresh {
+            true => Technique::NoOp,
+            false => planning.first_applicable().unwrap_or(Technique::CompleteRecompute),
+        };
+        planning.choose(pick);
     }
     let plan = match planned {
         Some(plan) => plan,

@@ -159,6 +159,11 @@ impl Planning {
         self.chosen = Some(technique);
     }
 
+    /// The first technique considered that applies.
+    pub(crate) fn first_applicable(&self) -> Option<Technique> {
+        self.considered.iter().find(|(_, applicable, _)| *applicable).map(|(t, _, _)| *t)
+    }
+
     /// The technique chosen, if any yet.
     pub(crate) fn chosen(&self) -> Option<Technique> {
         self.chosen
