@@ -490,3 +490,59 @@ fn dying_in_an_appending_refresh_leaves_a_view_equal_to_its_query() {
         }
     }
 }
+
+/// A view of window functions that recomputes the partitions its input changed (an AUTO CDC
+/// table fed upserts and deletes), killed after its commit and after its record in each batch:
+/// after the run that follows, it equals its query run over the whole table.
+#[test]
+fn dying_in_a_partition_recompute_leaves_a_view_equal_to_its_query() {
+    for point in ["window-after-view", "refresh-after-commit"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        std::fs::create_dir_all(dir.join("feed")).unwrap();
+        std::fs::write(
+            dir.join("spark-pipeline.yml"),
+            "name: w\nstorage: store\nlibraries:\n  - glob:\n      include: '*.sql'\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("p.sql"),
+            "CREATE STREAMING TABLE target TBLPROPERTIES ('delta.enableDeletionVectors' = 'true');\n\
+             CREATE FLOW f AS AUTO CDC INTO target FROM STREAM read_files('feed', format => 'json', \
+             schema => 'k BIGINT, v BIGINT, seq BIGINT, op STRING') KEYS (k) APPLY AS DELETE WHEN op = 'D' \
+             SEQUENCE BY seq COLUMNS * EXCEPT (op, seq);\n\
+             CREATE MATERIALIZED VIEW ranked AS SELECT g, k, rank() OVER (PARTITION BY g ORDER BY v, k) AS r \
+             FROM (SELECT k % 4 AS g, k, v FROM target);\n",
+        )
+        .unwrap();
+        let root = Root::local();
+        let full = "SELECT g, k, rank() OVER (PARTITION BY g ORDER BY v, k) AS r FROM (SELECT k % 4 AS g, k, v FROM target) ORDER BY g, k";
+        let mut seq = 0;
+        for batch in 0..4u64 {
+            let mut feed = String::new();
+            for i in 0..(if batch == 0 { 24 } else { 3 }) {
+                seq += 1;
+                let k = (i * 5 + batch * 3) % 24;
+                let op = if batch > 0 && i == 1 { "D" } else { "U" };
+                feed.push_str(&format!(
+                    "{{\"k\": {k}, \"v\": {}, \"seq\": {seq}, \"op\": \"{op}\"}}\n",
+                    (seq * 37) % 11
+                ));
+            }
+            std::fs::write(dir.join(format!("feed/{batch}.json")), feed).unwrap();
+            let mut c = root.thund(dir, &["run"]);
+            c.env("THUND_FAILPOINT", format!("{point}@ranked")).env("THUND_FAILPOINT_KILL", "1");
+            let died = c.output().unwrap();
+            assert_eq!(died.status.code(), None, "batch {batch}: no death at {point}: {}", text(&died));
+            let o = root.run(dir, &[]);
+            assert!(o.status.success(), "batch {batch}: the run after {point} failed: {}", text(&o));
+            assert_eq!(
+                root.query(dir, "SELECT * FROM ranked ORDER BY g, k"),
+                root.query(dir, full),
+                "batch {batch}, {point}"
+            );
+            let recomputed = text(&o).contains("complete recompute (CHANGE_SET_MISSING");
+            assert_eq!(recomputed, point == "window-after-view", "batch {batch}, {point}: {}", text(&o));
+        }
+    }
+}

@@ -295,3 +295,55 @@ fn a_view_that_projects_and_filters_appends_what_its_input_gained() {
     assert_eq!(decided(&planning(&events, "big")).0, "MAINTENANCE_TYPE_APPEND_ONLY");
     assert_eq!(sorted(dir.path(), "SELECT * FROM big"), sorted(dir.path(), full));
 }
+
+/// Window functions partitioned by a column recompute only the partitions their input changed:
+/// random upserts and deletes reach an AUTO CDC table, and after every refresh the view equals
+/// its query run over the whole table. One without PARTITION BY is recomputed, and says why.
+#[test]
+fn window_views_recompute_only_the_partitions_their_input_changed() {
+    let sql = "CREATE STREAMING TABLE target TBLPROPERTIES ('delta.enableDeletionVectors' = 'true');\n\
+               CREATE FLOW f AS AUTO CDC INTO target FROM STREAM read_files('feed', format => 'json', \
+               schema => 'k BIGINT, v BIGINT, seq BIGINT, op STRING') KEYS (k) \
+               APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq);\n\
+               CREATE MATERIALIZED VIEW ranked AS SELECT g, k, v, row_number() OVER (PARTITION BY g ORDER BY k) AS rn, \
+               sum(v) OVER (PARTITION BY g) AS total FROM (SELECT k % 7 AS g, k, v FROM target) WHERE v IS NOT NULL;\n\
+               CREATE MATERIALIZED VIEW numbered AS SELECT k, row_number() OVER (ORDER BY k) AS rn FROM target;\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    std::fs::create_dir_all(dir.path().join("feed")).unwrap();
+    let full = "SELECT g, k, v, row_number() OVER (PARTITION BY g ORDER BY k), sum(v) OVER (PARTITION BY g) \
+                FROM (SELECT k % 7 AS g, k, v FROM target) WHERE v IS NOT NULL";
+    let mut rng = Lcg(11);
+    let mut seq = 0;
+    let mut by_partition = 0;
+    for round in 0..8 {
+        let mut feed = String::new();
+        let n = if round == 0 { 70 } else { 1 + rng.below(4) };
+        for _ in 0..n {
+            seq += 1;
+            let k = rng.below(70);
+            let v = if rng.below(6) == 0 { "null".to_string() } else { rng.below(1000).to_string() };
+            let op = if round > 0 && rng.below(2) == 0 { "D" } else { "U" };
+            feed.push_str(&format!("{{\"k\": {k}, \"v\": {v}, \"seq\": {seq}, \"op\": \"{op}\"}}\n"));
+        }
+        std::fs::write(dir.path().join(format!("feed/{round}.json")), feed).unwrap();
+        let (s, events) = run(dir.path());
+        assert!(!s.failed(), "{:?}", s.flows);
+        assert_eq!(sorted(dir.path(), "SELECT * FROM ranked"), sorted(dir.path(), full), "round {round}");
+        assert_eq!(
+            sorted(dir.path(), "SELECT * FROM numbered"),
+            sorted(dir.path(), "SELECT k, row_number() OVER (ORDER BY k) FROM target"),
+            "round {round}"
+        );
+        let (chosen, issues) = decided(&planning(&events, "numbered"));
+        assert!(issues.contains(&"WINDOW_WITHOUT_PARTITION_BY".to_string()), "{chosen} {issues:?}");
+        if round > 0 {
+            let (chosen, _) = decided(&planning(&events, "ranked"));
+            match chosen.as_str() {
+                "MAINTENANCE_TYPE_WINDOW_FUNCTION" => by_partition += 1,
+                "MAINTENANCE_TYPE_NO_OP" => {}
+                other => panic!("round {round}: {other} {:#?}", planning(&events, "ranked")),
+            }
+        }
+    }
+    assert!(by_partition >= 5, "only {by_partition} of 7 refreshes recomputed by partition");
+}

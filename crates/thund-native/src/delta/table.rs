@@ -464,6 +464,23 @@ pub(crate) async fn write_overwrite(
     Ok(rows)
 }
 
+/// Replaces the rows of the view's table that `predicate` selects with the plan's rows (all of
+/// which it must select) in one Delta commit, and registers the new version.
+pub(crate) async fn write_replace_where(
+    ctx: &SessionContext,
+    storage: &Storage,
+    d: &Dataset,
+    plan: LogicalPlan,
+    predicate: Expr,
+) -> Result<u64> {
+    let table = sync_properties(DeltaTable::try_from_url(storage.table_url(&d.name)).await?, d).await?;
+    let table = delta_write(ctx, table, plan, SaveMode::Overwrite, &d.name.name).with_replace_where(predicate).await?;
+    crate::delta::write::checkpointed(&table).await;
+    let rows = last_commit_rows(&table).await;
+    register_written(ctx, d, &table).await?;
+    Ok(rows)
+}
+
 /// [`write_overwrite`] of a table of Þund's own (no dataset details, not registered).
 pub(crate) async fn write_overwrite_at(
     ctx: &SessionContext,

@@ -94,6 +94,8 @@ pub(crate) enum Eligibility {
     Incremental(IncrementalView),
     /// The view refreshes by appending (`append`).
     Append(super::append::AppendView),
+    /// The view refreshes by recomputing changed window partitions (`window`).
+    Window(super::window::WindowView),
     /// It does not, for these reasons (each technique's), and its query was planned on the way:
     /// use this plan, not a second one.
     Planned(LogicalPlan, Vec<(Technique, Issue)>),
@@ -153,12 +155,24 @@ pub(crate) async fn eligibility(
     })
     .to_string();
     let source = source.clone();
-    Ok(match (aggregate_of(&plan, &source), super::append::append_of(&plan, &source)) {
-        (Ok(_), _) => Eligibility::Incremental(IncrementalView { source, plan, definition }),
-        (Err(_), Ok(())) => Eligibility::Append(super::append::AppendView { source, plan, definition }),
-        (Err(aggregate), Err(append)) => {
-            Eligibility::Planned(plan, vec![(Technique::GroupAggregate, aggregate), (Technique::AppendOnly, append)])
-        }
+    let aggregate = match aggregate_of(&plan, &source) {
+        Ok(_) => return Ok(Eligibility::Incremental(IncrementalView { source, plan, definition })),
+        Err(issue) => issue,
+    };
+    let append = match super::append::append_of(&plan, &source) {
+        Ok(()) => return Ok(Eligibility::Append(super::append::AppendView { source, plan, definition })),
+        Err(issue) => issue,
+    };
+    Ok(match super::window::partitions_of(&plan, &source) {
+        Ok(keys) => Eligibility::Window(super::window::WindowView { source, plan, keys, definition }),
+        Err(window) => Eligibility::Planned(
+            plan,
+            vec![
+                (Technique::GroupAggregate, aggregate),
+                (Technique::AppendOnly, append),
+                (Technique::WindowFunction, window),
+            ],
+        ),
     })
 }
 

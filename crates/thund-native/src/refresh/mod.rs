@@ -1,7 +1,8 @@
 //! Materialized-view refresh, one technique per refresh (`planning`): a view whose inputs did
 //! not change is IDLE (`freshness`); one that aggregates a table merges in what the table gained
 //! and takes back what it lost (`incremental`); one that projects and filters a table only
-//! appended to appends the query's rows over the new ones (`append`); any other is recomputed
+//! appended to appends the query's rows over the new ones (`append`); one whose window functions
+//! are partitioned recomputes the partitions its input changed (`window`); any other is recomputed
 //! and replaces its table in one Delta commit (`table::write_overwrite`). What was considered and chosen is written to the event log
 //! (`planning_information`) and shown in the run summary. A dry run plans the query and
 //! registers an empty table of its schema for the views downstream.
@@ -10,6 +11,7 @@ pub(crate) mod append;
 pub(crate) mod freshness;
 pub(crate) mod incremental;
 pub(crate) mod planning;
+pub(crate) mod window;
 
 use std::sync::Arc;
 
@@ -83,6 +85,27 @@ async fn refresh_planned(
                 planning.consider(Technique::AppendOnly, true, Vec::new());
                 planned = Some(view.into_plan());
             }
+            Eligibility::Window(view) if job.dry => {
+                planning.consider(Technique::WindowFunction, true, Vec::new());
+                planned = Some(view.into_plan());
+            }
+            Eligibility::Window(view) => {
+                job.starting();
+                job.running();
+                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                match rebuilt {
+                    Some(why) => {
+                        planning.consider(Technique::WindowFunction, false, vec![why]);
+                        planning.choose(Technique::CompleteRecompute);
+                    }
+                    None => planning.choose(Technique::WindowFunction),
+                }
+                crate::failpoint::hit("refresh-after-commit", &d.name)?;
+                if let Some(fp) = fingerprint {
+                    freshness::record(storage, d, fp).await?;
+                }
+                return Ok(FlowEffect::Rows(rows));
+            }
             Eligibility::Incremental(view) => {
                 job.starting();
                 job.running();
@@ -126,7 +149,8 @@ async fn refresh_planned(
             }
             Eligibility::NotPlanned(issues) => {
                 planning.consider(Technique::GroupAggregate, false, issues.clone());
-                planning.consider(Technique::AppendOnly, false, issues);
+                planning.consider(Technique::AppendOnly, false, issues.clone());
+                planning.consider(Technique::WindowFunction, false, issues);
             }
         }
         let blocking = planning.static_issues();

@@ -1,8 +1,9 @@
 //! Which way each refresh of a materialized view goes, and why.
 //!
 //! A refresh considers its techniques in order — no-op (nothing it reads changed), group
-//! aggregate (merge what its input gained and lost into kept per-group state) or append-only
-//! (append the query's rows over what its input gained), complete recompute —
+//! aggregate (merge what its input gained and lost into kept per-group state), append-only
+//! (append the query's rows over what its input gained) or window partitions (recompute the
+//! partitions its input changed), complete recompute —
 //! and takes the first that applies and that the view's `REFRESH POLICY` allows: `FULL` always
 //! recomputes, `INCREMENTAL STRICT` fails rather than recompute a view that cannot refresh
 //! incrementally, `AUTO` and `INCREMENTAL` take the incremental technique whenever it applies
@@ -23,6 +24,8 @@ pub(crate) enum Technique {
     GroupAggregate,
     /// The query's rows over what its one input gained are appended (see `append`).
     AppendOnly,
+    /// The window partitions its one input changed are recomputed (see `window`).
+    WindowFunction,
     /// The query runs over all its input and replaces the table.
     CompleteRecompute,
 }
@@ -34,13 +37,14 @@ impl Technique {
             Technique::NoOp => "MAINTENANCE_TYPE_NO_OP",
             Technique::GroupAggregate => "MAINTENANCE_TYPE_GROUP_AGGREGATE",
             Technique::AppendOnly => "MAINTENANCE_TYPE_APPEND_ONLY",
+            Technique::WindowFunction => "MAINTENANCE_TYPE_WINDOW_FUNCTION",
             Technique::CompleteRecompute => "MAINTENANCE_TYPE_COMPLETE_RECOMPUTE",
         }
     }
 
     /// Whether it refreshes from what changed (not no-op, not a recompute).
     pub(crate) fn is_incremental(self) -> bool {
-        matches!(self, Technique::GroupAggregate | Technique::AppendOnly)
+        matches!(self, Technique::GroupAggregate | Technique::AppendOnly | Technique::WindowFunction)
     }
 
     /// As the run summary shows it.
@@ -49,6 +53,7 @@ impl Technique {
             Technique::NoOp => "no-op",
             Technique::GroupAggregate => "group aggregate",
             Technique::AppendOnly => "append-only",
+            Technique::WindowFunction => "window partitions",
             Technique::CompleteRecompute => "complete recompute",
         }
     }
@@ -64,6 +69,8 @@ pub(crate) enum IssueType {
     AggregateNotIncrementalizable,
     /// Something other than projections and filters lies under the aggregate.
     AggregateNotTopNode,
+    /// A window function without `PARTITION BY`: every row depends on every other.
+    WindowWithoutPartitionBy,
     /// A non-deterministic expression (`rand()`, `current_timestamp()`): the view's rows cannot
     /// be known to be unchanged.
     ExpressionNotDeterministic,
@@ -94,6 +101,7 @@ impl IssueType {
             IssueType::OperatorNotIncrementalizable => "OPERATOR_NOT_INCREMENTALIZABLE",
             IssueType::AggregateNotIncrementalizable => "AGGREGATE_NOT_INCREMENTALIZABLE",
             IssueType::AggregateNotTopNode => "AGGREGATE_NOT_TOP_NODE",
+            IssueType::WindowWithoutPartitionBy => "WINDOW_WITHOUT_PARTITION_BY",
             IssueType::ExpressionNotDeterministic => "EXPRESSION_NOT_DETERMINISTIC",
             IssueType::InputNotInDelta => "INPUT_NOT_IN_DELTA",
             IssueType::InputNotAppendOnly => "INPUT_NOT_APPEND_ONLY",

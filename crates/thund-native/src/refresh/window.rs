@@ -1,0 +1,355 @@
+//! Window-function refresh: a materialized view computing window functions with `PARTITION BY`
+//! over one table of the pipeline recomputes only the partitions its input changed.
+//!
+//! In `SELECT k, x, row_number() OVER (PARTITION BY k ORDER BY x) FROM t`, a row's window values
+//! depend on the rows of its partition alone. So a refresh reads what `t` gained and lost since
+//! the last one (its new files, or its net change, `delta::changes`), takes the partition keys
+//! of those rows, recomputes the query over the input rows of those partitions only, and
+//! replaces the view's rows of those partitions with the result in one Delta commit (a
+//! `replaceWhere` on the partition columns). Partitions nothing touched keep their rows.
+//!
+//! It applies when the view has one window node whose functions all share one `PARTITION BY` of
+//! plain columns, under it projections and filters of one table, above it projections and
+//! filters that pass the partition columns through by name (so the view's rows carry them). A
+//! record beside the view (`<view>.window.json`) names the input version and the view version
+//! it covers; a crash between the commit and the record, a changed definition, a change whose
+//! partitions are too many, a full refresh: each recomputes the whole view, and says why.
+
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, ScalarValue};
+use datafusion::logical_expr::{lit, Expr, LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::SessionContext;
+use knut_thund::ir::{Dataset, Flow, QualifiedName};
+use serde::{Deserialize, Serialize};
+
+use super::incremental::{has_subquery, replace_scan};
+use super::planning::{Issue, IssueType};
+use crate::delta::storage::Storage;
+use crate::delta::table::{conform, write_overwrite, write_replace_where};
+use crate::error::{NativeError, Result};
+use crate::streaming::checkpoint::SourceOffset;
+use crate::streaming::sources::{table_id, table_increment};
+
+/// Version of the record's format.
+const RECORD_FORMAT_VERSION: u32 = 1;
+
+/// The most partitions a refresh recomputes one by one; past it, the whole view is recomputed.
+const MOST_PARTITIONS: usize = 1000;
+
+/// What the view covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Record {
+    format_version: u32,
+    definition: String,
+    source: SourceOffset,
+    view_version: i64,
+}
+
+fn not_this(detail: impl Into<String>) -> Issue {
+    Issue::new(IssueType::OperatorNotIncrementalizable, detail)
+}
+
+/// The partition columns of `plan`'s one window, if the view recomputes by partition (what
+/// stands in the way if not).
+pub(super) fn partitions_of(plan: &LogicalPlan, source: &QualifiedName) -> std::result::Result<Vec<String>, Issue> {
+    // Above the window: projections and filters, the partition columns passed through.
+    let mut above: Vec<&LogicalPlan> = Vec::new();
+    let mut node = plan;
+    let window = loop {
+        match node {
+            LogicalPlan::Window(w) => break w,
+            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+                if node.expressions().iter().any(has_subquery) {
+                    return Err(not_this("a subquery"));
+                }
+                above.push(node);
+                node = node.inputs()[0];
+            }
+            _ => return Err(not_this("no window function over projections and filters of one input")),
+        }
+    };
+    // DataFusion plans one window node per window specification, with projections between them:
+    // every one must share the partition, and under the lowest only projections and filters of
+    // one scan of the source may follow.
+    let mut windows = vec![window];
+    let mut node = window.input.as_ref();
+    loop {
+        match node {
+            LogicalPlan::TableScan(scan) if scan.table_name.table() == source.name => break,
+            LogicalPlan::Window(w) => {
+                windows.push(w);
+                node = w.input.as_ref();
+            }
+            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+                if node.expressions().iter().any(has_subquery) {
+                    return Err(not_this("a subquery"));
+                }
+                node = node.inputs()[0];
+            }
+            other => {
+                let name = other.display().to_string();
+                return Err(not_this(format!(
+                    "`{}` under the window (only projections and filters of one input)",
+                    name.split(':').next().unwrap_or("an operator")
+                )));
+            }
+        }
+    }
+    let mut keys: Option<Vec<String>> = None;
+    for e in windows.iter().flat_map(|w| &w.window_expr) {
+        let Expr::WindowFunction(w) = strip(e) else { return Err(not_this(format!("`{e}`"))) };
+        if w.params.partition_by.is_empty() {
+            return Err(Issue::new(
+                IssueType::WindowWithoutPartitionBy,
+                format!("`{}` has no PARTITION BY: every row depends on every other", strip(e)),
+            ));
+        }
+        let names: Vec<String> = w
+            .params
+            .partition_by
+            .iter()
+            .map(|p| match p {
+                Expr::Column(c) => Ok(c.name.clone()),
+                other => Err(not_this(format!("PARTITION BY `{other}` (only columns are recomputed by partition)"))),
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        match &keys {
+            Some(k) if *k != names => return Err(not_this("window functions over different partitions")),
+            _ => keys = Some(names),
+        }
+    }
+    let keys = keys.ok_or_else(|| not_this("a window node without functions"))?;
+    // The view's rows carry the partition columns, under their names.
+    for node in &above {
+        if let LogicalPlan::Projection(p) = node {
+            for k in &keys {
+                let passed = p
+                    .expr
+                    .iter()
+                    .zip(p.schema.fields())
+                    .any(|(e, field)| field.name() == k && matches!(strip(e), Expr::Column(c) if &c.name == k));
+                if !passed {
+                    return Err(not_this(format!("the view does not keep the partition column `{k}` as it is")));
+                }
+            }
+        }
+    }
+    Ok(keys)
+}
+
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => strip(&a.expr),
+        other => other,
+    }
+}
+
+/// A view that qualifies, planned and ready to refresh.
+pub(crate) struct WindowView {
+    pub(super) source: QualifiedName,
+    pub(super) plan: LogicalPlan,
+    pub(super) keys: Vec<String>,
+    pub(super) definition: String,
+}
+
+fn record_key(storage: &Storage, view: &QualifiedName) -> String {
+    storage.state_record_key(view).replace(".json", ".window.json")
+}
+
+/// Rows whose partition columns `keys` hold one of `values` (NULL matching NULL).
+fn in_partitions(keys: &[String], values: &[Vec<ScalarValue>]) -> Expr {
+    values
+        .iter()
+        .map(|tuple| {
+            keys.iter()
+                .zip(tuple)
+                .map(|(k, v)| {
+                    let c = Expr::Column(Column::new_unqualified(k));
+                    match v.is_null() {
+                        true => c.is_null(),
+                        false => c.eq(lit(v.clone())),
+                    }
+                })
+                .reduce(Expr::and)
+                .unwrap_or(lit(true))
+        })
+        .reduce(Expr::or)
+        .unwrap_or(lit(false))
+}
+
+impl WindowView {
+    /// The view's planned query.
+    pub(crate) fn into_plan(self) -> LogicalPlan {
+        self.plan
+    }
+
+    /// Refreshes the view: recomputes the partitions its input changed since the record, or
+    /// the whole view when that cannot be told. Returns the rows written and, when it
+    /// recomputed everything, why.
+    pub(crate) async fn refresh(
+        self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)> {
+        let key = record_key(storage, &d.name);
+        let view_key = storage.table_key(&d.name);
+        let record: Option<Record> = storage.read_json(&key).await.unwrap_or(None);
+        let view_version = storage.delta_version(&view_key).await?;
+        let usable = record.filter(|r| {
+            !rebuild
+                && r.format_version == RECORD_FORMAT_VERSION
+                && r.definition == self.definition
+                && r.view_version == view_version
+        });
+        let changed = match &usable {
+            Some(r) => self.touched(ctx, storage, r).await?,
+            None if rebuild => Err(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
+            None => Err(Issue::new(
+                IssueType::ChangeSetMissing,
+                "no record of an earlier refresh fits (the first refresh, or the definition changed)",
+            )),
+        };
+        let (rows, offset, why) = match changed {
+            Ok((touched, offset)) if touched.is_empty() => (0, offset, None),
+            Ok((touched, offset)) => {
+                let only = in_partitions(&self.keys, &touched);
+                // The query over the input rows of the touched partitions alone.
+                // The lowest window's input (the first window met bottom-up), filtered.
+                let mut filtered = false;
+                let plan = self
+                    .plan
+                    .clone()
+                    .transform_up(|node| match node {
+                        LogicalPlan::Window(mut w) if !filtered => {
+                            filtered = true;
+                            let input =
+                                LogicalPlanBuilder::from(w.input.as_ref().clone()).filter(only.clone())?.build()?;
+                            w.input = std::sync::Arc::new(input);
+                            Ok(Transformed::yes(LogicalPlan::Window(w)))
+                        }
+                        other => Ok(Transformed::no(other)),
+                    })?
+                    .data;
+                let plan = conform(ctx, d, f, plan)?;
+                (write_replace_where(ctx, storage, d, plan, only).await?, offset, None)
+            }
+            Err(why) => {
+                let all = table_increment(ctx, storage, &self.source, None, None).await?;
+                let offset = self.offset_of(storage, all.offset).await;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.provider)?)?;
+                (write_overwrite(ctx, storage, d, plan).await?, offset, Some(why))
+            }
+        };
+        crate::failpoint::hit("window-after-view", &d.name)?;
+        let record = Record {
+            format_version: RECORD_FORMAT_VERSION,
+            definition: self.definition,
+            source: offset,
+            view_version: storage.delta_version(&view_key).await?,
+        };
+        storage.write_json(&key, &record).await?;
+        Ok((rows, why))
+    }
+
+    /// The partition keys of the rows the input gained and lost since `r`, and its offset
+    /// after them; `Err` says why the whole view must be recomputed instead.
+    async fn touched(
+        &self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        r: &Record,
+    ) -> Result<std::result::Result<(Vec<Vec<ScalarValue>>, SourceOffset), Issue>> {
+        let src = &self.source;
+        let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+        let (changed, offset): (Vec<std::sync::Arc<dyn datafusion::catalog::TableProvider>>, SourceOffset) =
+            match table_increment(ctx, storage, src, Some(&r.source), None).await {
+                Ok(new) => {
+                    let offset = self.offset_of(storage, new.offset).await;
+                    (vec![new.provider], offset)
+                }
+                Err(_) => {
+                    let SourceOffset::Table { version, table_id: recorded } = &r.source else {
+                        return missing(format!("no version of `{src}` was recorded"));
+                    };
+                    let id = table_id(storage, &storage.table_key(src)).await;
+                    if *version < 0 || &id != recorded {
+                        return missing(format!("`{src}` was recreated since the last refresh"));
+                    }
+                    let Some(latest) = storage.latest_table(src).await? else {
+                        return missing(format!("`{src}` is gone"));
+                    };
+                    let earlier =
+                        match deltalake::open_table_with_version(storage.table_url(src), *version as u64).await {
+                            Ok(t) => t,
+                            Err(e) => return missing(format!("version {version} of `{src}` cannot be read: {e}")),
+                        };
+                    let c = match crate::delta::changes::between(&earlier, &latest).await {
+                        Ok(c) => c,
+                        Err(e) => return missing(format!("the change of `{src}` cannot be read: {e}")),
+                    };
+                    let schema = std::sync::Arc::clone(&c.schema);
+                    let table = |b| -> Result<std::sync::Arc<dyn datafusion::catalog::TableProvider>> {
+                        Ok(std::sync::Arc::new(datafusion::datasource::MemTable::try_new(
+                            std::sync::Arc::clone(&schema),
+                            vec![b],
+                        )?))
+                    };
+                    let offset =
+                        SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
+                    (vec![table(c.inserted)?, table(c.deleted)?], offset)
+                }
+            };
+        let Some(LogicalPlan::Window(window)) = find_window(&self.plan) else {
+            return Err(NativeError::Execution("internal error: the view's window is gone".into()));
+        };
+        let mut touched: Vec<Vec<ScalarValue>> = Vec::new();
+        for rows in changed {
+            let input = replace_scan(window.input.as_ref().clone(), src, rows)?;
+            let keys: Vec<Expr> = self.keys.iter().map(|k| Expr::Column(Column::new_unqualified(k))).collect();
+            let distinct = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
+            let batches = datafusion::prelude::DataFrame::new(ctx.state(), distinct).collect().await?;
+            for b in batches {
+                for row in 0..b.num_rows() {
+                    let tuple = b
+                        .columns()
+                        .iter()
+                        .map(|c| ScalarValue::try_from_array(c, row))
+                        .collect::<std::result::Result<Vec<_>, _>>()?;
+                    if !touched.contains(&tuple) {
+                        touched.push(tuple);
+                    }
+                }
+            }
+        }
+        if touched.len() > MOST_PARTITIONS {
+            let why =
+                format!("{} partitions changed (more than {MOST_PARTITIONS} are recomputed whole)", touched.len());
+            return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
+        }
+        Ok(Ok((touched, offset)))
+    }
+
+    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
+        match offset {
+            Some(o) => o,
+            None => {
+                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
+            }
+        }
+    }
+}
+
+/// The plan's lowest window node (the one reading the rows): the last met top-down.
+fn find_window(plan: &LogicalPlan) -> Option<LogicalPlan> {
+    let mut found = None;
+    let _ = plan.apply(|node| {
+        if let LogicalPlan::Window(_) = node {
+            found = Some(node.clone());
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    found
+}
