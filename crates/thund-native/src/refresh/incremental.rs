@@ -14,9 +14,11 @@
 //! What `st` gained and lost: its new files when it was only appended to (a streaming table);
 //! otherwise its net change between the version the state covers and the newest, read from its
 //! Delta log (`delta::changes`). Only counts, and sums and averages of integers and decimals,
-//! take rows back out exactly; a minimum, a maximum or a floating-point sum with lost rows, a
-//! change that costs as much to read as `st` whole, a recreated `st`, a full refresh: each
-//! rebuilds the state from all rows, and says why.
+//! take rows back out exactly; with a minimum, a maximum or a floating-point sum, the groups the
+//! lost rows fall in are recomputed from all of `st` (filtered to those groups) and replace their
+//! state rows, while the other groups merge what they gained. A change that costs as much to
+//! read as `st` whole, a recreated `st`, a full refresh: each rebuilds the state from all rows,
+//! and says why.
 //!
 //! A view qualifies when its query reads exactly one table of the pipeline, through projections
 //! and filters, into one `GROUP BY` (or a global aggregate) whose aggregates are `sum`, `count`,
@@ -37,8 +39,8 @@ use datafusion::datasource::{provider_as_source, MemTable};
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
-    case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder,
-    TableScanBuilder,
+    binary_expr, case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder,
+    Operator, TableScanBuilder,
 };
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
@@ -330,8 +332,10 @@ impl IncrementalView {
         let all_rows = || async {
             let all = table_increment(ctx, storage, &self.source, None, None).await?;
             let offset = self.offset_of(storage, all.offset).await;
-            Ok::<_, NativeError>(Input { inserted: all.provider, deleted: None, offset })
+            Ok::<_, NativeError>(Input { inserted: all.provider, deleted: None, offset, regroup: false })
         };
+        // The state's groups recomputed from the input this refresh, if any.
+        let mut drop_groups: Option<Expr> = None;
         let (input, rebuilt) = match &usable {
             Some(r) => match self.input_since(ctx, storage, r, agg, &partials).await? {
                 Ok(input) => (input, None),
@@ -350,18 +354,42 @@ impl IncrementalView {
 
         // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
         //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
-        let gained = self.partial(ctx, agg, &partials, input.inserted, false)?;
-        let mut parts = vec![gained];
-        if let Some(lost) = input.deleted {
-            parts.push(self.partial(ctx, agg, &partials, lost, true)?);
-        }
+        let mut parts = match (input.regroup, input.deleted) {
+            (false, deleted) => {
+                let mut parts = vec![self.partial(ctx, agg, &partials, input.inserted, false, None)?];
+                if let Some(lost) = deleted {
+                    parts.push(self.partial(ctx, agg, &partials, lost, true, None)?);
+                }
+                parts
+            }
+            // The groups the lost rows fall in, recomputed from all of the input; every other
+            // group merges what it gained. (The state's rows of those groups are dropped below.)
+            (true, Some(lost)) => {
+                let touched = self.groups_of(ctx, agg, lost).await?;
+                let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
+                let in_state = in_groups(&touched, |i| col(format!("k{i}")));
+                let all = table_increment(ctx, storage, &self.source, None, None).await?;
+                let gained = self.partial(ctx, agg, &partials, input.inserted, false, None)?;
+                let gained = LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?;
+                let recomputed = self.partial(ctx, agg, &partials, all.provider, false, Some(in_input))?;
+                drop_groups = Some(in_state);
+                vec![gained, recomputed]
+            }
+            (true, None) => vec![self.partial(ctx, agg, &partials, input.inserted, false, None)?],
+        };
+        let merge_needed = parts.len() > 1;
 
         // 2. Merged with the previous state, unless there is none: a group whose rows are all
         //    gone is dropped (a global aggregate keeps its one row).
-        let merged = if previous || parts.len() > 1 {
+        let merged = if previous || merge_needed {
             if previous {
                 let old = open_at(ctx, &state_url).await?;
-                parts.push(LogicalPlanBuilder::scan("state", provider_as_source(old), None)?.build()?);
+                let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?;
+                let old = match drop_groups.take() {
+                    Some(recomputed) => old.filter(!recomputed)?,
+                    None => old,
+                };
+                parts.push(old.build()?);
             }
             let mut union = LogicalPlanBuilder::from(parts.remove(0));
             for part in parts {
@@ -461,6 +489,9 @@ struct Input {
     inserted: Arc<dyn TableProvider>,
     deleted: Option<Arc<dyn TableProvider>>,
     offset: SourceOffset,
+    /// The lost rows cannot be taken back out of an aggregate (a minimum, a floating-point
+    /// sum): the groups they fall in are recomputed from the input instead.
+    regroup: bool,
 }
 
 impl IncrementalView {
@@ -488,7 +519,7 @@ impl IncrementalView {
         let src = &self.source;
         if let Ok(new) = table_increment(ctx, storage, src, Some(&r.source), None).await {
             let offset = self.offset_of(storage, new.offset).await;
-            return Ok(Ok(Input { inserted: new.provider, deleted: None, offset }));
+            return Ok(Ok(Input { inserted: new.provider, deleted: None, offset, regroup: false }));
         }
         let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
         let SourceOffset::Table { version, table_id: recorded } = &r.source else {
@@ -519,10 +550,11 @@ impl IncrementalView {
             );
             return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
         }
-        if changes.deleted_rows() > 0 {
-            if let Err(why) = retractable(agg, partials) {
-                return Ok(Err(why));
-            }
+        let regroup = changes.deleted_rows() > 0 && retractable(agg, partials).is_err();
+        if regroup && agg.group_expr.is_empty() {
+            // One group, and it lost rows: recomputing it is recomputing the view.
+            let why = retractable(agg, partials).err().map_or_else(String::new, |i| i.detail);
+            return Ok(Err(Issue::new(IssueType::AggregateNotRetractable, why)));
         }
         let schema = Arc::clone(&changes.schema);
         let table = |batches: Vec<arrow::array::RecordBatch>| -> Result<Arc<dyn TableProvider>> {
@@ -530,7 +562,7 @@ impl IncrementalView {
         };
         let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
         let deleted = (changes.deleted_rows() > 0).then(|| table(changes.deleted)).transpose()?;
-        Ok(Ok(Input { inserted: table(changes.inserted)?, deleted, offset }))
+        Ok(Ok(Input { inserted: table(changes.inserted)?, deleted, offset, regroup }))
     }
 
     /// The aggregate's partial state over `rows` (read where the plan reads the source): keys
@@ -543,8 +575,13 @@ impl IncrementalView {
         partials: &[Partial],
         rows: Arc<dyn TableProvider>,
         lost: bool,
+        only: Option<Expr>,
     ) -> Result<LogicalPlan> {
         let input = replace_scan(agg.input.as_ref().clone(), &self.source, rows)?;
+        let input = match only {
+            Some(only) => LogicalPlanBuilder::from(input).filter(only)?.build()?,
+            None => input,
+        };
         let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
         let keys: Vec<Expr> =
             agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
@@ -586,6 +623,50 @@ impl IncrementalView {
         };
         storable(partial)
     }
+}
+
+impl IncrementalView {
+    /// The distinct group keys of `rows` (read where the plan reads the source).
+    async fn groups_of(
+        &self,
+        ctx: &SessionContext,
+        agg: &Aggregate,
+        rows: Arc<dyn TableProvider>,
+    ) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
+        let input = replace_scan(agg.input.as_ref().clone(), &self.source, rows)?;
+        let keys: Vec<Expr> =
+            agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
+        let plan = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
+        let mut out = Vec::new();
+        for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
+            for row in 0..b.num_rows() {
+                out.push(
+                    b.columns()
+                        .iter()
+                        .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
+                        .collect::<std::result::Result<Vec<_>, _>>()?,
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Rows whose `i`-th key (`key(i)`) holds the `i`-th value of one of `groups` (NULL matching
+/// NULL): never NULL itself, so its negation is exact.
+fn in_groups(groups: &[Vec<datafusion::scalar::ScalarValue>], key: impl Fn(usize) -> Expr) -> Expr {
+    groups
+        .iter()
+        .map(|tuple| {
+            tuple
+                .iter()
+                .enumerate()
+                .map(|(i, v)| binary_expr(key(i), Operator::IsNotDistinctFrom, lit(v.clone())))
+                .reduce(Expr::and)
+                .unwrap_or(lit(true))
+        })
+        .reduce(Expr::or)
+        .unwrap_or(lit(false))
 }
 
 /// Whether the aggregates can take rows back out and still equal a full recompute: counts, and

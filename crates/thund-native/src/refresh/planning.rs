@@ -85,8 +85,8 @@ pub(crate) enum IssueType {
     ChangeSetMissing,
     /// Reading what an input gained and lost costs as much as reading it whole.
     ChangeSetTooLarge,
-    /// An input lost rows, and an aggregate cannot take them back out exactly (a minimum, a
-    /// floating-point sum).
+    /// A global aggregate's input lost rows, and an aggregate cannot take them back out exactly
+    /// (a minimum, a floating-point sum): its one group is the whole view.
     AggregateNotRetractable,
     /// `thund run --full-refresh` asked for a recompute.
     FullRefreshRequested,
