@@ -23,7 +23,6 @@ use crate::delta::storage::Storage;
 use crate::delta::table::{conform, write_append, write_overwrite};
 use crate::error::Result;
 use crate::streaming::checkpoint::SourceOffset;
-use crate::streaming::sources::{table_id, table_increment};
 
 /// Version of the record's format.
 const RECORD_FORMAT_VERSION: u32 = 1;
@@ -78,11 +77,6 @@ fn record_key(storage: &Storage, view: &QualifiedName) -> String {
 }
 
 impl AppendView {
-    /// The view's planned query.
-    pub(crate) fn into_plan(self) -> LogicalPlan {
-        self.plan
-    }
-
     /// Refreshes the view: appends the query's rows over what the input gained since the
     /// record, or, when that cannot be told or the input lost rows, recomputes it. Returns the
     /// rows written and, when it recomputed, why.
@@ -105,33 +99,21 @@ impl AppendView {
                 && r.view_version == view_version
         });
         let gained = match &usable {
-            Some(r) => match table_increment(ctx, storage, &self.source, Some(&r.source), None).await {
-                Ok(new) => Ok(new),
-                Err(_) => Err(Issue::new(
-                    IssueType::InputNotAppendOnly,
-                    format!("`{}` lost or rewrote rows since the last refresh", self.source),
-                )),
-            },
-            None if rebuild => Err(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
-            None => Err(Issue::new(
-                IssueType::ChangeSetMissing,
-                "no record of an earlier refresh fits (the first refresh, or the definition changed)",
-            )),
+            Some(r) => super::input::since(ctx, storage, &self.source, &r.source, true).await?,
+            None => Err(super::input::no_record(rebuild)),
         };
         let (rows, offset, why) = match gained {
             Ok(new) => {
-                let offset = self.offset_of(storage, new.offset).await;
-                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, new.provider)?)?;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, new.inserted)?)?;
                 let existing = storage.latest_table(&d.name).await?;
                 let txn = deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
                 let rows = write_append(ctx, &storage.table_url(&d.name), d, plan, existing, txn, true).await?;
-                (rows, offset, None)
+                (rows, new.offset, None)
             }
             Err(why) => {
-                let all = table_increment(ctx, storage, &self.source, None, None).await?;
-                let offset = self.offset_of(storage, all.offset).await;
-                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.provider)?)?;
-                (write_overwrite(ctx, storage, d, plan).await?, offset, Some(why))
+                let all = super::input::all_of(ctx, storage, &self.source).await?;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.inserted)?)?;
+                (write_overwrite(ctx, storage, d, plan).await?, all.offset, Some(why))
             }
         };
         crate::failpoint::hit("append-after-view", &d.name)?;
@@ -144,13 +126,26 @@ impl AppendView {
         storage.write_json(&key, &record).await?;
         Ok((rows, why))
     }
+}
 
-    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
-        match offset {
-            Some(o) => o,
-            None => {
-                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
-            }
-        }
+#[async_trait::async_trait]
+impl super::Maintenance for AppendView {
+    fn technique(&self) -> super::planning::Technique {
+        super::planning::Technique::AppendOnly
+    }
+
+    fn into_plan(self: Box<Self>) -> LogicalPlan {
+        self.plan
+    }
+
+    async fn refresh(
+        self: Box<Self>,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)> {
+        AppendView::refresh(*self, ctx, storage, d, f, rebuild).await
     }
 }

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use arrow::datatypes::DataType;
 use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::datasource::{provider_as_source, MemTable};
+use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
@@ -53,7 +53,6 @@ use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at}
 use crate::engine::plan_query;
 use crate::error::{NativeError, Result};
 use crate::streaming::checkpoint::SourceOffset;
-use crate::streaming::sources::{table_id, table_increment};
 
 /// Version of the `<view>.json` record's format.
 const STATE_FORMAT_VERSION: u32 = 2;
@@ -92,12 +91,8 @@ pub(crate) struct IncrementalView {
 
 /// Whether a view refreshes incrementally, as [`eligibility`] found.
 pub(crate) enum Eligibility {
-    /// The view refreshes as a group aggregate.
-    Incremental(IncrementalView),
-    /// The view refreshes by appending (`append`).
-    Append(super::append::AppendView),
-    /// The view refreshes by recomputing changed window partitions (`window`).
-    Window(super::window::WindowView),
+    /// The view refreshes by this technique (a group aggregate, `append`, `window`).
+    Maintained(Box<dyn super::Maintenance>),
     /// It does not, for these reasons (each technique's), and its query was planned on the way:
     /// use this plan, not a second one.
     Planned(LogicalPlan, Vec<(Technique, Issue)>),
@@ -158,15 +153,15 @@ pub(crate) async fn eligibility(
     .to_string();
     let source = source.clone();
     let aggregate = match aggregate_of(&plan, &source) {
-        Ok(_) => return Ok(Eligibility::Incremental(IncrementalView { source, plan, definition })),
+        Ok(_) => return Ok(Eligibility::Maintained(Box::new(IncrementalView { source, plan, definition }))),
         Err(issue) => issue,
     };
     let append = match super::append::append_of(&plan, &source) {
-        Ok(()) => return Ok(Eligibility::Append(super::append::AppendView { source, plan, definition })),
+        Ok(()) => return Ok(Eligibility::Maintained(Box::new(super::append::AppendView { source, plan, definition }))),
         Err(issue) => issue,
     };
     Ok(match super::window::partitions_of(&plan, &source) {
-        Ok(keys) => Eligibility::Window(super::window::WindowView { source, plan, keys, definition }),
+        Ok(keys) => Eligibility::Maintained(Box::new(super::window::WindowView { source, plan, keys, definition })),
         Err(window) => Eligibility::Planned(
             plan,
             vec![
@@ -296,11 +291,6 @@ fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
 }
 
 impl IncrementalView {
-    /// The view's planned query.
-    pub(crate) fn into_plan(self) -> LogicalPlan {
-        self.plan
-    }
-
     /// Refreshes the view: merges the source's new rows into the state (or builds the state
     /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
     /// view from the state. Returns the view's row count and, when the state was built from all
@@ -329,26 +319,18 @@ impl IncrementalView {
                 && r.state_version == state_version
                 && r.view_version == view_version
         });
-        let all_rows = || async {
-            let all = table_increment(ctx, storage, &self.source, None, None).await?;
-            let offset = self.offset_of(storage, all.offset).await;
-            Ok::<_, NativeError>(Input { inserted: all.provider, deleted: None, offset, regroup: false })
-        };
         // The state's groups recomputed from the input this refresh, if any.
         let mut drop_groups: Option<Expr> = None;
+        let all_rows = || async {
+            let all = super::input::all_of(ctx, storage, &self.source).await?;
+            Ok::<_, NativeError>(Input { inserted: all.inserted, deleted: None, offset: all.offset, regroup: false })
+        };
         let (input, rebuilt) = match &usable {
             Some(r) => match self.input_since(ctx, storage, r, agg, &partials).await? {
                 Ok(input) => (input, None),
                 Err(why) => (all_rows().await?, Some(why)),
             },
-            None if rebuild => (
-                all_rows().await?,
-                Some(Issue::new(IssueType::FullRefreshRequested, "a full refresh rebuilds its state")),
-            ),
-            None => {
-                let why = "no state from an earlier refresh fits (the first refresh, or the definition changed)";
-                (all_rows().await?, Some(Issue::new(IssueType::ChangeSetMissing, why)))
-            }
+            None => (all_rows().await?, Some(super::input::no_record(rebuild))),
         };
         let previous = rebuilt.is_none();
 
@@ -368,10 +350,10 @@ impl IncrementalView {
                 let touched = self.groups_of(ctx, agg, lost).await?;
                 let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
                 let in_state = in_groups(&touched, |i| col(format!("k{i}")));
-                let all = table_increment(ctx, storage, &self.source, None, None).await?;
+                let all = super::input::all_of(ctx, storage, &self.source).await?;
                 let gained = self.partial(ctx, agg, &partials, input.inserted, false, None)?;
                 let gained = LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?;
-                let recomputed = self.partial(ctx, agg, &partials, all.provider, false, Some(in_input))?;
+                let recomputed = self.partial(ctx, agg, &partials, all.inserted, false, Some(in_input))?;
                 drop_groups = Some(in_state);
                 vec![gained, recomputed]
             }
@@ -495,19 +477,9 @@ struct Input {
 }
 
 impl IncrementalView {
-    /// `offset`, or the source's unborn offset.
-    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
-        match offset {
-            Some(o) => o,
-            None => {
-                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
-            }
-        }
-    }
-
-    /// What the source gained and lost since the state `r` recorded: its new files when it was
-    /// only appended to (cheapest), else its net change between the two versions
-    /// (`delta::changes`). `Err` says why the state must be rebuilt from all rows instead.
+    /// What the source gained and lost since the state `r` recorded (`input::since`), and
+    /// whether the groups of what it lost must be recomputed; `Err` says why the state must be
+    /// rebuilt from all rows instead.
     async fn input_since(
         &self,
         ctx: &SessionContext,
@@ -516,53 +488,17 @@ impl IncrementalView {
         agg: &Aggregate,
         partials: &[Partial],
     ) -> Result<std::result::Result<Input, Issue>> {
-        let src = &self.source;
-        if let Ok(new) = table_increment(ctx, storage, src, Some(&r.source), None).await {
-            let offset = self.offset_of(storage, new.offset).await;
-            return Ok(Ok(Input { inserted: new.provider, deleted: None, offset, regroup: false }));
-        }
-        let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
-        let SourceOffset::Table { version, table_id: recorded } = &r.source else {
-            return missing(format!("no version of `{src}` was recorded"));
-        };
-        let key = storage.table_key(src);
-        let id = table_id(storage, &key).await;
-        if *version < 0 || &id != recorded {
-            return missing(format!("`{src}` was recreated since the last refresh"));
-        }
-        let Some(latest) = storage.latest_table(src).await? else {
-            return missing(format!("`{src}` is gone"));
-        };
-        let earlier = match deltalake::open_table_with_version(storage.table_url(src), *version as u64).await {
-            Ok(t) => t,
-            Err(e) => return missing(format!("version {version} of `{src}` cannot be read: {e}")),
-        };
-        let changes = match crate::delta::changes::between(&earlier, &latest).await {
+        let changed = match super::input::since(ctx, storage, &self.source, &r.source, false).await? {
             Ok(c) => c,
-            Err(e) => return missing(format!("the change of `{src}` since version {version} cannot be read: {e}")),
+            Err(why) => return Ok(Err(why)),
         };
-        // Reading the change must cost less than reading the source whole.
-        let whole = crate::delta::changes::live_rows(&latest)?;
-        if changes.rows_read >= whole.max(1) {
-            let why = format!(
-                "reading what `{src}` gained and lost ({} rows) costs as much as reading it whole ({whole} rows)",
-                changes.rows_read
-            );
-            return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
-        }
-        let regroup = changes.deleted_rows() > 0 && retractable(agg, partials).is_err();
+        let regroup = changed.deleted.is_some() && retractable(agg, partials).is_err();
         if regroup && agg.group_expr.is_empty() {
             // One group, and it lost rows: recomputing it is recomputing the view.
             let why = retractable(agg, partials).err().map_or_else(String::new, |i| i.detail);
             return Ok(Err(Issue::new(IssueType::AggregateNotRetractable, why)));
         }
-        let schema = Arc::clone(&changes.schema);
-        let table = |batches: Vec<arrow::array::RecordBatch>| -> Result<Arc<dyn TableProvider>> {
-            Ok(Arc::new(MemTable::try_new(Arc::clone(&schema), vec![batches])?))
-        };
-        let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
-        let deleted = (changes.deleted_rows() > 0).then(|| table(changes.deleted)).transpose()?;
-        Ok(Ok(Input { inserted: table(changes.inserted)?, deleted, offset, regroup }))
+        Ok(Ok(Input { inserted: changed.inserted, deleted: changed.deleted, offset: changed.offset, regroup }))
     }
 
     /// The aggregate's partial state over `rows` (read where the plan reads the source): keys
@@ -729,4 +665,26 @@ fn storable(plan: LogicalPlan) -> Result<LogicalPlan> {
         })
         .collect();
     Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
+}
+
+#[async_trait::async_trait]
+impl super::Maintenance for IncrementalView {
+    fn technique(&self) -> super::planning::Technique {
+        super::planning::Technique::GroupAggregate
+    }
+
+    fn into_plan(self: Box<Self>) -> LogicalPlan {
+        self.plan
+    }
+
+    async fn refresh(
+        self: Box<Self>,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)> {
+        IncrementalView::refresh(*self, ctx, storage, d, f, rebuild).await
+    }
 }

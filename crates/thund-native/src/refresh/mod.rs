@@ -10,14 +10,19 @@
 pub(crate) mod append;
 pub(crate) mod freshness;
 pub(crate) mod incremental;
+mod input;
 pub(crate) mod planning;
 pub(crate) mod window;
 
 use std::sync::Arc;
 
 use datafusion::datasource::MemTable;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
 use knut_thund::backend::DataQuality;
-use knut_thund::ir::RefreshPolicy;
+use knut_thund::ir::{Dataset, Flow, RefreshPolicy};
+
+use crate::delta::storage::Storage;
 
 use crate::engine::{plan_query, table_ref};
 use crate::error::{NativeError, Result};
@@ -27,6 +32,26 @@ use crate::flow::{FlowEffect, FlowJob};
 use crate::delta::table::{conform, write_overwrite};
 use incremental::Eligibility;
 use planning::{Issue, IssueType, Planning, Technique};
+
+/// An incremental technique ready to refresh one view; each lives in a room of its own
+/// (`incremental`, `append`, `window`), chosen by `incremental::eligibility`.
+#[async_trait::async_trait]
+pub(crate) trait Maintenance: Send + Sync {
+    /// Which technique it is.
+    fn technique(&self) -> Technique;
+    /// The view's planned query (what a dry run plans instead of refreshing).
+    fn into_plan(self: Box<Self>) -> LogicalPlan;
+    /// Refreshes the view (a full `rebuild` recomputes it); returns the rows written and, when
+    /// it recomputed the view rather than maintain it, why.
+    async fn refresh(
+        self: Box<Self>,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)>;
+}
 
 /// Refreshes the materialized view `job.dataset`; `dq` receives its expectation counts. The
 /// refresh's planning is reported whether it succeeds or not.
@@ -77,63 +102,21 @@ async fn refresh_planned(
             (Some(_), _) => incremental::eligibility(ctx, storage, p, d, f).await?,
         };
         match eligibility {
-            Eligibility::Incremental(view) if job.dry => {
-                planning.consider(Technique::GroupAggregate, true, Vec::new());
+            Eligibility::Maintained(view) if job.dry => {
+                planning.consider(view.technique(), true, Vec::new());
                 planned = Some(view.into_plan());
             }
-            Eligibility::Append(view) if job.dry => {
-                planning.consider(Technique::AppendOnly, true, Vec::new());
-                planned = Some(view.into_plan());
-            }
-            Eligibility::Window(view) if job.dry => {
-                planning.consider(Technique::WindowFunction, true, Vec::new());
-                planned = Some(view.into_plan());
-            }
-            Eligibility::Window(view) => {
+            Eligibility::Maintained(view) => {
                 job.starting();
                 job.running();
+                let technique = view.technique();
                 let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
                 match rebuilt {
                     Some(why) => {
-                        planning.consider(Technique::WindowFunction, false, vec![why]);
+                        planning.consider(technique, false, vec![why]);
                         planning.choose(Technique::CompleteRecompute);
                     }
-                    None => planning.choose(Technique::WindowFunction),
-                }
-                crate::failpoint::hit("refresh-after-commit", &d.name)?;
-                if let Some(fp) = fingerprint {
-                    freshness::record(storage, d, fp).await?;
-                }
-                return Ok(FlowEffect::Rows(rows));
-            }
-            Eligibility::Incremental(view) => {
-                job.starting();
-                job.running();
-                let fp = fingerprint.clone();
-                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
-                match rebuilt {
-                    Some(why) => {
-                        planning.consider(Technique::GroupAggregate, false, vec![why]);
-                        planning.choose(Technique::CompleteRecompute);
-                    }
-                    None => planning.choose(Technique::GroupAggregate),
-                }
-                crate::failpoint::hit("refresh-after-commit", &d.name)?;
-                if let Some(fp) = fp {
-                    freshness::record(storage, d, fp).await?;
-                }
-                return Ok(FlowEffect::Rows(rows));
-            }
-            Eligibility::Append(view) => {
-                job.starting();
-                job.running();
-                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
-                match rebuilt {
-                    Some(why) => {
-                        planning.consider(Technique::AppendOnly, false, vec![why]);
-                        planning.choose(Technique::CompleteRecompute);
-                    }
-                    None => planning.choose(Technique::AppendOnly),
+                    None => planning.choose(technique),
                 }
                 crate::failpoint::hit("refresh-after-commit", &d.name)?;
                 if let Some(fp) = fingerprint {

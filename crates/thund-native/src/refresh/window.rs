@@ -28,7 +28,6 @@ use crate::delta::storage::Storage;
 use crate::delta::table::{conform, write_overwrite, write_replace_where};
 use crate::error::{NativeError, Result};
 use crate::streaming::checkpoint::SourceOffset;
-use crate::streaming::sources::{table_id, table_increment};
 
 /// Version of the record's format.
 const RECORD_FORMAT_VERSION: u32 = 1;
@@ -178,11 +177,6 @@ fn in_partitions(keys: &[String], values: &[Vec<ScalarValue>]) -> Expr {
 }
 
 impl WindowView {
-    /// The view's planned query.
-    pub(crate) fn into_plan(self) -> LogicalPlan {
-        self.plan
-    }
-
     /// Refreshes the view: recomputes the partitions its input changed since the record, or
     /// the whole view when that cannot be told. Returns the rows written and, when it
     /// recomputed everything, why.
@@ -206,11 +200,7 @@ impl WindowView {
         });
         let changed = match &usable {
             Some(r) => self.touched(ctx, storage, r).await?,
-            None if rebuild => Err(Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view")),
-            None => Err(Issue::new(
-                IssueType::ChangeSetMissing,
-                "no record of an earlier refresh fits (the first refresh, or the definition changed)",
-            )),
+            None => Err(super::input::no_record(rebuild)),
         };
         let (rows, offset, why) = match changed {
             Ok((touched, offset)) if touched.is_empty() => (0, offset, None),
@@ -237,10 +227,9 @@ impl WindowView {
                 (write_replace_where(ctx, storage, d, plan, only).await?, offset, None)
             }
             Err(why) => {
-                let all = table_increment(ctx, storage, &self.source, None, None).await?;
-                let offset = self.offset_of(storage, all.offset).await;
-                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.provider)?)?;
-                (write_overwrite(ctx, storage, d, plan).await?, offset, Some(why))
+                let all = super::input::all_of(ctx, storage, &self.source).await?;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.inserted)?)?;
+                (write_overwrite(ctx, storage, d, plan).await?, all.offset, Some(why))
             }
         };
         crate::failpoint::hit("window-after-view", &d.name)?;
@@ -263,50 +252,18 @@ impl WindowView {
         r: &Record,
     ) -> Result<std::result::Result<(Vec<Vec<ScalarValue>>, SourceOffset), Issue>> {
         let src = &self.source;
-        let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
-        let (changed, offset): (Vec<std::sync::Arc<dyn datafusion::catalog::TableProvider>>, SourceOffset) =
-            match table_increment(ctx, storage, src, Some(&r.source), None).await {
-                Ok(new) => {
-                    let offset = self.offset_of(storage, new.offset).await;
-                    (vec![new.provider], offset)
-                }
-                Err(_) => {
-                    let SourceOffset::Table { version, table_id: recorded } = &r.source else {
-                        return missing(format!("no version of `{src}` was recorded"));
-                    };
-                    let id = table_id(storage, &storage.table_key(src)).await;
-                    if *version < 0 || &id != recorded {
-                        return missing(format!("`{src}` was recreated since the last refresh"));
-                    }
-                    let Some(latest) = storage.latest_table(src).await? else {
-                        return missing(format!("`{src}` is gone"));
-                    };
-                    let earlier =
-                        match deltalake::open_table_with_version(storage.table_url(src), *version as u64).await {
-                            Ok(t) => t,
-                            Err(e) => return missing(format!("version {version} of `{src}` cannot be read: {e}")),
-                        };
-                    let c = match crate::delta::changes::between(&earlier, &latest).await {
-                        Ok(c) => c,
-                        Err(e) => return missing(format!("the change of `{src}` cannot be read: {e}")),
-                    };
-                    let schema = std::sync::Arc::clone(&c.schema);
-                    let table = |b| -> Result<std::sync::Arc<dyn datafusion::catalog::TableProvider>> {
-                        Ok(std::sync::Arc::new(datafusion::datasource::MemTable::try_new(
-                            std::sync::Arc::clone(&schema),
-                            vec![b],
-                        )?))
-                    };
-                    let offset =
-                        SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
-                    (vec![table(c.inserted)?, table(c.deleted)?], offset)
-                }
-            };
+        let changed = match super::input::since(ctx, storage, src, &r.source, false).await? {
+            Ok(c) => c,
+            Err(why) => return Ok(Err(why)),
+        };
+        let offset = changed.offset;
+        let rows: Vec<std::sync::Arc<dyn datafusion::catalog::TableProvider>> =
+            std::iter::once(changed.inserted).chain(changed.deleted).collect();
         let Some(LogicalPlan::Window(window)) = find_window(&self.plan) else {
             return Err(NativeError::Execution("internal error: the view's window is gone".into()));
         };
         let mut touched: Vec<Vec<ScalarValue>> = Vec::new();
-        for rows in changed {
+        for rows in rows {
             let input = replace_scan(window.input.as_ref().clone(), src, rows)?;
             let keys: Vec<Expr> = self.keys.iter().map(|k| Expr::Column(Column::new_unqualified(k))).collect();
             let distinct = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
@@ -331,15 +288,6 @@ impl WindowView {
         }
         Ok(Ok((touched, offset)))
     }
-
-    async fn offset_of(&self, storage: &Storage, offset: Option<SourceOffset>) -> SourceOffset {
-        match offset {
-            Some(o) => o,
-            None => {
-                SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(&self.source)).await }
-            }
-        }
-    }
 }
 
 /// The plan's lowest window node (the one reading the rows): the last met top-down.
@@ -352,4 +300,26 @@ fn find_window(plan: &LogicalPlan) -> Option<LogicalPlan> {
         Ok(TreeNodeRecursion::Continue)
     });
     found
+}
+
+#[async_trait::async_trait]
+impl super::Maintenance for WindowView {
+    fn technique(&self) -> super::planning::Technique {
+        super::planning::Technique::WindowFunction
+    }
+
+    fn into_plan(self: Box<Self>) -> LogicalPlan {
+        self.plan
+    }
+
+    async fn refresh(
+        self: Box<Self>,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        rebuild: bool,
+    ) -> Result<(u64, Option<Issue>)> {
+        WindowView::refresh(*self, ctx, storage, d, f, rebuild).await
+    }
 }

@@ -1,0 +1,112 @@
+//! What a view's one input gained and lost since the version a refresh recorded, for every
+//! incremental technique: its new files when it was only appended to (the cheapest read), else
+//! its net change between the two versions from its Delta log (`delta::changes`) — or why that
+//! cannot be had, for the technique to recompute instead.
+
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use knut_thund::ir::QualifiedName;
+
+use super::planning::{Issue, IssueType};
+use crate::delta::storage::Storage;
+use crate::error::Result;
+use crate::streaming::checkpoint::SourceOffset;
+use crate::streaming::sources::{table_id, table_increment};
+
+/// The rows an input gained and lost, and its offset after them.
+pub(super) struct Changed {
+    /// Rows gained.
+    pub inserted: Arc<dyn TableProvider>,
+    /// Rows lost (deleted, or the old side of an update); `None` when it was only appended to.
+    pub deleted: Option<Arc<dyn TableProvider>>,
+    /// Its offset after them, for the next refresh's record.
+    pub offset: SourceOffset,
+}
+
+/// Why a refresh without a usable record recomputes.
+pub(super) fn no_record(rebuild: bool) -> Issue {
+    match rebuild {
+        true => Issue::new(IssueType::FullRefreshRequested, "a full refresh recomputes the view"),
+        false => Issue::new(
+            IssueType::ChangeSetMissing,
+            "no record of an earlier refresh fits (the first refresh, or the definition changed)",
+        ),
+    }
+}
+
+/// `offset`, or the unborn offset of `source` (it has no commit yet).
+pub(super) async fn offset_or_unborn(
+    storage: &Storage,
+    source: &QualifiedName,
+    offset: Option<SourceOffset>,
+) -> SourceOffset {
+    match offset {
+        Some(o) => o,
+        None => SourceOffset::Table { version: -1, table_id: table_id(storage, &storage.table_key(source)).await },
+    }
+}
+
+/// Every row of `source` now, and its offset.
+pub(super) async fn all_of(ctx: &SessionContext, storage: &Storage, source: &QualifiedName) -> Result<Changed> {
+    let all = table_increment(ctx, storage, source, None, None).await?;
+    let offset = offset_or_unborn(storage, source, all.offset).await;
+    Ok(Changed { inserted: all.provider, deleted: None, offset })
+}
+
+/// What `source` gained and lost since `recorded`. With `appended_only`, an input that lost rows
+/// is not read further (the caller cannot use what it lost). `Err` says why the view must be
+/// recomputed instead: a recreated input, an unreadable or vacuumed version, a change that
+/// costs as much to read as the input whole.
+pub(super) async fn since(
+    ctx: &SessionContext,
+    storage: &Storage,
+    source: &QualifiedName,
+    recorded: &SourceOffset,
+    appended_only: bool,
+) -> Result<std::result::Result<Changed, Issue>> {
+    if let Ok(new) = table_increment(ctx, storage, source, Some(recorded), None).await {
+        let offset = offset_or_unborn(storage, source, new.offset).await;
+        return Ok(Ok(Changed { inserted: new.provider, deleted: None, offset }));
+    }
+    if appended_only {
+        let why = format!("`{source}` lost or rewrote rows since the last refresh");
+        return Ok(Err(Issue::new(IssueType::InputNotAppendOnly, why)));
+    }
+    let missing = |why: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+    let SourceOffset::Table { version, table_id: was } = recorded else {
+        return missing(format!("no version of `{source}` was recorded"));
+    };
+    let id = table_id(storage, &storage.table_key(source)).await;
+    if *version < 0 || &id != was {
+        return missing(format!("`{source}` was recreated since the last refresh"));
+    }
+    let Some(latest) = storage.latest_table(source).await? else { return missing(format!("`{source}` is gone")) };
+    let earlier = match deltalake::open_table_with_version(storage.table_url(source), *version as u64).await {
+        Ok(t) => t,
+        Err(e) => return missing(format!("version {version} of `{source}` cannot be read: {e}")),
+    };
+    let changes = match crate::delta::changes::between(&earlier, &latest).await {
+        Ok(c) => c,
+        Err(e) => return missing(format!("the change of `{source}` since version {version} cannot be read: {e}")),
+    };
+    // Reading the change must cost less than reading the input whole.
+    let whole = crate::delta::changes::live_rows(&latest)?;
+    if changes.rows_read >= whole.max(1) {
+        let why = format!(
+            "reading what `{source}` gained and lost ({} rows) costs as much as reading it whole ({whole} rows)",
+            changes.rows_read
+        );
+        return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
+    }
+    let schema = Arc::clone(&changes.schema);
+    let table = |batches| -> Result<Arc<dyn TableProvider>> {
+        Ok(Arc::new(MemTable::try_new(Arc::clone(&schema), vec![batches])?))
+    };
+    let lost = changes.deleted_rows() > 0;
+    let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
+    let deleted = if lost { Some(table(changes.deleted)?) } else { None };
+    Ok(Ok(Changed { inserted: table(changes.inserted)?, deleted, offset }))
+}
