@@ -15,29 +15,13 @@
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, Flow, QualifiedName};
-use serde::{Deserialize, Serialize};
 
 use super::incremental::{has_subquery, replace_scan};
-use super::planning::{Issue, IssueType};
+use super::input::ViewRecord;
+use super::planning::{Issue, IssueType, Technique};
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, write_append, write_overwrite};
 use crate::error::Result;
-use crate::streaming::checkpoint::SourceOffset;
-
-/// Version of the record's format.
-const RECORD_FORMAT_VERSION: u32 = 1;
-
-/// What the view covers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Record {
-    format_version: u32,
-    /// The view's definition and table details; a change means a recompute.
-    definition: String,
-    /// How far into the input the view's rows reach.
-    source: SourceOffset,
-    /// The view's version holding them.
-    view_version: i64,
-}
 
 /// Whether `plan` only projects and filters a scan of `source` (what stands in the way if not).
 pub(super) fn append_of(plan: &LogicalPlan, source: &QualifiedName) -> std::result::Result<(), Issue> {
@@ -72,32 +56,27 @@ pub(crate) struct AppendView {
     pub(super) definition: String,
 }
 
-fn record_key(storage: &Storage, view: &QualifiedName) -> String {
-    storage.state_record_key(view).replace(".json", ".append.json")
-}
+#[async_trait::async_trait]
+impl super::Maintenance for AppendView {
+    fn technique(&self) -> Technique {
+        Technique::AppendOnly
+    }
 
-impl AppendView {
-    /// Refreshes the view: appends the query's rows over what the input gained since the
-    /// record, or, when that cannot be told or the input lost rows, recomputes it. Returns the
-    /// rows written and, when it recomputed, why.
-    pub(crate) async fn refresh(
-        self,
+    fn into_plan(self: Box<Self>) -> LogicalPlan {
+        self.plan
+    }
+
+    /// Appends the query's rows over what the input gained since the record, or, when that
+    /// cannot be told or the input lost rows, recomputes the view.
+    async fn refresh(
+        self: Box<Self>,
         ctx: &SessionContext,
         storage: &Storage,
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
     ) -> Result<(u64, Option<Issue>)> {
-        let key = record_key(storage, &d.name);
-        let view_key = storage.table_key(&d.name);
-        let record: Option<Record> = storage.read_json(&key).await.unwrap_or(None);
-        let view_version = storage.delta_version(&view_key).await?;
-        let usable = record.filter(|r| {
-            !rebuild
-                && r.format_version == RECORD_FORMAT_VERSION
-                && r.definition == self.definition
-                && r.view_version == view_version
-        });
+        let (usable, view_version) = ViewRecord::usable(storage, &d.name, "append", &self.definition, rebuild).await?;
         let gained = match &usable {
             Some(r) => super::input::since(ctx, storage, &self.source, &r.source, true).await?,
             None => Err(super::input::no_record(rebuild)),
@@ -117,35 +96,7 @@ impl AppendView {
             }
         };
         crate::failpoint::hit("append-after-view", &d.name)?;
-        let record = Record {
-            format_version: RECORD_FORMAT_VERSION,
-            definition: self.definition,
-            source: offset,
-            view_version: storage.delta_version(&view_key).await?,
-        };
-        storage.write_json(&key, &record).await?;
+        ViewRecord::write(storage, &d.name, "append", self.definition, offset).await?;
         Ok((rows, why))
-    }
-}
-
-#[async_trait::async_trait]
-impl super::Maintenance for AppendView {
-    fn technique(&self) -> super::planning::Technique {
-        super::planning::Technique::AppendOnly
-    }
-
-    fn into_plan(self: Box<Self>) -> LogicalPlan {
-        self.plan
-    }
-
-    async fn refresh(
-        self: Box<Self>,
-        ctx: &SessionContext,
-        storage: &Storage,
-        d: &Dataset,
-        f: &Flow,
-        rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
-        AppendView::refresh(*self, ctx, storage, d, f, rebuild).await
     }
 }

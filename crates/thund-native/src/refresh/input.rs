@@ -9,6 +9,7 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::QualifiedName;
+use serde::{Deserialize, Serialize};
 
 use super::planning::{Issue, IssueType};
 use crate::delta::storage::Storage;
@@ -109,4 +110,61 @@ pub(super) async fn since(
     let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
     let deleted = if lost { Some(table(changes.deleted)?) } else { None };
     Ok(Ok(Changed { inserted: table(changes.inserted)?, deleted, offset }))
+}
+
+/// Version of [`ViewRecord`]'s format.
+const RECORD_FORMAT_VERSION: u32 = 1;
+
+/// What a maintained view's table holds, written after each refresh beside the view
+/// (`<view>.<technique>.json`): the input version its rows reach, and the view version holding
+/// them. A crash between the view's commit and the record leaves a view version the record does
+/// not name, so the next refresh recomputes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(super) struct ViewRecord {
+    format_version: u32,
+    /// The view's definition and table details; a change means a recompute.
+    definition: String,
+    /// How far into the input the view's rows reach.
+    pub source: SourceOffset,
+    /// The view's version holding them.
+    view_version: i64,
+}
+
+impl ViewRecord {
+    fn key(storage: &Storage, view: &QualifiedName, technique: &str) -> String {
+        storage.state_record_key(view).replace(".json", &format!(".{technique}.json"))
+    }
+
+    /// The record of `view` if it still describes it (the same definition, its version the
+    /// view's current one) and no `rebuild` is asked for; and the view's current version.
+    pub(super) async fn usable(
+        storage: &Storage,
+        view: &QualifiedName,
+        technique: &str,
+        definition: &str,
+        rebuild: bool,
+    ) -> Result<(Option<ViewRecord>, i64)> {
+        let record: Option<ViewRecord> = storage.read_json(&Self::key(storage, view, technique)).await.unwrap_or(None);
+        let version = storage.delta_version(&storage.table_key(view)).await?;
+        let usable = record.filter(|r| {
+            !rebuild
+                && r.format_version == RECORD_FORMAT_VERSION
+                && r.definition == definition
+                && r.view_version == version
+        });
+        Ok((usable, version))
+    }
+
+    /// Records that `view`'s current version reaches `source` of its input.
+    pub(super) async fn write(
+        storage: &Storage,
+        view: &QualifiedName,
+        technique: &str,
+        definition: String,
+        source: SourceOffset,
+    ) -> Result<()> {
+        let view_version = storage.delta_version(&storage.table_key(view)).await?;
+        let record = ViewRecord { format_version: RECORD_FORMAT_VERSION, definition, source, view_version };
+        storage.write_json(&Self::key(storage, view, technique), &record).await
+    }
 }

@@ -20,29 +20,17 @@ use datafusion::common::{Column, ScalarValue};
 use datafusion::logical_expr::{lit, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, Flow, QualifiedName};
-use serde::{Deserialize, Serialize};
 
 use super::incremental::{has_subquery, replace_scan};
-use super::planning::{Issue, IssueType};
+use super::input::ViewRecord;
+use super::planning::{Issue, IssueType, Technique};
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, write_overwrite, write_replace_where};
 use crate::error::{NativeError, Result};
 use crate::streaming::checkpoint::SourceOffset;
 
-/// Version of the record's format.
-const RECORD_FORMAT_VERSION: u32 = 1;
-
 /// The most partitions a refresh recomputes one by one; past it, the whole view is recomputed.
 const MOST_PARTITIONS: usize = 1000;
-
-/// What the view covers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Record {
-    format_version: u32,
-    definition: String,
-    source: SourceOffset,
-    view_version: i64,
-}
 
 fn not_this(detail: impl Into<String>) -> Issue {
     Issue::new(IssueType::OperatorNotIncrementalizable, detail)
@@ -151,10 +139,6 @@ pub(crate) struct WindowView {
     pub(super) definition: String,
 }
 
-fn record_key(storage: &Storage, view: &QualifiedName) -> String {
-    storage.state_record_key(view).replace(".json", ".window.json")
-}
-
 /// Rows whose partition columns `keys` hold one of `values` (NULL matching NULL).
 fn in_partitions(keys: &[String], values: &[Vec<ScalarValue>]) -> Expr {
     values
@@ -177,79 +161,13 @@ fn in_partitions(keys: &[String], values: &[Vec<ScalarValue>]) -> Expr {
 }
 
 impl WindowView {
-    /// Refreshes the view: recomputes the partitions its input changed since the record, or
-    /// the whole view when that cannot be told. Returns the rows written and, when it
-    /// recomputed everything, why.
-    pub(crate) async fn refresh(
-        self,
-        ctx: &SessionContext,
-        storage: &Storage,
-        d: &Dataset,
-        f: &Flow,
-        rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
-        let key = record_key(storage, &d.name);
-        let view_key = storage.table_key(&d.name);
-        let record: Option<Record> = storage.read_json(&key).await.unwrap_or(None);
-        let view_version = storage.delta_version(&view_key).await?;
-        let usable = record.filter(|r| {
-            !rebuild
-                && r.format_version == RECORD_FORMAT_VERSION
-                && r.definition == self.definition
-                && r.view_version == view_version
-        });
-        let changed = match &usable {
-            Some(r) => self.touched(ctx, storage, r).await?,
-            None => Err(super::input::no_record(rebuild)),
-        };
-        let (rows, offset, why) = match changed {
-            Ok((touched, offset)) if touched.is_empty() => (0, offset, None),
-            Ok((touched, offset)) => {
-                let only = in_partitions(&self.keys, &touched);
-                // The query over the input rows of the touched partitions alone.
-                // The lowest window's input (the first window met bottom-up), filtered.
-                let mut filtered = false;
-                let plan = self
-                    .plan
-                    .clone()
-                    .transform_up(|node| match node {
-                        LogicalPlan::Window(mut w) if !filtered => {
-                            filtered = true;
-                            let input =
-                                LogicalPlanBuilder::from(w.input.as_ref().clone()).filter(only.clone())?.build()?;
-                            w.input = std::sync::Arc::new(input);
-                            Ok(Transformed::yes(LogicalPlan::Window(w)))
-                        }
-                        other => Ok(Transformed::no(other)),
-                    })?
-                    .data;
-                let plan = conform(ctx, d, f, plan)?;
-                (write_replace_where(ctx, storage, d, plan, only).await?, offset, None)
-            }
-            Err(why) => {
-                let all = super::input::all_of(ctx, storage, &self.source).await?;
-                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.inserted)?)?;
-                (write_overwrite(ctx, storage, d, plan).await?, all.offset, Some(why))
-            }
-        };
-        crate::failpoint::hit("window-after-view", &d.name)?;
-        let record = Record {
-            format_version: RECORD_FORMAT_VERSION,
-            definition: self.definition,
-            source: offset,
-            view_version: storage.delta_version(&view_key).await?,
-        };
-        storage.write_json(&key, &record).await?;
-        Ok((rows, why))
-    }
-
     /// The partition keys of the rows the input gained and lost since `r`, and its offset
     /// after them; `Err` says why the whole view must be recomputed instead.
     async fn touched(
         &self,
         ctx: &SessionContext,
         storage: &Storage,
-        r: &Record,
+        r: &ViewRecord,
     ) -> Result<std::result::Result<(Vec<Vec<ScalarValue>>, SourceOffset), Issue>> {
         let src = &self.source;
         let changed = match super::input::since(ctx, storage, src, &r.source, false).await? {
@@ -304,14 +222,17 @@ fn find_window(plan: &LogicalPlan) -> Option<LogicalPlan> {
 
 #[async_trait::async_trait]
 impl super::Maintenance for WindowView {
-    fn technique(&self) -> super::planning::Technique {
-        super::planning::Technique::WindowFunction
+    fn technique(&self) -> Technique {
+        Technique::WindowFunction
     }
 
     fn into_plan(self: Box<Self>) -> LogicalPlan {
         self.plan
     }
 
+    /// Refreshes the view: recomputes the partitions its input changed since the record, or
+    /// the whole view when that cannot be told. Returns the rows written and, when it
+    /// recomputed everything, why.
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -320,6 +241,43 @@ impl super::Maintenance for WindowView {
         f: &Flow,
         rebuild: bool,
     ) -> Result<(u64, Option<Issue>)> {
-        WindowView::refresh(*self, ctx, storage, d, f, rebuild).await
+        let (usable, _) = ViewRecord::usable(storage, &d.name, "window", &self.definition, rebuild).await?;
+        let changed = match &usable {
+            Some(r) => self.touched(ctx, storage, r).await?,
+            None => Err(super::input::no_record(rebuild)),
+        };
+        let (rows, offset, why) = match changed {
+            Ok((touched, offset)) if touched.is_empty() => (0, offset, None),
+            Ok((touched, offset)) => {
+                let only = in_partitions(&self.keys, &touched);
+                // The query over the input rows of the touched partitions alone.
+                // The lowest window's input (the first window met bottom-up), filtered.
+                let mut filtered = false;
+                let plan = self
+                    .plan
+                    .clone()
+                    .transform_up(|node| match node {
+                        LogicalPlan::Window(mut w) if !filtered => {
+                            filtered = true;
+                            let input =
+                                LogicalPlanBuilder::from(w.input.as_ref().clone()).filter(only.clone())?.build()?;
+                            w.input = std::sync::Arc::new(input);
+                            Ok(Transformed::yes(LogicalPlan::Window(w)))
+                        }
+                        other => Ok(Transformed::no(other)),
+                    })?
+                    .data;
+                let plan = conform(ctx, d, f, plan)?;
+                (write_replace_where(ctx, storage, d, plan, only).await?, offset, None)
+            }
+            Err(why) => {
+                let all = super::input::all_of(ctx, storage, &self.source).await?;
+                let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.inserted)?)?;
+                (write_overwrite(ctx, storage, d, plan).await?, all.offset, Some(why))
+            }
+        };
+        crate::failpoint::hit("window-after-view", &d.name)?;
+        ViewRecord::write(storage, &d.name, "window", self.definition, offset).await?;
+        Ok((rows, why))
     }
 }
