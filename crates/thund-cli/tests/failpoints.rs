@@ -469,6 +469,35 @@ fn dying_in_a_refresh_that_takes_rows_back_leaves_a_view_equal_to_its_query() {
     );
 }
 
+/// A view aggregating a join of a changing table with another, killed at each step of its
+/// refresh in each batch; and a join view of two appended tables, killed after its append.
+#[test]
+fn dying_in_a_refresh_over_a_join_leaves_a_view_equal_to_its_query() {
+    let dims = "CREATE MATERIALIZED VIEW dims AS SELECT * FROM VALUES (0, 'a'), (1, 'b'), (2, 'c') AS t(g, name);\n";
+    let query = "SELECT d.name, count(*) AS n, sum(t.v) AS s, min(t.v) AS lo FROM target t JOIN dims d ON t.k % 3 = d.g GROUP BY d.name";
+    play_view_deaths(
+        &format!("{CDC_TARGET}{dims}CREATE MATERIALIZED VIEW totals AS {query};\n"),
+        "totals",
+        query,
+        &["incremental-after-state", "incremental-after-view", "refresh-after-commit"],
+        |batch| cdc_feed(batch, 30),
+    );
+    let query = "SELECT b.id, b.v, d.name FROM bronze b JOIN dims d ON b.v % 3 = d.g";
+    play_view_deaths(
+        &format!(
+            "CREATE STREAMING TABLE bronze AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'id BIGINT, v BIGINT');\n\
+             {dims}CREATE MATERIALIZED VIEW kept AS {query};\n"
+        ),
+        "kept",
+        query,
+        &["append-after-view", "refresh-after-commit"],
+        |batch| {
+            let rows = (0..10).map(|i| format!("{{\"id\": {}, \"v\": {}}}\n", batch * 10 + i, (batch * 7 + i) % 5)).collect();
+            (format!("in/{batch}.json"), rows)
+        },
+    );
+}
+
 /// A view that appends its query's rows over what its input gained, killed after its append and
 /// after its record in each batch: no row lost, none appended twice.
 #[test]

@@ -1,39 +1,40 @@
-//! Incremental refresh of materialized views that aggregate one table of the pipeline.
+//! Incremental refresh of materialized views that aggregate tables of the pipeline.
 //!
 //! A view like `SELECT k, count(*), sum(x) FROM st GROUP BY k` over a table `st` would otherwise
 //! re-read all of `st` each time a few rows change. Here its aggregate is kept as *state*: per
 //! group, partial results that merge (sums, counts, minima, maxima; an average as a sum and a
 //! count), the group's row count `n`, and each sum's count of non-NULL values. A refresh
-//! aggregates only the rows `st` gained since the last one and merges them into the state; the
-//! rows it lost (deleted, or the old side of an update) are aggregated too and merged negated,
-//! and a group whose row count reaches zero is dropped. The view is then recomputed from the
-//! state, which is as small as the number of groups. What the query does above the aggregate
-//! (`HAVING`, expressions over aggregates, `ORDER BY … LIMIT`) is re-evaluated on the merged
-//! state, so the result is the same as a full recompute.
+//! aggregates only the rows the aggregate's input gained since the last one and merges them into
+//! the state; the rows it lost (deleted, or the old side of an update) are aggregated too and
+//! merged negated, and a group whose row count reaches zero is dropped. The view is then
+//! recomputed from the state, which is as small as the number of groups. What the query does
+//! above the aggregate (`HAVING`, expressions over aggregates, `ORDER BY … LIMIT`) is
+//! re-evaluated on the merged state, so the result is the same as a full recompute.
 //!
-//! What `st` gained and lost: its new files when it was only appended to (a streaming table);
-//! otherwise its net change between the version the state covers and the newest, read from its
-//! Delta log (`delta::changes`). Only counts, and sums and averages of integers and decimals,
-//! take rows back out exactly; with a minimum, a maximum or a floating-point sum, the groups the
-//! lost rows fall in are recomputed from all of `st` (filtered to those groups) and replace their
-//! state rows, while the other groups merge what they gained. A change that costs as much to
-//! read as `st` whole, a recreated `st`, a full refresh: each rebuilds the state from all rows,
-//! and says why.
+//! Under the aggregate may stand projections, filters, `UNION ALL` and inner joins of several
+//! tables: what that input gained and lost is planned by `propagate` (for a join, each side's
+//! change joined with the other side) over what each table gained and lost: its new files when
+//! it was only appended to (a streaming table); otherwise its net change between the version the
+//! state covers and the newest, read from its Delta log (`delta::changes`). Only counts, and sums
+//! and averages of integers and decimals, take rows back out exactly; with a minimum, a maximum
+//! or a floating-point sum, the groups the lost rows fall in are recomputed from all of the input
+//! (filtered to those groups) and replace their state rows, while the other groups merge what
+//! they gained. A change that costs as much to read as a table whole, a recreated table, a full
+//! refresh: each rebuilds the state from all rows, and says why.
 //!
-//! A view qualifies when its query reads exactly one table of the pipeline, through projections
-//! and filters, into one `GROUP BY` (or a global aggregate) whose aggregates are `sum`, `count`,
-//! `min`, `max` or a floating-point `avg`, none `DISTINCT` or `FILTER`ed, and it has no
-//! expectations; anything else is recomputed (`planning` says why).
+//! A view qualifies when its query reads tables of the pipeline into one `GROUP BY` (or a global
+//! aggregate) whose aggregates are `sum`, `count`, `min`, `max` or a floating-point `avg`, none
+//! `DISTINCT` or `FILTER`ed, and it has no expectations; anything else is recomputed (`planning`
+//! says why).
 //!
 //! The state is a Delta table at `<storage>/state/<catalog>/<database>/<view>/`, and
-//! `<view>.json` beside it records which source version it covers and which versions of the
-//! state and the view belong together. It is written last: a crash between the commits leaves
-//! versions that disagree with the record, and the next run recomputes from scratch.
+//! `<view>.json` beside it records which version of each input it covers and which versions of
+//! the state and the view belong together. It is written last: a crash between the commits
+//! leaves versions that disagree with the record, and the next run recomputes from scratch.
 
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
-use datafusion::catalog::TableProvider;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
@@ -46,16 +47,17 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
+use super::input::{Inputs, Offsets};
 use super::planning::{Issue, IssueType, Technique};
+use super::propagate::{self, Rows};
 use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
 use crate::engine::plan_query;
 use crate::error::{NativeError, Result};
-use crate::streaming::checkpoint::SourceOffset;
 
 /// Version of the `<view>.json` record's format.
-const STATE_FORMAT_VERSION: u32 = 2;
+const STATE_FORMAT_VERSION: u32 = 3;
 
 /// What the state of a view covers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,8 +65,8 @@ struct Record {
     format_version: u32,
     /// The view's definition and table details; a change means a recompute.
     definition: String,
-    /// How far into the source the state has aggregated.
-    source: SourceOffset,
+    /// How far into each input the state has aggregated.
+    sources: Offsets,
     /// The state table's version holding that aggregate.
     state_version: i64,
     /// The view's version computed from it.
@@ -84,7 +86,7 @@ enum Partial {
 
 /// A view that qualifies, planned and ready to refresh.
 pub(crate) struct IncrementalView {
-    source: QualifiedName,
+    sources: Vec<QualifiedName>,
     plan: LogicalPlan,
     definition: String,
 }
@@ -114,54 +116,70 @@ pub(crate) async fn eligibility(
     if !d.expectations.is_empty() {
         return not(IssueType::ExpectationsNotSupported, format!("`{}` has expectations", d.name));
     }
-    let source = match q.reads.as_slice() {
-        [Read::Dataset { name, .. }] => name,
-        [Read::Files(fs)] => {
-            return not(IssueType::InputNotInDelta, format!("it reads {} files at `{}`", fs.format, fs.path))
+    let mut sources: Vec<QualifiedName> = Vec::new();
+    for read in &q.reads {
+        let source = match read {
+            Read::Dataset { name, .. } => name,
+            Read::Files(fs) => {
+                return not(IssueType::InputNotInDelta, format!("it reads {} files at `{}`", fs.format, fs.path))
+            }
+        };
+        // Each input must be a table of the pipeline (a Delta table whose commits say what it
+        // gained and lost) that has been written.
+        match p.dataset(source).map(|s| s.kind) {
+            Some(DatasetKind::StreamingTable | DatasetKind::MaterializedView) => {}
+            Some(kind) => {
+                return not(
+                    IssueType::InputNotInDelta,
+                    format!("`{source}` is a {kind}, not a table whose commits say what changed"),
+                )
+            }
+            None => return not(IssueType::InputNotInDelta, format!("`{source}` is not a table of this pipeline")),
         }
-        [] => return not(IssueType::OperatorNotIncrementalizable, "it reads no table".into()),
-        reads => {
-            let what = if q.sql.to_ascii_uppercase().contains("JOIN") { "a join" } else { "several inputs" };
-            return not(
-                IssueType::OperatorNotIncrementalizable,
-                format!("{what} of {} inputs (incremental joins are not implemented yet)", reads.len()),
-            );
+        if !storage.is_table(&storage.table_key(source)).await? {
+            return not(IssueType::ChangeSetMissing, format!("`{source}` has not been written yet"));
         }
-    };
-    // The source must be a table of the pipeline (a Delta table whose commits say what it gained
-    // and lost) that has been written.
-    match p.dataset(source).map(|s| s.kind) {
-        Some(DatasetKind::StreamingTable | DatasetKind::MaterializedView) => {}
-        Some(kind) => {
-            return not(
-                IssueType::InputNotInDelta,
-                format!("`{source}` is a {kind}, not a table whose commits say what changed"),
-            )
+        // (The plan's scans name tables without their schema.)
+        if sources.iter().any(|s| s.name == source.name && s != source) {
+            return not(IssueType::OperatorNotIncrementalizable, format!("two inputs named `{}`", source.name));
         }
-        None => return not(IssueType::InputNotInDelta, format!("`{source}` is not a table of this pipeline")),
+        if !sources.contains(source) {
+            sources.push(source.clone());
+        }
     }
-    if !storage.is_table(&storage.table_key(source)).await? {
-        return not(IssueType::ChangeSetMissing, format!("`{source}` has not been written yet"));
+    if sources.is_empty() {
+        return not(IssueType::OperatorNotIncrementalizable, "it reads no table".into());
     }
     let plan = plan_query(ctx, q, &p.root).await?;
     let definition = serde_json::json!({
         "engine": env!("CARGO_PKG_VERSION"),
         "sql": q.sql,
         "details": d.details,
-        "source": source.to_string(),
+        "sources": sources.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
     })
     .to_string();
-    let source = source.clone();
-    let aggregate = match aggregate_of(&plan, &source) {
-        Ok(_) => return Ok(Eligibility::Maintained(Box::new(IncrementalView { source, plan, definition }))),
+    let aggregate = match aggregate_of(&plan) {
+        Ok(_) => return Ok(Eligibility::Maintained(Box::new(IncrementalView { sources, plan, definition }))),
         Err(issue) => issue,
     };
-    let append = match super::append::append_of(&plan, &source) {
-        Ok(()) => return Ok(Eligibility::Maintained(Box::new(super::append::AppendView { source, plan, definition }))),
+    let append = match super::propagate::check(&plan) {
+        Ok(()) => {
+            return Ok(Eligibility::Maintained(Box::new(super::append::AppendView { sources, plan, definition })))
+        }
         Err(issue) => issue,
     };
-    Ok(match super::window::partitions_of(&plan, &source) {
-        Ok(keys) => Eligibility::Maintained(Box::new(super::window::WindowView { source, plan, keys, definition })),
+    let window = match sources.as_slice() {
+        [source] => super::window::partitions_of(&plan, source),
+        _ => Err(Issue::new(
+            IssueType::OperatorNotIncrementalizable,
+            "several inputs (a window is recomputed by partition over one input)",
+        )),
+    };
+    Ok(match window {
+        Ok(keys) => {
+            let source = sources.remove(0);
+            Eligibility::Maintained(Box::new(super::window::WindowView { source, plan, keys, definition }))
+        }
         Err(window) => Eligibility::Planned(
             plan,
             vec![
@@ -173,13 +191,10 @@ pub(crate) async fn eligibility(
     })
 }
 
-/// The plan's one aggregate, if everything under it is projections and filters over a scan of
-/// `source`, everything above it has a single input, and every aggregate merges; else what
-/// stands in the way.
-fn aggregate_of<'a>(
-    plan: &'a LogicalPlan,
-    source: &QualifiedName,
-) -> std::result::Result<(&'a Aggregate, Vec<Partial>), Issue> {
+/// The plan's one aggregate, if everything under it is projections, filters, `UNION ALL` and
+/// inner joins of scans (`propagate::check`), everything above it has a single input, and every
+/// aggregate merges; else what stands in the way.
+fn aggregate_of(plan: &LogicalPlan) -> std::result::Result<(&Aggregate, Vec<Partial>), Issue> {
     let operator = |node: &LogicalPlan| {
         let name = match node {
             LogicalPlan::Join(_) => "a join".to_string(),
@@ -252,26 +267,11 @@ fn aggregate_of<'a>(
             })
         })
         .collect::<std::result::Result<Vec<_>, Issue>>()?;
-    // Under the aggregate: projections and filters down to one scan of the source.
-    let mut node = agg.input.as_ref();
-    loop {
-        match node {
-            LogicalPlan::TableScan(scan) if scan.table_name.table() == source.name && scan.filters.is_empty() => {
-                return Ok((agg, partials));
-            }
-            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
-                if node.expressions().iter().any(has_subquery) {
-                    return Err(subquery());
-                }
-                node = node.inputs()[0];
-            }
-            other => {
-                return Err(Issue::new(
-                    IssueType::AggregateNotTopNode,
-                    format!("{} under the aggregate", operator(other).detail),
-                ))
-            }
-        }
+    // Under the aggregate: what changes row by row.
+    match super::propagate::check(&agg.input) {
+        Ok(()) => Ok((agg, partials)),
+        Err(issue) if issue.detail == "a subquery" => Err(issue),
+        Err(issue) => Err(Issue::new(IssueType::AggregateNotTopNode, format!("{} under the aggregate", issue.detail))),
     }
 }
 
@@ -291,7 +291,7 @@ fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
 }
 
 impl IncrementalView {
-    /// Refreshes the view: merges the source's new rows into the state (or builds the state
+    /// Refreshes the view: merges what its input gained and lost into the state (or builds the state
     /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
     /// view from the state. Returns the view's row count and, when the state was built from all
     /// rows rather than merged, why.
@@ -303,7 +303,7 @@ impl IncrementalView {
         f: &Flow,
         rebuild: bool,
     ) -> Result<(u64, Option<Issue>)> {
-        let (agg, partials) = aggregate_of(&self.plan, &self.source).map_err(|i| {
+        let (agg, partials) = aggregate_of(&self.plan).map_err(|i| {
             NativeError::Execution(format!("`{}` no longer refreshes incrementally: {}", d.name, i.detail))
         })?;
         let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
@@ -322,8 +322,16 @@ impl IncrementalView {
         // The state's groups recomputed from the input this refresh, if any.
         let mut drop_groups: Option<Expr> = None;
         let all_rows = || async {
-            let all = super::input::all_of(ctx, storage, &self.source).await?;
-            Ok::<_, NativeError>(Input { inserted: all.inserted, deleted: None, offset: all.offset, regroup: false })
+            let all = Inputs::now(ctx, storage, &self.sources).await?;
+            let rows = propagate::over(&agg.input, &all, Rows::Now)?;
+            let offsets = all.offsets(&self.sources);
+            Ok::<_, NativeError>(Input {
+                now: rows.clone(),
+                inserted: vec![rows],
+                deleted: Vec::new(),
+                offsets,
+                regroup: false,
+            })
         };
         let (input, rebuilt) = match &usable {
             Some(r) => match self.input_since(ctx, storage, r, agg, &partials).await? {
@@ -336,28 +344,39 @@ impl IncrementalView {
 
         // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
         //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
-        let mut parts = match (input.regroup, input.deleted) {
-            (false, deleted) => {
-                let mut parts = vec![self.partial(ctx, agg, &partials, input.inserted, false, None)?];
-                if let Some(lost) = deleted {
+        let mut parts = match input.regroup {
+            false => {
+                let mut parts = Vec::new();
+                for gained in input.inserted {
+                    parts.push(self.partial(ctx, agg, &partials, gained, false, None)?);
+                }
+                for lost in input.deleted {
                     parts.push(self.partial(ctx, agg, &partials, lost, true, None)?);
                 }
                 parts
             }
             // The groups the lost rows fall in, recomputed from all of the input; every other
             // group merges what it gained. (The state's rows of those groups are dropped below.)
-            (true, Some(lost)) => {
-                let touched = self.groups_of(ctx, agg, lost).await?;
+            true => {
+                let mut touched = Vec::new();
+                for lost in input.deleted {
+                    for group in groups_of(ctx, agg, lost).await? {
+                        if !touched.contains(&group) {
+                            touched.push(group);
+                        }
+                    }
+                }
                 let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
                 let in_state = in_groups(&touched, |i| col(format!("k{i}")));
-                let all = super::input::all_of(ctx, storage, &self.source).await?;
-                let gained = self.partial(ctx, agg, &partials, input.inserted, false, None)?;
-                let gained = LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?;
-                let recomputed = self.partial(ctx, agg, &partials, all.inserted, false, Some(in_input))?;
+                let mut parts = Vec::new();
+                for gained in input.inserted {
+                    let gained = self.partial(ctx, agg, &partials, gained, false, None)?;
+                    parts.push(LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?);
+                }
+                parts.push(self.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
                 drop_groups = Some(in_state);
-                vec![gained, recomputed]
+                parts
             }
-            (true, None) => vec![self.partial(ctx, agg, &partials, input.inserted, false, None)?],
         };
         let merge_needed = parts.len() > 1;
 
@@ -402,7 +421,7 @@ impl IncrementalView {
         } else {
             parts.remove(0)
         };
-        let offset = input.offset;
+        let offsets = input.offsets;
         let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
         let state_version = state.version().map_or(-1, |v| v as i64);
         crate::failpoint::hit("incremental-after-state", &d.name)?;
@@ -456,7 +475,7 @@ impl IncrementalView {
         let record = Record {
             format_version: STATE_FORMAT_VERSION,
             definition: self.definition,
-            source: offset,
+            sources: offsets,
             state_version,
             view_version,
         };
@@ -465,21 +484,22 @@ impl IncrementalView {
     }
 }
 
-/// What a refresh aggregates: the rows the source gained and, unless it was only appended to,
-/// those it lost, and the source's offset after them.
+/// What a refresh aggregates: the rows the aggregate's input gained and lost (plans over the
+/// rows its tables gained and lost, `propagate`), all its rows now, and the tables' offsets.
 struct Input {
-    inserted: Arc<dyn TableProvider>,
-    deleted: Option<Arc<dyn TableProvider>>,
-    offset: SourceOffset,
+    inserted: Vec<LogicalPlan>,
+    deleted: Vec<LogicalPlan>,
+    now: LogicalPlan,
+    offsets: Offsets,
     /// The lost rows cannot be taken back out of an aggregate (a minimum, a floating-point
     /// sum): the groups they fall in are recomputed from the input instead.
     regroup: bool,
 }
 
 impl IncrementalView {
-    /// What the source gained and lost since the state `r` recorded (`input::since`), and
-    /// whether the groups of what it lost must be recomputed; `Err` says why the state must be
-    /// rebuilt from all rows instead.
+    /// What the aggregate's input gained and lost since the state `r` recorded
+    /// (`Inputs::since`, `propagate::delta`), and whether the groups of what it lost must be
+    /// recomputed; `Err` says why the state must be rebuilt from all rows instead.
     async fn input_since(
         &self,
         ctx: &SessionContext,
@@ -488,32 +508,39 @@ impl IncrementalView {
         agg: &Aggregate,
         partials: &[Partial],
     ) -> Result<std::result::Result<Input, Issue>> {
-        let changed = match super::input::since(ctx, storage, &self.source, &r.source, false).await? {
+        let before = propagate::joins(&agg.input);
+        let inputs = match Inputs::since(ctx, storage, &self.sources, &r.sources, false, before).await? {
             Ok(c) => c,
             Err(why) => return Ok(Err(why)),
         };
-        let regroup = changed.deleted.is_some() && retractable(agg, partials).is_err();
+        let changed = propagate::delta(&agg.input, &inputs)?;
+        let regroup = !changed.deleted.is_empty() && retractable(agg, partials).is_err();
         if regroup && agg.group_expr.is_empty() {
             // One group, and it lost rows: recomputing it is recomputing the view.
             let why = retractable(agg, partials).err().map_or_else(String::new, |i| i.detail);
             return Ok(Err(Issue::new(IssueType::AggregateNotRetractable, why)));
         }
-        Ok(Ok(Input { inserted: changed.inserted, deleted: changed.deleted, offset: changed.offset, regroup }))
+        Ok(Ok(Input {
+            inserted: changed.inserted,
+            deleted: changed.deleted,
+            now: propagate::over(&agg.input, &inputs, Rows::Now)?,
+            offsets: inputs.offsets(&self.sources),
+            regroup,
+        }))
     }
 
-    /// The aggregate's partial state over `rows` (read where the plan reads the source): keys
-    /// `k0..`, the group's row count `n`, `s0..` per aggregate and `c0..` (non-NULL values) per
-    /// sum and average; all negated when `lost` (rows the source lost, taken back out).
+    /// The aggregate's partial state over `input` (rows of the aggregate's input): keys `k0..`,
+    /// the group's row count `n`, `s0..` per aggregate and `c0..` (non-NULL values) per sum and
+    /// average; all negated when `lost` (rows the input lost, taken back out).
     fn partial(
         &self,
         ctx: &SessionContext,
         agg: &Aggregate,
         partials: &[Partial],
-        rows: Arc<dyn TableProvider>,
+        input: LogicalPlan,
         lost: bool,
         only: Option<Expr>,
     ) -> Result<LogicalPlan> {
-        let input = replace_scan(agg.input.as_ref().clone(), &self.source, rows)?;
         let input = match only {
             Some(only) => LogicalPlanBuilder::from(input).filter(only)?.build()?,
             None => input,
@@ -561,31 +588,27 @@ impl IncrementalView {
     }
 }
 
-impl IncrementalView {
-    /// The distinct group keys of `rows` (read where the plan reads the source).
-    async fn groups_of(
-        &self,
-        ctx: &SessionContext,
-        agg: &Aggregate,
-        rows: Arc<dyn TableProvider>,
-    ) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
-        let input = replace_scan(agg.input.as_ref().clone(), &self.source, rows)?;
-        let keys: Vec<Expr> =
-            agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
-        let plan = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
-        let mut out = Vec::new();
-        for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
-            for row in 0..b.num_rows() {
-                out.push(
-                    b.columns()
-                        .iter()
-                        .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
-                        .collect::<std::result::Result<Vec<_>, _>>()?,
-                );
-            }
+/// The distinct group keys of `input` (rows of the aggregate's input).
+async fn groups_of(
+    ctx: &SessionContext,
+    agg: &Aggregate,
+    input: LogicalPlan,
+) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
+    let keys: Vec<Expr> =
+        agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
+    let plan = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
+    let mut out = Vec::new();
+    for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
+        for row in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
+                    .collect::<std::result::Result<Vec<_>, _>>()?,
+            );
         }
-        Ok(out)
     }
+    Ok(out)
 }
 
 /// Rows whose `i`-th key (`key(i)`) holds the `i`-th value of one of `groups` (NULL matching

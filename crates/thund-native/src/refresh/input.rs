@@ -1,8 +1,10 @@
-//! What a view's one input gained and lost since the version a refresh recorded, for every
-//! incremental technique: its new files when it was only appended to (the cheapest read), else
-//! its net change between the two versions from its Delta log (`delta::changes`) — or why that
-//! cannot be had, for the technique to recompute instead.
+//! What a view's inputs gained and lost since the versions a refresh recorded, for every
+//! incremental technique: an input's new files when it was only appended to (the cheapest read),
+//! else its net change between the two versions from its Delta log (`delta::changes`) — or why
+//! that cannot be had, for the technique to recompute instead. [`Inputs`] holds them for every
+//! input of a view, with each input's rows now and, for a join, then (`propagate`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
@@ -112,8 +114,99 @@ pub(super) async fn since(
     Ok(Ok(Changed { inserted: table(changes.inserted)?, deleted, offset }))
 }
 
+/// How far a refresh read each input of a view, by the input's qualified name.
+pub(super) type Offsets = BTreeMap<String, SourceOffset>;
+
+/// One input of a view as a refresh reads it.
+pub(super) struct Input {
+    /// Every row it holds at `offset`.
+    pub now: Arc<dyn TableProvider>,
+    /// Every row it held at the recorded offset, when it changed and a join needs it.
+    pub before: Option<Arc<dyn TableProvider>>,
+    /// The rows it gained and, if any, lost since the recorded offset; `None` when it did not
+    /// change (or every row is read).
+    pub change: Option<Change>,
+    /// Its offset now, for the next refresh's record.
+    pub offset: SourceOffset,
+}
+
+/// The rows an input gained and, if any, lost.
+pub(super) struct Change {
+    pub inserted: Arc<dyn TableProvider>,
+    pub deleted: Option<Arc<dyn TableProvider>>,
+}
+
+/// The inputs of a view, by table name (as its plan's scans name them).
+pub(super) struct Inputs(pub BTreeMap<String, Input>);
+
+impl Inputs {
+    /// Every row of every input now: what a recompute reads.
+    pub(super) async fn now(ctx: &SessionContext, storage: &Storage, sources: &[QualifiedName]) -> Result<Inputs> {
+        let mut inputs = BTreeMap::new();
+        for source in sources {
+            let all = all_of(ctx, storage, source).await?;
+            let input = Input { now: all.inserted, before: None, change: None, offset: all.offset };
+            inputs.insert(source.name.clone(), input);
+        }
+        Ok(Inputs(inputs))
+    }
+
+    /// What each input gained and lost since `recorded` (`since`), every row of it now, and,
+    /// with `before`, every row it held then (for joins). `Err` says why the view must be
+    /// recomputed instead.
+    pub(super) async fn since(
+        ctx: &SessionContext,
+        storage: &Storage,
+        sources: &[QualifiedName],
+        recorded: &Offsets,
+        appended_only: bool,
+        before: bool,
+    ) -> Result<std::result::Result<Inputs, Issue>> {
+        let mut inputs = BTreeMap::new();
+        for source in sources {
+            let Some(was) = recorded.get(&source.to_string()) else {
+                let why = format!("no earlier refresh read `{source}`");
+                return Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+            };
+            let changed = match since(ctx, storage, source, was, appended_only).await? {
+                Ok(c) => c,
+                Err(why) => return Ok(Err(why)),
+            };
+            let at = |offset: &SourceOffset| {
+                let offset = offset.clone();
+                async move { table_increment(ctx, storage, source, None, Some(&offset)).await.map(|t| t.provider) }
+            };
+            let input = if &changed.offset == was {
+                Input { now: at(was).await?, before: None, change: None, offset: changed.offset }
+            } else {
+                let earlier = match (before, was) {
+                    (true, SourceOffset::Table { version, .. }) if *version >= 0 => Some(at(was).await?),
+                    (true, _) => {
+                        let why = format!("`{source}` had no rows at the last refresh");
+                        return Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+                    }
+                    (false, _) => None,
+                };
+                Input {
+                    now: at(&changed.offset).await?,
+                    before: earlier,
+                    change: Some(Change { inserted: changed.inserted, deleted: changed.deleted }),
+                    offset: changed.offset,
+                }
+            };
+            inputs.insert(source.name.clone(), input);
+        }
+        Ok(Ok(Inputs(inputs)))
+    }
+
+    /// Each input's offset, by qualified name.
+    pub(super) fn offsets(&self, sources: &[QualifiedName]) -> Offsets {
+        sources.iter().filter_map(|s| self.0.get(&s.name).map(|i| (s.to_string(), i.offset.clone()))).collect()
+    }
+}
+
 /// Version of [`ViewRecord`]'s format.
-const RECORD_FORMAT_VERSION: u32 = 1;
+const RECORD_FORMAT_VERSION: u32 = 2;
 
 /// What a maintained view's table holds, written after each refresh beside the view
 /// (`<view>.<technique>.json`): the input version its rows reach, and the view version holding
@@ -124,8 +217,8 @@ pub(super) struct ViewRecord {
     format_version: u32,
     /// The view's definition and table details; a change means a recompute.
     definition: String,
-    /// How far into the input the view's rows reach.
-    pub source: SourceOffset,
+    /// How far into each input the view's rows reach.
+    pub sources: Offsets,
     /// The view's version holding them.
     view_version: i64,
 }
@@ -155,16 +248,16 @@ impl ViewRecord {
         Ok((usable, version))
     }
 
-    /// Records that `view`'s current version reaches `source` of its input.
+    /// Records that `view`'s current version reaches `sources` of its inputs.
     pub(super) async fn write(
         storage: &Storage,
         view: &QualifiedName,
         technique: &str,
         definition: String,
-        source: SourceOffset,
+        sources: Offsets,
     ) -> Result<()> {
         let view_version = storage.delta_version(&storage.table_key(view)).await?;
-        let record = ViewRecord { format_version: RECORD_FORMAT_VERSION, definition, source, view_version };
+        let record = ViewRecord { format_version: RECORD_FORMAT_VERSION, definition, sources, view_version };
         storage.write_json(&Self::key(storage, view, technique), &record).await
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod freshness;
 pub(crate) mod incremental;
 mod input;
 pub(crate) mod planning;
+mod propagate;
 pub(crate) mod window;
 
 use std::sync::Arc;

@@ -170,7 +170,11 @@ impl WindowView {
         r: &ViewRecord,
     ) -> Result<std::result::Result<(Vec<Vec<ScalarValue>>, SourceOffset), Issue>> {
         let src = &self.source;
-        let changed = match super::input::since(ctx, storage, src, &r.source, false).await? {
+        let Some(recorded) = r.sources.get(&src.to_string()) else {
+            let why = format!("no earlier refresh read `{src}`");
+            return Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
+        };
+        let changed = match super::input::since(ctx, storage, src, recorded, false).await? {
             Ok(c) => c,
             Err(why) => return Ok(Err(why)),
         };
@@ -277,7 +281,8 @@ impl super::Maintenance for WindowView {
             }
         };
         crate::failpoint::hit("window-after-view", &d.name)?;
-        ViewRecord::write(storage, &d.name, "window", self.definition, offset).await?;
+        let offsets = [(self.source.to_string(), offset)].into_iter().collect();
+        ViewRecord::write(storage, &d.name, "window", self.definition, offsets).await?;
         Ok((rows, why))
     }
 }

@@ -1,0 +1,210 @@
+//! Row-based change propagation: what a query over several tables gains and loses when its
+//! inputs gain and lose rows, as plans over those rows.
+//!
+//! A query of projections, filters, `UNION ALL` and inner joins is linear in each input: every
+//! row of its result comes from one row of each input it reads. So if an input `R` becomes
+//! `R′ = R + ΔR⁺ − ΔR⁻`, the result changes by the query over the changed rows alone:
+//!
+//! * a projection or filter of a change is the projection or filter of its rows;
+//! * a union's change is its inputs' changes, side by side;
+//! * a join's is `Δ(R ⋈ S) = ΔR ⋈ S′ + R ⋈ ΔS` — the rows `R` gained or lost joined with all of
+//!   `S` now, and all of `R` before joined with the rows `S` gained or lost (both sides changing
+//!   at once are counted once this way).
+//!
+//! [`delta`] builds that change as two lists of plans — rows gained, rows lost — each with the
+//! node's own schema (so the operators above apply to them unchanged); an input that did not
+//! change contributes none. The result as a multiset is the old one plus what is gained minus
+//! what is lost; the same row may be both gained and lost, which the techniques using this
+//! (a group aggregate taking rows back out, an append of rows gained) handle as such.
+//!
+//! [`check`] says whether a plan is of that kind; an outer join, an aggregate, a window, a
+//! `DISTINCT` or a subquery below are not (an outer join's padding rows depend on what the other
+//! side lacks).
+
+use std::sync::Arc;
+
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::Column;
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::{cast, Expr, JoinType, LogicalPlan, Projection, TableScanBuilder};
+
+use super::incremental::has_subquery;
+use super::input::Inputs;
+use super::planning::{Issue, IssueType};
+use crate::error::{NativeError, Result};
+
+/// What a query gains and loses: plans of rows, each with the query's schema.
+#[derive(Default)]
+pub(super) struct Delta {
+    pub inserted: Vec<LogicalPlan>,
+    pub deleted: Vec<LogicalPlan>,
+}
+
+/// Whether `plan` is made only of projections, filters, `UNION ALL` and inner joins over table
+/// scans (and constant rows); what stands in the way if not.
+pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
+    let refuse = |what: String| Err(Issue::new(IssueType::OperatorNotIncrementalizable, what));
+    if plan.expressions().iter().any(has_subquery) {
+        return refuse("a subquery".into());
+    }
+    match plan {
+        LogicalPlan::TableScan(scan) if scan.filters.is_empty() && scan.fetch.is_none() => Ok(()),
+        LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => Ok(()),
+        LogicalPlan::Projection(_)
+        | LogicalPlan::Filter(_)
+        | LogicalPlan::SubqueryAlias(_)
+        | LogicalPlan::Union(_)
+        | LogicalPlan::Join(datafusion::logical_expr::Join { join_type: JoinType::Inner, .. }) => {
+            plan.inputs().into_iter().try_for_each(check)
+        }
+        LogicalPlan::Join(j) => refuse(format!(
+            "a {} join (only inner joins are maintained row by row)",
+            j.join_type.to_string().to_uppercase()
+        )),
+        other => {
+            let name = match other {
+                LogicalPlan::Aggregate(_) => "an aggregate".to_string(),
+                LogicalPlan::Window(_) => "a window function".to_string(),
+                LogicalPlan::Distinct(_) => "DISTINCT (or UNION without ALL)".to_string(),
+                other => format!("`{}`", other.display().to_string().split(':').next().unwrap_or("an operator")),
+            };
+            refuse(format!("{name} (only projections, filters, UNION ALL and inner joins are maintained row by row)"))
+        }
+    }
+}
+
+/// Whether `plan` joins anything (a join's change reads its inputs as they were before).
+pub(super) fn joins(plan: &LogicalPlan) -> bool {
+    plan.exists(|n| Ok(matches!(n, LogicalPlan::Join(_)))).unwrap_or(true)
+}
+
+/// Which rows of the inputs a plan reads.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Rows {
+    /// As they are now.
+    Now,
+    /// As they were at the last refresh.
+    Before,
+}
+
+/// `plan` reading every input as it is now or was before.
+pub(super) fn over(plan: &LogicalPlan, inputs: &Inputs, rows: Rows) -> Result<LogicalPlan> {
+    Ok(plan
+        .clone()
+        .transform_up(|node| match node {
+            LogicalPlan::TableScan(scan) => {
+                let input = input_of(inputs, scan.table_name.table())?;
+                let provider = match (rows, &input.before, &input.change) {
+                    (Rows::Before, Some(before), _) => before,
+                    (Rows::Before, None, Some(_)) => {
+                        let what = format!("internal error: `{}` was not read as it was before", scan.table_name);
+                        return Err(datafusion::error::DataFusionError::Plan(what));
+                    }
+                    _ => &input.now,
+                };
+                Ok(Transformed::yes(with_provider(&scan, Arc::clone(provider))?))
+            }
+            other => Ok(Transformed::no(other)),
+        })?
+        .data)
+}
+
+fn input_of<'a>(inputs: &'a Inputs, table: &str) -> datafusion::common::Result<&'a super::input::Input> {
+    inputs
+        .0
+        .get(table)
+        .ok_or_else(|| datafusion::error::DataFusionError::Plan(format!("internal error: no input `{table}`")))
+}
+
+fn with_provider(
+    scan: &datafusion::logical_expr::TableScan,
+    provider: Arc<dyn datafusion::catalog::TableProvider>,
+) -> datafusion::common::Result<LogicalPlan> {
+    Ok(LogicalPlan::TableScan(
+        TableScanBuilder::new(scan.table_name.clone(), provider_as_source(provider))
+            .with_projection(scan.projection.clone())
+            .with_filters(scan.filters.clone())
+            .with_fetch(scan.fetch)
+            .build()?,
+    ))
+}
+
+/// What `plan` (which [`check`] accepts) gains and loses given what its inputs did.
+pub(super) fn delta(plan: &LogicalPlan, inputs: &Inputs) -> Result<Delta> {
+    let internal = |what: &str| NativeError::Execution(format!("internal error: {what} in a maintained query"));
+    Ok(match plan {
+        LogicalPlan::TableScan(scan) => match &input_of(inputs, scan.table_name.table())?.change {
+            None => Delta::default(),
+            Some(change) => Delta {
+                inserted: vec![with_provider(scan, Arc::clone(&change.inserted))?],
+                deleted: change
+                    .deleted
+                    .iter()
+                    .map(|d| with_provider(scan, Arc::clone(d)))
+                    .collect::<std::result::Result<_, _>>()?,
+            },
+        },
+        LogicalPlan::EmptyRelation(_) | LogicalPlan::Values(_) => Delta::default(),
+        LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+            let below = delta(plan.inputs()[0], inputs)?;
+            let above = |terms: Vec<LogicalPlan>| -> Result<Vec<LogicalPlan>> {
+                terms.into_iter().map(|t| Ok(plan.with_new_exprs(plan.expressions(), vec![t])?)).collect()
+            };
+            Delta { inserted: above(below.inserted)?, deleted: above(below.deleted)? }
+        }
+        // Each input's change, its columns renamed and cast as the union names and types them.
+        LogicalPlan::Union(union) => {
+            let mut out = Delta::default();
+            for input in &union.inputs {
+                let below = delta(input, inputs)?;
+                let as_union = |term: LogicalPlan| -> Result<LogicalPlan> {
+                    let exprs = term
+                        .schema()
+                        .iter()
+                        .zip(union.schema.iter())
+                        .map(|((q, f), (uq, uf))| {
+                            cast(Expr::Column(Column::from((q, f))), uf.data_type().clone())
+                                .alias_qualified(uq.cloned(), uf.name())
+                        })
+                        .collect();
+                    Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(term))?))
+                };
+                out.inserted.extend(below.inserted.into_iter().map(as_union).collect::<Result<Vec<_>>>()?);
+                out.deleted.extend(below.deleted.into_iter().map(as_union).collect::<Result<Vec<_>>>()?);
+            }
+            out
+        }
+        // Δ(L ⋈ R) = ΔL ⋈ R′ + L ⋈ ΔR.
+        LogicalPlan::Join(join) if join.join_type == JoinType::Inner => {
+            let (left, right) = (join.left.as_ref(), join.right.as_ref());
+            let (dl, dr) = (delta(left, inputs)?, delta(right, inputs)?);
+            let join_of = |l: LogicalPlan, r: LogicalPlan| -> Result<LogicalPlan> {
+                Ok(plan.with_new_exprs(plan.expressions(), vec![l, r])?)
+            };
+            let mut out = Delta::default();
+            if !dl.inserted.is_empty() || !dl.deleted.is_empty() {
+                let right_now = over(right, inputs, Rows::Now)?;
+                for t in dl.inserted {
+                    out.inserted.push(join_of(t, right_now.clone())?);
+                }
+                for t in dl.deleted {
+                    out.deleted.push(join_of(t, right_now.clone())?);
+                }
+            }
+            if !dr.inserted.is_empty() || !dr.deleted.is_empty() {
+                let left_before = over(left, inputs, Rows::Before)?;
+                for t in dr.inserted {
+                    out.inserted.push(join_of(left_before.clone(), t)?);
+                }
+                for t in dr.deleted {
+                    out.deleted.push(join_of(left_before.clone(), t)?);
+                }
+            }
+            out
+        }
+        LogicalPlan::Join(_) => return Err(internal("an outer join")),
+        other => {
+            return Err(internal(&other.display().to_string()));
+        }
+    })
+}
