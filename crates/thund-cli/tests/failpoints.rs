@@ -470,7 +470,8 @@ fn dying_in_a_refresh_that_takes_rows_back_leaves_a_view_equal_to_its_query() {
 }
 
 /// A view aggregating a join of a changing table with another, killed at each step of its
-/// refresh in each batch; and a join view of two appended tables, killed after its append.
+/// refresh in each batch; a view of that join's rows (row-based) and a join view of two
+/// appended tables, killed after their commit.
 #[test]
 fn dying_in_a_refresh_over_a_join_leaves_a_view_equal_to_its_query() {
     let dims = "CREATE MATERIALIZED VIEW dims AS SELECT * FROM VALUES (0, 'a'), (1, 'b'), (2, 'c') AS t(g, name);\n";
@@ -480,6 +481,15 @@ fn dying_in_a_refresh_over_a_join_leaves_a_view_equal_to_its_query() {
         "totals",
         query,
         &["incremental-after-state", "incremental-after-view", "refresh-after-commit"],
+        |batch| cdc_feed(batch, 30),
+    );
+    // Its rows over what the table lost taken out, over what it gained added (row-based).
+    let query = "SELECT t.k % 5 AS g, t.v, d.name FROM target t JOIN dims d ON t.k % 3 = d.g";
+    play_view_deaths(
+        &format!("{CDC_TARGET}{dims}CREATE MATERIALIZED VIEW kept TBLPROPERTIES ('delta.enableDeletionVectors' = 'true') AS {query};\n"),
+        "kept",
+        query,
+        &["append-after-view", "refresh-after-commit"],
         |batch| cdc_feed(batch, 30),
     );
     let query = "SELECT b.id, b.v, d.name FROM bronze b JOIN dims d ON b.v % 3 = d.g";

@@ -20,8 +20,9 @@ use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, Flow, QualifiedName};
 
 use super::input::{Inputs, ViewRecord};
-use super::planning::{Issue, Technique};
+use super::planning::{Issue, IssueType, Technique};
 use super::propagate::{self, Rows};
+use super::Refreshed;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, write_append, write_overwrite};
 use crate::error::Result;
@@ -43,8 +44,9 @@ impl super::Maintenance for AppendView {
         self.plan
     }
 
-    /// Appends the query's rows over what the inputs gained since the record, or, when that
-    /// cannot be told or an input lost rows, recomputes the view.
+    /// Appends the query's rows over what the inputs gained since the record; when they lost
+    /// rows, takes out the query's rows over those too (`rows`); when neither can be told,
+    /// recomputes the view.
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -52,41 +54,86 @@ impl super::Maintenance for AppendView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
+    ) -> Result<Refreshed> {
         let (usable, view_version) = ViewRecord::usable(storage, &d.name, "append", &self.definition, rebuild).await?;
         let before = propagate::joins(&self.plan);
-        let gained = match &usable {
-            Some(r) => Inputs::since(ctx, storage, &self.sources, &r.sources, true, before).await?,
+        let changed = match &usable {
+            Some(r) => Inputs::since(ctx, storage, &self.sources, &r.sources, false, before).await?,
             None => Err(super::input::no_record(rebuild)),
         };
-        let (rows, offsets, why) = match gained {
+        let mut not = Vec::new();
+        let mut refreshed = None;
+        match changed {
             Ok(inputs) => {
-                let mut terms = propagate::delta(&self.plan, &inputs)?.inserted.into_iter();
-                let rows = match terms.next() {
-                    // Nothing new: the view stays as it is.
-                    None => 0,
-                    Some(first) => {
-                        let mut gained = LogicalPlanBuilder::from(conform(ctx, d, f, first)?);
-                        for term in terms {
-                            gained = gained.union(conform(ctx, d, f, term)?)?;
+                let offsets = inputs.offsets(&self.sources);
+                let delta = propagate::delta(&self.plan, &inputs)?;
+                if delta.deleted.is_empty() {
+                    let rows = self.append(ctx, storage, d, f, delta.inserted, view_version).await?;
+                    refreshed = Some((Refreshed::by(rows, Technique::AppendOnly, None), offsets));
+                } else {
+                    let lost: Vec<String> = self
+                        .sources
+                        .iter()
+                        .filter(|s| {
+                            inputs
+                                .0
+                                .get(&s.name)
+                                .is_some_and(|i| i.change.as_ref().is_some_and(|c| c.deleted.is_some()))
+                        })
+                        .map(|s| format!("`{s}`"))
+                        .collect();
+                    let why = format!("{} lost or rewrote rows since the last refresh", lost.join(", "));
+                    not.push((Technique::AppendOnly, Issue::new(IssueType::InputNotAppendOnly, why)));
+                    match super::rows::apply(ctx, storage, d, f, delta).await? {
+                        Ok(rows) => {
+                            let by = Refreshed { rows, by: Some(Technique::RowBased), not: std::mem::take(&mut not) };
+                            refreshed = Some((by, offsets));
                         }
-                        let existing = storage.latest_table(&d.name).await?;
-                        let txn =
-                            deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
-                        let url = storage.table_url(&d.name);
-                        write_append(ctx, &url, d, gained.build()?, existing, txn, true).await?
+                        Err(why) => not.push((Technique::RowBased, why)),
                     }
-                };
-                (rows, inputs.offsets(&self.sources), None)
+                }
             }
             Err(why) => {
+                not.push((Technique::AppendOnly, why.clone()));
+                not.push((Technique::RowBased, why));
+            }
+        }
+        let (refreshed, offsets) = match refreshed {
+            Some(done) => done,
+            None => {
                 let all = Inputs::now(ctx, storage, &self.sources).await?;
                 let plan = conform(ctx, d, f, propagate::over(&self.plan, &all, Rows::Now)?)?;
-                (write_overwrite(ctx, storage, d, plan).await?, all.offsets(&self.sources), Some(why))
+                let rows = write_overwrite(ctx, storage, d, plan).await?;
+                (Refreshed { rows, by: None, not }, all.offsets(&self.sources))
             }
         };
         crate::failpoint::hit("append-after-view", &d.name)?;
         ViewRecord::write(storage, &d.name, "append", self.definition, offsets).await?;
-        Ok((rows, why))
+        Ok(refreshed)
+    }
+}
+
+impl AppendView {
+    /// Appends the query's rows over what its inputs gained (`gained`, the change's terms) in
+    /// one commit; returns the rows appended.
+    async fn append(
+        &self,
+        ctx: &SessionContext,
+        storage: &Storage,
+        d: &Dataset,
+        f: &Flow,
+        gained: Vec<LogicalPlan>,
+        view_version: i64,
+    ) -> Result<u64> {
+        let mut terms = gained.into_iter();
+        // Nothing new: the view stays as it is.
+        let Some(first) = terms.next() else { return Ok(0) };
+        let mut gained = LogicalPlanBuilder::from(conform(ctx, d, f, first)?);
+        for term in terms {
+            gained = gained.union(conform(ctx, d, f, term)?)?;
+        }
+        let existing = storage.latest_table(&d.name).await?;
+        let txn = deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
+        write_append(ctx, &storage.table_url(&d.name), d, gained.build()?, existing, txn, true).await
     }
 }

@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use super::input::{Inputs, Offsets};
 use super::planning::{Issue, IssueType, Technique};
 use super::propagate::{self, Rows};
+use super::Refreshed;
 use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
@@ -184,7 +185,8 @@ pub(crate) async fn eligibility(
             plan,
             vec![
                 (Technique::GroupAggregate, aggregate),
-                (Technique::AppendOnly, append),
+                (Technique::AppendOnly, append.clone()),
+                (Technique::RowBased, append),
                 (Technique::WindowFunction, window),
             ],
         ),
@@ -288,200 +290,6 @@ pub(super) fn has_subquery(e: &Expr) -> bool {
 
 fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
     ctx.udaf(name).map_err(|e| NativeError::Execution(format!("aggregate `{name}`: {e}")))
-}
-
-impl IncrementalView {
-    /// Refreshes the view: merges what its input gained and lost into the state (or builds the state
-    /// from all rows when there is none that fits, or `rebuild` asks for it), then recomputes the
-    /// view from the state. Returns the view's row count and, when the state was built from all
-    /// rows rather than merged, why.
-    pub(crate) async fn refresh(
-        self,
-        ctx: &SessionContext,
-        storage: &Storage,
-        d: &Dataset,
-        f: &Flow,
-        rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
-        let (agg, partials) = aggregate_of(&self.plan).map_err(|i| {
-            NativeError::Execution(format!("`{}` no longer refreshes incrementally: {}", d.name, i.detail))
-        })?;
-        let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
-        let state_key = storage.state_table_key(&d.name);
-        let state_url = storage.url_of(&format!("{state_key}/"));
-        let state_version = storage.delta_version(&state_key).await?;
-        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
-        // The record holds only if the state and the view are still the versions it names.
-        let usable = record.filter(|r| {
-            !rebuild
-                && r.format_version == STATE_FORMAT_VERSION
-                && r.definition == self.definition
-                && r.state_version == state_version
-                && r.view_version == view_version
-        });
-        // The state's groups recomputed from the input this refresh, if any.
-        let mut drop_groups: Option<Expr> = None;
-        let all_rows = || async {
-            let all = Inputs::now(ctx, storage, &self.sources).await?;
-            let rows = propagate::over(&agg.input, &all, Rows::Now)?;
-            let offsets = all.offsets(&self.sources);
-            Ok::<_, NativeError>(Input {
-                now: rows.clone(),
-                inserted: vec![rows],
-                deleted: Vec::new(),
-                offsets,
-                regroup: false,
-            })
-        };
-        let (input, rebuilt) = match &usable {
-            Some(r) => match self.input_since(ctx, storage, r, agg, &partials).await? {
-                Ok(input) => (input, None),
-                Err(why) => (all_rows().await?, Some(why)),
-            },
-            None => (all_rows().await?, Some(super::input::no_record(rebuild))),
-        };
-        let previous = rebuilt.is_none();
-
-        // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
-        //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
-        let mut parts = match input.regroup {
-            false => {
-                let mut parts = Vec::new();
-                for gained in input.inserted {
-                    parts.push(self.partial(ctx, agg, &partials, gained, false, None)?);
-                }
-                for lost in input.deleted {
-                    parts.push(self.partial(ctx, agg, &partials, lost, true, None)?);
-                }
-                parts
-            }
-            // The groups the lost rows fall in, recomputed from all of the input; every other
-            // group merges what it gained. (The state's rows of those groups are dropped below.)
-            true => {
-                let mut touched = Vec::new();
-                for lost in input.deleted {
-                    for group in groups_of(ctx, agg, lost).await? {
-                        if !touched.contains(&group) {
-                            touched.push(group);
-                        }
-                    }
-                }
-                let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
-                let in_state = in_groups(&touched, |i| col(format!("k{i}")));
-                let mut parts = Vec::new();
-                for gained in input.inserted {
-                    let gained = self.partial(ctx, agg, &partials, gained, false, None)?;
-                    parts.push(LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?);
-                }
-                parts.push(self.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
-                drop_groups = Some(in_state);
-                parts
-            }
-        };
-        let merge_needed = parts.len() > 1;
-
-        // 2. Merged with the previous state, unless there is none: a group whose rows are all
-        //    gone is dropped (a global aggregate keeps its one row).
-        let merged = if previous || merge_needed {
-            if previous {
-                let old = open_at(ctx, &state_url).await?;
-                let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?;
-                let old = match drop_groups.take() {
-                    Some(recomputed) => old.filter(!recomputed)?,
-                    None => old,
-                };
-                parts.push(old.build()?);
-            }
-            let mut union = LogicalPlanBuilder::from(parts.remove(0));
-            for part in parts {
-                union = union.union(part)?;
-            }
-            let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
-            let (sum, min, max) = (udaf(ctx, "sum")?, udaf(ctx, "min")?, udaf(ctx, "max")?);
-            let mut merges = vec![sum.call(vec![col("n")]).alias("n")];
-            for (i, kind) in partials.iter().enumerate() {
-                let s = col(format!("s{i}"));
-                merges.push(
-                    match kind {
-                        Partial::Sum | Partial::Count | Partial::Avg => sum.call(vec![s]),
-                        Partial::Min => min.call(vec![s]),
-                        Partial::Max => max.call(vec![s]),
-                    }
-                    .alias(format!("s{i}")),
-                );
-                if matches!(kind, Partial::Avg | Partial::Sum) {
-                    merges.push(sum.call(vec![col(format!("c{i}"))]).alias(format!("c{i}")));
-                }
-            }
-            let mut merged = union.aggregate(keys, merges)?;
-            if !agg.group_expr.is_empty() {
-                merged = merged.filter(col("n").gt(lit(0i64)))?;
-            }
-            storable(merged.build()?)?
-        } else {
-            parts.remove(0)
-        };
-        let offsets = input.offsets;
-        let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
-        let state_version = state.version().map_or(-1, |v| v as i64);
-        crate::failpoint::hit("incremental-after-state", &d.name)?;
-
-        // 3. The view: the query with its aggregate read from the state.
-        state.update_datafusion_session(&ctx.state())?;
-        let scan = LogicalPlanBuilder::scan(
-            "state",
-            provider_as_source(crate::delta::filtered::filtered(state.table_provider().await?)),
-            None,
-        )?
-        .build()?;
-        let mut finals = Vec::new();
-        for (i, (qualifier, field)) in agg.schema.iter().enumerate() {
-            let value = if i < agg.group_expr.len() {
-                col(format!("k{i}"))
-            } else {
-                let j = i - agg.group_expr.len();
-                let s = col(format!("s{j}"));
-                match partials[j] {
-                    Partial::Avg => {
-                        let c = col(format!("c{j}"));
-                        case(c.clone())
-                            .when(lit(0i64), lit(datafusion::scalar::ScalarValue::Float64(None)))
-                            .otherwise(s / cast(c, DataType::Float64))?
-                    }
-                    // A sum of no non-NULL values is NULL, however the rows came and went.
-                    Partial::Sum => {
-                        let null = cast(lit(datafusion::scalar::ScalarValue::Null), field.data_type().clone());
-                        case(col(format!("c{j}"))).when(lit(0i64), null).otherwise(s)?
-                    }
-                    _ => s,
-                }
-            };
-            finals.push(cast(value, field.data_type().clone()).alias_qualified(qualifier.cloned(), field.name()));
-        }
-        let from_state = LogicalPlanBuilder::from(scan).project(finals)?.build()?;
-        let view = self
-            .plan
-            .transform_down(|node| match node {
-                LogicalPlan::Aggregate(_) => Ok(Transformed::new(from_state.clone(), true, TreeNodeRecursion::Jump)),
-                other => Ok(Transformed::no(other)),
-            })?
-            .data
-            .transform_up(|node| Ok(Transformed::yes(node.recompute_schema()?)))?
-            .data;
-        let view = conform(ctx, d, f, view)?;
-        let rows = write_overwrite(ctx, storage, d, view).await?;
-        crate::failpoint::hit("incremental-after-view", &d.name)?;
-        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
-        let record = Record {
-            format_version: STATE_FORMAT_VERSION,
-            definition: self.definition,
-            sources: offsets,
-            state_version,
-            view_version,
-        };
-        storage.write_json(&storage.state_record_key(&d.name), &record).await?;
-        Ok((rows, rebuilt))
-    }
 }
 
 /// What a refresh aggregates: the rows the aggregate's input gained and lost (plans over the
@@ -700,6 +508,9 @@ impl super::Maintenance for IncrementalView {
         self.plan
     }
 
+    /// Refreshes the view: merges what its input gained and lost into the state (or builds the
+    /// state from all rows when there is none that fits, or `rebuild` asks for it), then
+    /// recomputes the view from the state.
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -707,7 +518,185 @@ impl super::Maintenance for IncrementalView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
-        IncrementalView::refresh(*self, ctx, storage, d, f, rebuild).await
+    ) -> Result<Refreshed> {
+        let this = *self;
+        let (agg, partials) = aggregate_of(&this.plan).map_err(|i| {
+            NativeError::Execution(format!("`{}` no longer refreshes incrementally: {}", d.name, i.detail))
+        })?;
+        let record: Option<Record> = storage.read_json(&storage.state_record_key(&d.name)).await?;
+        let state_key = storage.state_table_key(&d.name);
+        let state_url = storage.url_of(&format!("{state_key}/"));
+        let state_version = storage.delta_version(&state_key).await?;
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
+        // The record holds only if the state and the view are still the versions it names.
+        let usable = record.filter(|r| {
+            !rebuild
+                && r.format_version == STATE_FORMAT_VERSION
+                && r.definition == this.definition
+                && r.state_version == state_version
+                && r.view_version == view_version
+        });
+        // The state's groups recomputed from the input this refresh, if any.
+        let mut drop_groups: Option<Expr> = None;
+        let all_rows = || async {
+            let all = Inputs::now(ctx, storage, &this.sources).await?;
+            let rows = propagate::over(&agg.input, &all, Rows::Now)?;
+            let offsets = all.offsets(&this.sources);
+            Ok::<_, NativeError>(Input {
+                now: rows.clone(),
+                inserted: vec![rows],
+                deleted: Vec::new(),
+                offsets,
+                regroup: false,
+            })
+        };
+        let (input, rebuilt) = match &usable {
+            Some(r) => match this.input_since(ctx, storage, r, agg, &partials).await? {
+                Ok(input) => (input, None),
+                Err(why) => (all_rows().await?, Some(why)),
+            },
+            None => (all_rows().await?, Some(super::input::no_record(rebuild))),
+        };
+        let previous = rebuilt.is_none();
+
+        // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
+        //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
+        let mut parts = match input.regroup {
+            false => {
+                let mut parts = Vec::new();
+                for gained in input.inserted {
+                    parts.push(this.partial(ctx, agg, &partials, gained, false, None)?);
+                }
+                for lost in input.deleted {
+                    parts.push(this.partial(ctx, agg, &partials, lost, true, None)?);
+                }
+                parts
+            }
+            // The groups the lost rows fall in, recomputed from all of the input; every other
+            // group merges what it gained. (The state's rows of those groups are dropped below.)
+            true => {
+                let mut touched = Vec::new();
+                for lost in input.deleted {
+                    for group in groups_of(ctx, agg, lost).await? {
+                        if !touched.contains(&group) {
+                            touched.push(group);
+                        }
+                    }
+                }
+                let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
+                let in_state = in_groups(&touched, |i| col(format!("k{i}")));
+                let mut parts = Vec::new();
+                for gained in input.inserted {
+                    let gained = this.partial(ctx, agg, &partials, gained, false, None)?;
+                    parts.push(LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?);
+                }
+                parts.push(this.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
+                drop_groups = Some(in_state);
+                parts
+            }
+        };
+        let merge_needed = parts.len() > 1;
+
+        // 2. Merged with the previous state, unless there is none: a group whose rows are all
+        //    gone is dropped (a global aggregate keeps its one row).
+        let merged = if previous || merge_needed {
+            if previous {
+                let old = open_at(ctx, &state_url).await?;
+                let old = LogicalPlanBuilder::scan("state", provider_as_source(old), None)?;
+                let old = match drop_groups.take() {
+                    Some(recomputed) => old.filter(!recomputed)?,
+                    None => old,
+                };
+                parts.push(old.build()?);
+            }
+            let mut union = LogicalPlanBuilder::from(parts.remove(0));
+            for part in parts {
+                union = union.union(part)?;
+            }
+            let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
+            let (sum, min, max) = (udaf(ctx, "sum")?, udaf(ctx, "min")?, udaf(ctx, "max")?);
+            let mut merges = vec![sum.call(vec![col("n")]).alias("n")];
+            for (i, kind) in partials.iter().enumerate() {
+                let s = col(format!("s{i}"));
+                merges.push(
+                    match kind {
+                        Partial::Sum | Partial::Count | Partial::Avg => sum.call(vec![s]),
+                        Partial::Min => min.call(vec![s]),
+                        Partial::Max => max.call(vec![s]),
+                    }
+                    .alias(format!("s{i}")),
+                );
+                if matches!(kind, Partial::Avg | Partial::Sum) {
+                    merges.push(sum.call(vec![col(format!("c{i}"))]).alias(format!("c{i}")));
+                }
+            }
+            let mut merged = union.aggregate(keys, merges)?;
+            if !agg.group_expr.is_empty() {
+                merged = merged.filter(col("n").gt(lit(0i64)))?;
+            }
+            storable(merged.build()?)?
+        } else {
+            parts.remove(0)
+        };
+        let offsets = input.offsets;
+        let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
+        let state_version = state.version().map_or(-1, |v| v as i64);
+        crate::failpoint::hit("incremental-after-state", &d.name)?;
+
+        // 3. The view: the query with its aggregate read from the state.
+        state.update_datafusion_session(&ctx.state())?;
+        let scan = LogicalPlanBuilder::scan(
+            "state",
+            provider_as_source(crate::delta::filtered::filtered(state.table_provider().await?)),
+            None,
+        )?
+        .build()?;
+        let mut finals = Vec::new();
+        for (i, (qualifier, field)) in agg.schema.iter().enumerate() {
+            let value = if i < agg.group_expr.len() {
+                col(format!("k{i}"))
+            } else {
+                let j = i - agg.group_expr.len();
+                let s = col(format!("s{j}"));
+                match partials[j] {
+                    Partial::Avg => {
+                        let c = col(format!("c{j}"));
+                        case(c.clone())
+                            .when(lit(0i64), lit(datafusion::scalar::ScalarValue::Float64(None)))
+                            .otherwise(s / cast(c, DataType::Float64))?
+                    }
+                    // A sum of no non-NULL values is NULL, however the rows came and went.
+                    Partial::Sum => {
+                        let null = cast(lit(datafusion::scalar::ScalarValue::Null), field.data_type().clone());
+                        case(col(format!("c{j}"))).when(lit(0i64), null).otherwise(s)?
+                    }
+                    _ => s,
+                }
+            };
+            finals.push(cast(value, field.data_type().clone()).alias_qualified(qualifier.cloned(), field.name()));
+        }
+        let from_state = LogicalPlanBuilder::from(scan).project(finals)?.build()?;
+        let view = this
+            .plan
+            .transform_down(|node| match node {
+                LogicalPlan::Aggregate(_) => Ok(Transformed::new(from_state.clone(), true, TreeNodeRecursion::Jump)),
+                other => Ok(Transformed::no(other)),
+            })?
+            .data
+            .transform_up(|node| Ok(Transformed::yes(node.recompute_schema()?)))?
+            .data;
+        let view = conform(ctx, d, f, view)?;
+        let rows = write_overwrite(ctx, storage, d, view).await?;
+        crate::failpoint::hit("incremental-after-view", &d.name)?;
+        let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
+        let record = Record {
+            format_version: STATE_FORMAT_VERSION,
+            definition: this.definition,
+            sources: offsets,
+            state_version,
+            view_version,
+        };
+        storage.write_json(&storage.state_record_key(&d.name), &record).await?;
+        Ok(Refreshed::by(rows, Technique::GroupAggregate, rebuilt))
     }
 }

@@ -1,11 +1,14 @@
 //! Materialized-view refresh, one technique per refresh (`planning`): a view whose inputs did
-//! not change is IDLE (`freshness`); one that aggregates a table merges in what the table gained
-//! and takes back what it lost (`incremental`); one that projects and filters a table only
-//! appended to appends the query's rows over the new ones (`append`); one whose window functions
-//! are partitioned recomputes the partitions its input changed (`window`); any other is recomputed
-//! and replaces its table in one Delta commit (`table::write_overwrite`). What was considered and chosen is written to the event log
-//! (`planning_information`) and shown in the run summary. A dry run plans the query and
-//! registers an empty table of its schema for the views downstream.
+//! not change is IDLE (`freshness`); one that aggregates tables (through joins and unions)
+//! merges in what its input gained and takes back what it lost (`incremental`); one whose query
+//! is monotonic (projections, filters, `UNION ALL`, inner joins) appends the query's rows over
+//! what its inputs gained (`append`), or, when they lost rows, takes the query's rows over those
+//! out too (`rows`); one whose window functions are partitioned recomputes the partitions its
+//! input changed (`window`); any other is recomputed and replaces its table in one Delta commit
+//! (`table::write_overwrite`). What each input gained and lost is read in `input`, what a query
+//! of them gained and lost is planned row by row in `propagate`. What was considered and chosen
+//! is written to the event log (`planning_information`) and shown in the run summary. A dry run
+//! plans the query and registers an empty table of its schema for the views downstream.
 
 pub(crate) mod append;
 pub(crate) mod freshness;
@@ -13,6 +16,7 @@ pub(crate) mod incremental;
 mod input;
 pub(crate) mod planning;
 mod propagate;
+mod rows;
 pub(crate) mod window;
 
 use std::sync::Arc;
@@ -42,8 +46,7 @@ pub(crate) trait Maintenance: Send + Sync {
     fn technique(&self) -> Technique;
     /// The view's planned query (what a dry run plans instead of refreshing).
     fn into_plan(self: Box<Self>) -> LogicalPlan;
-    /// Refreshes the view (a full `rebuild` recomputes it); returns the rows written and, when
-    /// it recomputed the view rather than maintain it, why.
+    /// Refreshes the view (a full `rebuild` recomputes it).
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -51,7 +54,27 @@ pub(crate) trait Maintenance: Send + Sync {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)>;
+    ) -> Result<Refreshed>;
+}
+
+/// How a maintained view's refresh went.
+pub(crate) struct Refreshed {
+    /// The rows written.
+    pub rows: u64,
+    /// The technique that refreshed it; `None`: it was recomputed.
+    pub by: Option<Technique>,
+    /// The techniques it tried that did not apply, each with why.
+    pub not: Vec<(Technique, Issue)>,
+}
+
+impl Refreshed {
+    /// Refreshed by `technique`, or, when `why` says it could not be, recomputed.
+    pub(crate) fn by(rows: u64, technique: Technique, why: Option<Issue>) -> Refreshed {
+        match why {
+            None => Refreshed { rows, by: Some(technique), not: Vec::new() },
+            Some(why) => Refreshed { rows, by: None, not: vec![(technique, why)] },
+        }
+    }
 }
 
 /// Refreshes the materialized view `job.dataset`; `dq` receives its expectation counts. The
@@ -110,15 +133,12 @@ async fn refresh_planned(
             Eligibility::Maintained(view) => {
                 job.starting();
                 job.running();
-                let technique = view.technique();
-                let (rows, rebuilt) = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
-                match rebuilt {
-                    Some(why) => {
-                        planning.consider(technique, false, vec![why]);
-                        planning.choose(Technique::CompleteRecompute);
-                    }
-                    None => planning.choose(technique),
+                let refreshed = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                for (technique, why) in refreshed.not {
+                    planning.consider(technique, false, vec![why]);
                 }
+                planning.choose(refreshed.by.unwrap_or(Technique::CompleteRecompute));
+                let rows = refreshed.rows;
                 crate::failpoint::hit("refresh-after-commit", &d.name)?;
                 if let Some(fp) = fingerprint {
                     freshness::record(storage, d, fp).await?;
@@ -134,6 +154,7 @@ async fn refresh_planned(
             Eligibility::NotPlanned(issues) => {
                 planning.consider(Technique::GroupAggregate, false, issues.clone());
                 planning.consider(Technique::AppendOnly, false, issues.clone());
+                planning.consider(Technique::RowBased, false, issues.clone());
                 planning.consider(Technique::WindowFunction, false, issues);
             }
         }

@@ -2,7 +2,8 @@
 //!
 //! A refresh considers its techniques in order — no-op (nothing it reads changed), group
 //! aggregate (merge what its input gained and lost into kept per-group state), append-only
-//! (append the query's rows over what its input gained) or window partitions (recompute the
+//! (append the query's rows over what its inputs gained), row-based (take out the query's rows
+//! over what they lost, add those over what they gained) or window partitions (recompute the
 //! partitions its input changed), complete recompute —
 //! and takes the first that applies and that the view's `REFRESH POLICY` allows: `FULL` always
 //! recomputes, `INCREMENTAL STRICT` fails rather than recompute a view that cannot refresh
@@ -22,8 +23,11 @@ pub(crate) enum Technique {
     /// The rows its one input gained since the last refresh are aggregated and merged into
     /// per-group state, and those it lost taken back out (see `incremental`).
     GroupAggregate,
-    /// The query's rows over what its one input gained are appended (see `append`).
+    /// The query's rows over what its inputs gained are appended (see `append`).
     AppendOnly,
+    /// The query's rows over what its inputs lost are taken out of the view and those over what
+    /// they gained added, in one commit (see `rows`).
+    RowBased,
     /// The window partitions its one input changed are recomputed (see `window`).
     WindowFunction,
     /// The query runs over all its input and replaces the table.
@@ -37,6 +41,7 @@ impl Technique {
             Technique::NoOp => "MAINTENANCE_TYPE_NO_OP",
             Technique::GroupAggregate => "MAINTENANCE_TYPE_GROUP_AGGREGATE",
             Technique::AppendOnly => "MAINTENANCE_TYPE_APPEND_ONLY",
+            Technique::RowBased => "MAINTENANCE_TYPE_ROW_BASED",
             Technique::WindowFunction => "MAINTENANCE_TYPE_WINDOW_FUNCTION",
             Technique::CompleteRecompute => "MAINTENANCE_TYPE_COMPLETE_RECOMPUTE",
         }
@@ -44,7 +49,10 @@ impl Technique {
 
     /// Whether it refreshes from what changed (not no-op, not a recompute).
     pub(crate) fn is_incremental(self) -> bool {
-        matches!(self, Technique::GroupAggregate | Technique::AppendOnly | Technique::WindowFunction)
+        matches!(
+            self,
+            Technique::GroupAggregate | Technique::AppendOnly | Technique::RowBased | Technique::WindowFunction
+        )
     }
 
     /// As the run summary shows it.
@@ -53,6 +61,7 @@ impl Technique {
             Technique::NoOp => "no-op",
             Technique::GroupAggregate => "group aggregate",
             Technique::AppendOnly => "append-only",
+            Technique::RowBased => "row-based",
             Technique::WindowFunction => "window partitions",
             Technique::CompleteRecompute => "complete recompute",
         }

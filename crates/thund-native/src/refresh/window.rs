@@ -235,8 +235,7 @@ impl super::Maintenance for WindowView {
     }
 
     /// Refreshes the view: recomputes the partitions its input changed since the record, or
-    /// the whole view when that cannot be told. Returns the rows written and, when it
-    /// recomputed everything, why.
+    /// the whole view when that cannot be told.
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -244,7 +243,7 @@ impl super::Maintenance for WindowView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
-    ) -> Result<(u64, Option<Issue>)> {
+    ) -> Result<super::Refreshed> {
         let (usable, _) = ViewRecord::usable(storage, &d.name, "window", &self.definition, rebuild).await?;
         let changed = match &usable {
             Some(r) => self.touched(ctx, storage, r).await?,
@@ -283,6 +282,6 @@ impl super::Maintenance for WindowView {
         crate::failpoint::hit("window-after-view", &d.name)?;
         let offsets = [(self.source.to_string(), offset)].into_iter().collect();
         ViewRecord::write(storage, &d.name, "window", self.definition, offsets).await?;
-        Ok((rows, why))
+        Ok(super::Refreshed::by(rows, Technique::WindowFunction, why))
     }
 }

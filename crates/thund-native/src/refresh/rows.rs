@@ -1,0 +1,148 @@
+//! Row-based refresh: the rows a view's query gained and lost (`propagate::delta`) applied to
+//! its table in one Delta commit, a MERGE of the affected rows.
+//!
+//! A view like `SELECT o.k, o.v, c.region FROM orders o JOIN customers c ON o.c = c.c` whose
+//! inputs lost rows (a delete, the old side of an update) loses exactly the query's rows over
+//! them (joined with the other side as it was), and gains the query's rows over what they
+//! gained: both are planned row by row, and only they are written. A view's rows have no key,
+//! and equal rows may repeat: each lost row takes out one copy of itself. So the lost rows are
+//! counted by value, the view's files are scanned for those values (`keyscan`: one column
+//! decoded to find the candidate rows, then those rows whole to compare them), and as many copies as were lost are marked deleted — with deletion vectors when
+//! the view has them (`delta.enableDeletionVectors`), else by rewriting the files holding them
+//! with their other rows. The gained rows are added in the same commit. A view that does not
+//! hold a row its query lost (changed by hand?) cannot be maintained this way: it is recomputed,
+//! and says why.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::ArrayRef;
+use arrow::compute::concat_batches;
+use arrow::row::{RowConverter, SortField};
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::{DataFrame, SessionContext};
+use knut_thund::ir::{Dataset, Flow};
+use roaring::RoaringTreemap;
+
+use super::planning::{Issue, IssueType};
+use super::propagate::Delta;
+use crate::delta::deletion::{self, Marked};
+use crate::delta::keyscan::{read_rows, scan, Wanted};
+use crate::delta::storage::Storage;
+use crate::delta::table::{commit_rows, conform};
+use crate::delta::write::Commit;
+use crate::error::Result;
+
+/// The terms of a change as one plan of the view's rows (`None`: no rows).
+fn union_of(ctx: &SessionContext, d: &Dataset, f: &Flow, terms: Vec<LogicalPlan>) -> Result<Option<LogicalPlan>> {
+    let mut terms = terms.into_iter();
+    let Some(first) = terms.next() else { return Ok(None) };
+    let mut union = LogicalPlanBuilder::from(conform(ctx, d, f, first)?);
+    for term in terms {
+        union = union.union(conform(ctx, d, f, term)?)?;
+    }
+    Ok(Some(union.build()?))
+}
+
+/// Applies `delta` to the view `d` in one commit; returns the rows written, or why the view
+/// must be recomputed instead.
+pub(super) async fn apply(
+    ctx: &SessionContext,
+    storage: &Storage,
+    d: &Dataset,
+    f: &Flow,
+    delta: Delta,
+) -> Result<std::result::Result<u64, Issue>> {
+    let not = |detail: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, detail)));
+    let Some(table) = storage.latest_table(&d.name).await? else {
+        return not(format!("`{}` has no table to maintain", d.name));
+    };
+    let gained = union_of(ctx, d, f, delta.inserted)?;
+    let Some(lost) = union_of(ctx, d, f, delta.deleted)? else {
+        return Err(crate::error::NativeError::Execution(
+            "internal error: a row-based refresh without lost rows".into(),
+        ));
+    };
+    let schema = Arc::new(lost.schema().as_arrow().clone());
+    let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let fields: Vec<SortField> = schema.fields().iter().map(|f| SortField::new(f.data_type().clone())).collect();
+    if !RowConverter::supports_fields(&fields) {
+        let why = format!("the rows of `{}` cannot be compared by value (a map column?)", d.name);
+        return Ok(Err(Issue::new(IssueType::OperatorNotIncrementalizable, why)));
+    }
+    let collect = |plan: Option<LogicalPlan>| {
+        let schema = Arc::clone(&schema);
+        async move {
+            let batches = match plan {
+                Some(plan) => DataFrame::new(ctx.state(), plan).collect().await?,
+                None => Vec::new(),
+            };
+            Ok::<_, crate::error::NativeError>(concat_batches(&schema, &batches)?)
+        }
+    };
+    let (lost, gained) = (collect(Some(lost)).await?, collect(gained).await?);
+    // A row both lost and gained stays: only the net change is applied. (A deleted order of a
+    // customer whose region changed is lost with its new region and gained with it too.)
+    let both = concat_batches(&schema, [&lost, &gained])?;
+    let columns: Vec<ArrayRef> = both.columns().to_vec();
+    let wanted = Wanted::new(&columns)?;
+    let ids: Vec<u32> = wanted.ids_of(&columns)?.into_iter().map(|id| id.unwrap_or(u32::MAX)).collect();
+    let mut net: HashMap<u32, i64> = HashMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        *net.entry(*id).or_default() += if i < lost.num_rows() { 1 } else { -1 };
+    }
+    // The rows gained beyond those lost, and how many copies of each value the view loses.
+    let mut added = Vec::new();
+    for (i, id) in ids.iter().enumerate().skip(lost.num_rows()) {
+        if let Some(n) = net.get_mut(id).filter(|n| **n < 0) {
+            *n += 1;
+            added.push((i - lost.num_rows()) as u32);
+        }
+    }
+    let gained = arrow::compute::take_record_batch(&gained, &arrow::array::UInt32Array::from(added))?;
+    let mut owed: HashMap<u32, u64> = net.into_iter().filter(|(_, n)| *n > 0).map(|(id, n)| (id, n as u64)).collect();
+    if owed.is_empty() && gained.num_rows() == 0 {
+        // What was lost was gained back: the view stays as it is.
+        return Ok(Ok(0));
+    }
+    // The view's rows holding them, as many as are owed, file by file: first the rows whose
+    // probe column (an integer one if there is, whose pages the scan can skip by their bounds)
+    // holds a lost value, decoding that column alone; then those rows whole, to compare.
+    let probe = schema.fields().iter().position(|f| f.data_type().is_integer()).unwrap_or(0);
+    let probed = Arc::new(Wanted::new(&[Arc::clone(lost.column(probe))])?);
+    let mut marked = Vec::new();
+    // (What the inputs lost may give the query no rows: a deleted order of no customer.)
+    let found = match owed.is_empty() {
+        true => Vec::new(),
+        _ => scan(&table, &probed, &names[probe..=probe], &[], None).await?,
+    };
+    for found in found {
+        let candidates: RoaringTreemap = found.positions.iter().copied().collect();
+        let rows = read_rows(&table, &found.file, Some(&found.opened), &candidates, &schema).await?;
+        let mut deleted = found.deleted.clone();
+        for (position, id) in candidates.iter().zip(wanted.ids_of(rows.columns())?) {
+            if let Some(left) = id.and_then(|id| owed.get_mut(&id)).filter(|left| **left > 0) {
+                *left -= 1;
+                deleted.insert(position);
+            }
+        }
+        if deleted.len() > found.deleted.len() {
+            marked.push(Marked { file: found.file, deleted, records: found.rows });
+        }
+    }
+    if owed.values().any(|left| *left > 0) {
+        return not(format!(
+            "`{}` does not hold every row its query lost (was it changed outside the pipeline?)",
+            d.name
+        ));
+    }
+    // Without deletion vectors every file losing rows is rewritten with its other rows.
+    let rewrite: HashSet<String> = match deletion::enabled(&table)? {
+        true => HashSet::new(),
+        false => marked.iter().map(|m| m.file.path.clone()).collect(),
+    };
+    let (kept, dropped, vectors) = deletion::vectors_for(&table, marked, &rewrite, &schema).await?;
+    let rows = ctx.read_batches(kept.into_iter().chain([gained]))?.into_unoptimized_plan();
+    let commit = Commit::Replace { dropped, marked: vectors, txn: None };
+    Ok(Ok(commit_rows(ctx, d, &table, rows, commit).await?))
+}
