@@ -1455,7 +1455,7 @@ fn explain_says_how_each_view_would_refresh_and_writes_nothing() {
         "CREATE STREAMING TABLE st AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'k STRING, x BIGINT');\n\
          CREATE MATERIALIZED VIEW totals AS SELECT k, sum(x) AS s FROM st GROUP BY k;\n\
          CREATE MATERIALIZED VIEW kept AS SELECT k FROM st WHERE x > 0;\n\
-         CREATE MATERIALIZED VIEW paired REFRESH POLICY FULL AS SELECT a.k FROM st a LEFT JOIN st b ON a.k = b.k;\n",
+         CREATE MATERIALIZED VIEW paired REFRESH POLICY FULL AS SELECT a.k FROM st a FULL JOIN st b ON a.k = b.k;\n",
     )
     .unwrap();
     let explain = |args: &[&str]| {
@@ -1505,7 +1505,7 @@ fn explain_says_how_each_view_would_refresh_and_writes_nothing() {
     );
     std::fs::write(
         dir.join("q.sql"),
-        "CREATE MATERIALIZED VIEW strict_pair REFRESH POLICY INCREMENTAL STRICT AS SELECT a.k FROM st a LEFT JOIN st b ON a.k = b.k;\n",
+        "CREATE MATERIALIZED VIEW strict_pair REFRESH POLICY INCREMENTAL STRICT AS SELECT a.k FROM st a FULL JOIN st b ON a.k = b.k;\n",
     )
     .unwrap();
     let o = explain(&["strict_pair"]);

@@ -1,19 +1,21 @@
-//! Append-only refresh of materialized views whose inputs were only appended to.
+//! Append-only refresh of materialized views whose inputs were only appended to, and the choice
+//! between it and a row-based refresh (`rows`).
 //!
 //! A view like `SELECT id, upper(name) AS name FROM bronze WHERE ok` — or one joining and
 //! unioning tables, `SELECT … FROM orders o JOIN customers c ON …` — over tables that were only
 //! appended to since the last refresh gains exactly the query's rows over the new rows: the query
-//! is monotonic (projections, filters, `UNION ALL` and inner joins; `propagate::check`). For a
-//! join that is the new rows of each input joined with the other side (`propagate::delta`): the
-//! new orders with every customer now, every order before with the new customers. So a refresh
-//! runs the query over those rows and appends what it gives to the view, in one Delta commit,
-//! instead of recomputing it.
+//! is monotonic (projections, filters, `UNION ALL` and inner joins). For a join that is the new
+//! rows of each input joined with the other side (`propagate::delta`): the new orders with every
+//! customer now, every order before with the new customers. So a refresh runs the query over
+//! those rows and appends what it gives to the view, in one Delta commit, instead of recomputing
+//! it. When the query lost rows too — an input lost some (a delete, an update), or an outer
+//! join's padded row found its match — the refresh is row-based (`rows`) instead.
 //!
 //! A record beside the view (`<view>.append.json`) says which version of each input the view
-//! covers and which version of the view that is. It is written after the append: a crash in
+//! covers and which version of the view that is. It is written after the commit: a crash in
 //! between leaves a view version the record does not name, and the next refresh recomputes. So
-//! does an input that lost rows (a delete, an update, a rewrite), a changed definition, a full
-//! refresh — each said in the refresh's planning.
+//! do a change that cannot be read, a changed definition, a full refresh — each said in the
+//! refresh's planning.
 
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::SessionContext;
@@ -82,7 +84,10 @@ impl super::Maintenance for AppendView {
                         })
                         .map(|s| format!("`{s}`"))
                         .collect();
-                    let why = format!("{} lost or rewrote rows since the last refresh", lost.join(", "));
+                    let why = match lost.is_empty() {
+                        true => "an outer join's padded rows go when their match comes".to_string(),
+                        false => format!("{} lost or rewrote rows since the last refresh", lost.join(", ")),
+                    };
                     not.push((Technique::AppendOnly, Issue::new(IssueType::InputNotAppendOnly, why)));
                     match super::rows::apply(ctx, storage, d, f, delta).await? {
                         Ok(rows) => {

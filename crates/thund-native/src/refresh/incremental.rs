@@ -11,7 +11,7 @@
 //! above the aggregate (`HAVING`, expressions over aggregates, `ORDER BY … LIMIT`) is
 //! re-evaluated on the merged state, so the result is the same as a full recompute.
 //!
-//! Under the aggregate may stand projections, filters, `UNION ALL` and inner joins of several
+//! Under the aggregate may stand projections, filters, `UNION ALL` and inner, left and right joins of several
 //! tables: what that input gained and lost is planned by `propagate` (for a join, each side's
 //! change joined with the other side) over what each table gained and lost: its new files when
 //! it was only appended to (a streaming table); otherwise its net change between the version the
@@ -194,7 +194,7 @@ pub(crate) async fn eligibility(
 }
 
 /// The plan's one aggregate, if everything under it is projections, filters, `UNION ALL` and
-/// inner joins of scans (`propagate::check`), everything above it has a single input, and every
+/// inner, left and right joins of scans (`propagate::check`), everything above it has a single input, and every
 /// aggregate merges; else what stands in the way.
 fn aggregate_of(plan: &LogicalPlan) -> std::result::Result<(&Aggregate, Vec<Partial>), Issue> {
     let operator = |node: &LogicalPlan| {

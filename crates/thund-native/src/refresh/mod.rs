@@ -1,9 +1,9 @@
 //! Materialized-view refresh, one technique per refresh (`planning`): a view whose inputs did
 //! not change is IDLE (`freshness`); one that aggregates tables (through joins and unions)
 //! merges in what its input gained and takes back what it lost (`incremental`); one whose query
-//! is monotonic (projections, filters, `UNION ALL`, inner joins) appends the query's rows over
-//! what its inputs gained (`append`), or, when they lost rows, takes the query's rows over those
-//! out too (`rows`); one whose window functions are partitioned recomputes the partitions its
+//! is made of projections, filters, `UNION ALL` and joins appends the query's rows over what its
+//! inputs gained (`append`), or, when the query lost rows (its inputs lost some, or an outer
+//! join found a match), takes those out too (`rows`); one whose window functions are partitioned recomputes the partitions its
 //! input changed (`window`); any other is recomputed and replaces its table in one Delta commit
 //! (`table::write_overwrite`). What each input gained and lost is read in `input`, what a query
 //! of them gained and lost is planned row by row in `propagate`. What was considered and chosen

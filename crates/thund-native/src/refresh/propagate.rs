@@ -2,14 +2,18 @@
 //! inputs gain and lose rows, as plans over those rows.
 //!
 //! A query of projections, filters, `UNION ALL` and inner joins is linear in each input: every
-//! row of its result comes from one row of each input it reads. So if an input `R` becomes
+//! row of its result comes from one row of each input it reads (an outer join's padded rows
+//! are an anti join's, handled apart). So if an input `R` becomes
 //! `R′ = R + ΔR⁺ − ΔR⁻`, the result changes by the query over the changed rows alone:
 //!
 //! * a projection or filter of a change is the projection or filter of its rows;
 //! * a union's change is its inputs' changes, side by side;
-//! * a join's is `Δ(R ⋈ S) = ΔR ⋈ S′ + R ⋈ ΔS` — the rows `R` gained or lost joined with all of
-//!   `S` now, and all of `R` before joined with the rows `S` gained or lost (both sides changing
-//!   at once are counted once this way).
+//! * an inner join's is `Δ(R ⋈ S) = ΔR ⋈ S′ + R ⋈ ΔS` — the rows `R` gained or lost joined with
+//!   all of `S` now, and all of `R` before joined with the rows `S` gained or lost (both sides
+//!   changing at once are counted once this way);
+//! * a left or right join is the inner join plus the preserved side's unmatched rows padded
+//!   with NULLs; those change by what that side gained and lost, and by its rows whose match
+//!   came or went (see [`outer_delta`]).
 //!
 //! [`delta`] builds that change as two lists of plans — rows gained, rows lost — each with the
 //! node's own schema (so the operators above apply to them unchanged); an input that did not
@@ -17,16 +21,16 @@
 //! what is lost; the same row may be both gained and lost, which the techniques using this
 //! (a group aggregate taking rows back out, an append of rows gained) handle as such.
 //!
-//! [`check`] says whether a plan is of that kind; an outer join, an aggregate, a window, a
-//! `DISTINCT` or a subquery below are not (an outer join's padding rows depend on what the other
-//! side lacks).
+//! [`check`] says whether a plan is of that kind; a full outer join, an aggregate, a window, a
+//! `DISTINCT` or a subquery below are not.
 
 use std::sync::Arc;
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::Column;
 use datafusion::datasource::provider_as_source;
-use datafusion::logical_expr::{cast, Expr, JoinType, LogicalPlan, Projection, TableScanBuilder};
+use datafusion::logical_expr::{cast, lit, Expr, Join, JoinType, LogicalPlan, Projection, TableScanBuilder};
+use datafusion::scalar::ScalarValue;
 
 use super::incremental::has_subquery;
 use super::input::Inputs;
@@ -40,7 +44,8 @@ pub(super) struct Delta {
     pub deleted: Vec<LogicalPlan>,
 }
 
-/// Whether `plan` is made only of projections, filters, `UNION ALL` and inner joins over table
+/// Whether `plan` is made only of projections, filters, `UNION ALL` and inner, left and right
+/// joins over table
 /// scans (and constant rows); what stands in the way if not.
 pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
     let refuse = |what: String| Err(Issue::new(IssueType::OperatorNotIncrementalizable, what));
@@ -54,11 +59,11 @@ pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
         | LogicalPlan::Filter(_)
         | LogicalPlan::SubqueryAlias(_)
         | LogicalPlan::Union(_)
-        | LogicalPlan::Join(datafusion::logical_expr::Join { join_type: JoinType::Inner, .. }) => {
+        | LogicalPlan::Join(Join { join_type: JoinType::Inner | JoinType::Left | JoinType::Right, .. }) => {
             plan.inputs().into_iter().try_for_each(check)
         }
         LogicalPlan::Join(j) => refuse(format!(
-            "a {} join (only inner joins are maintained row by row)",
+            "a {} join (inner, left and right joins are maintained row by row)",
             j.join_type.to_string().to_uppercase()
         )),
         other => {
@@ -68,7 +73,7 @@ pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
                 LogicalPlan::Distinct(_) => "DISTINCT (or UNION without ALL)".to_string(),
                 other => format!("`{}`", other.display().to_string().split(':').next().unwrap_or("an operator")),
             };
-            refuse(format!("{name} (only projections, filters, UNION ALL and inner joins are maintained row by row)"))
+            refuse(format!("{name} (only projections, filters, UNION ALL and joins are maintained row by row)"))
         }
     }
 }
@@ -176,35 +181,131 @@ pub(super) fn delta(plan: &LogicalPlan, inputs: &Inputs) -> Result<Delta> {
         }
         // Δ(L ⋈ R) = ΔL ⋈ R′ + L ⋈ ΔR.
         LogicalPlan::Join(join) if join.join_type == JoinType::Inner => {
-            let (left, right) = (join.left.as_ref(), join.right.as_ref());
-            let (dl, dr) = (delta(left, inputs)?, delta(right, inputs)?);
-            let join_of = |l: LogicalPlan, r: LogicalPlan| -> Result<LogicalPlan> {
-                Ok(plan.with_new_exprs(plan.expressions(), vec![l, r])?)
-            };
-            let mut out = Delta::default();
-            if !dl.inserted.is_empty() || !dl.deleted.is_empty() {
-                let right_now = over(right, inputs, Rows::Now)?;
-                for t in dl.inserted {
-                    out.inserted.push(join_of(t, right_now.clone())?);
-                }
-                for t in dl.deleted {
-                    out.deleted.push(join_of(t, right_now.clone())?);
-                }
-            }
-            if !dr.inserted.is_empty() || !dr.deleted.is_empty() {
-                let left_before = over(left, inputs, Rows::Before)?;
-                for t in dr.inserted {
-                    out.inserted.push(join_of(left_before.clone(), t)?);
-                }
-                for t in dr.deleted {
-                    out.deleted.push(join_of(left_before.clone(), t)?);
-                }
-            }
-            out
+            inner_delta(join, delta(&join.left, inputs)?, delta(&join.right, inputs)?, inputs)?
         }
-        LogicalPlan::Join(_) => return Err(internal("an outer join")),
+        LogicalPlan::Join(join) if matches!(join.join_type, JoinType::Left | JoinType::Right) => {
+            outer_delta(join, inputs)?
+        }
+        LogicalPlan::Join(_) => return Err(internal("a full, semi or anti join")),
         other => {
             return Err(internal(&other.display().to_string()));
         }
     })
+}
+
+/// `join` as another kind of join of other inputs, with the same condition.
+fn rejoin(join: &Join, join_type: JoinType, left: LogicalPlan, right: LogicalPlan) -> Result<LogicalPlan> {
+    let join = Join { join_type, left: Arc::new(left), right: Arc::new(right), ..join.clone() };
+    Ok(LogicalPlan::Join(join).recompute_schema()?)
+}
+
+/// An inner join's change, given its inputs' (`dl`, `dr`): `ΔL ⋈ R′ + L ⋈ ΔR`.
+fn inner_delta(join: &Join, dl: Delta, dr: Delta, inputs: &Inputs) -> Result<Delta> {
+    let (left, right) = (join.left.as_ref(), join.right.as_ref());
+    let inner = |l, r| rejoin(join, JoinType::Inner, l, r);
+    let mut out = Delta::default();
+    if !dl.inserted.is_empty() || !dl.deleted.is_empty() {
+        let right_now = over(right, inputs, Rows::Now)?;
+        for t in dl.inserted {
+            out.inserted.push(inner(t, right_now.clone())?);
+        }
+        for t in dl.deleted {
+            out.deleted.push(inner(t, right_now.clone())?);
+        }
+    }
+    if !dr.inserted.is_empty() || !dr.deleted.is_empty() {
+        let left_before = over(left, inputs, Rows::Before)?;
+        for t in dr.inserted {
+            out.inserted.push(inner(left_before.clone(), t)?);
+        }
+        for t in dr.deleted {
+            out.deleted.push(inner(left_before.clone(), t)?);
+        }
+    }
+    Ok(out)
+}
+
+/// A left (or right) join's change. `P ⟕ O` is the inner join plus the rows of the preserved
+/// side `P` that match nothing in `O` (`P ▷ O`, an anti join), padded with NULLs. The inner
+/// part changes as an inner join does. The anti join changes by what `P` gained and lost
+/// (against `O` now), and by the rows of `P` whose match in `O` came or went: those matching a
+/// row `O` gained or lost (`C`, each row of `P` once), taken out as they were against `O` before
+/// and put back as they are against `O` now.
+fn outer_delta(join: &Join, inputs: &Inputs) -> Result<Delta> {
+    let (left, right) = (join.left.as_ref(), join.right.as_ref());
+    let (dl, dr) = (delta(left, inputs)?, delta(right, inputs)?);
+    let keeps_left = join.join_type == JoinType::Left;
+    let (dp, dother, preserved, other) = match keeps_left {
+        true => (dl.clone_terms(), dr.clone_terms(), left, right),
+        false => (dr.clone_terms(), dl.clone_terms(), right, left),
+    };
+    let mut out = inner_delta(join, dl, dr, inputs)?;
+    // `kind` (semi or anti, from the preserved side) of `p` with `o`.
+    let (semi, anti) = match keeps_left {
+        true => (JoinType::LeftSemi, JoinType::LeftAnti),
+        false => (JoinType::RightSemi, JoinType::RightAnti),
+    };
+    let from = |kind, p: LogicalPlan, o: LogicalPlan| match keeps_left {
+        true => rejoin(join, kind, p, o),
+        false => rejoin(join, kind, o, p),
+    };
+    let mut unmatched = Delta::default();
+    if !dp.inserted.is_empty() || !dp.deleted.is_empty() {
+        let other_now = over(other, inputs, Rows::Now)?;
+        for t in dp.inserted {
+            unmatched.inserted.push(from(anti, t, other_now.clone())?);
+        }
+        for t in dp.deleted {
+            unmatched.deleted.push(from(anti, t, other_now.clone())?);
+        }
+    }
+    let changed: Vec<LogicalPlan> = dother.inserted.into_iter().chain(dother.deleted).collect();
+    if !changed.is_empty() {
+        let (other_now, other_before) = (over(other, inputs, Rows::Now)?, over(other, inputs, Rows::Before)?);
+        // The rows of `P` before matching the i-th changed part and none before it.
+        let mut rest = over(preserved, inputs, Rows::Before)?;
+        for part in changed {
+            let c = from(semi, rest.clone(), part.clone())?;
+            unmatched.inserted.push(from(anti, c.clone(), other_now.clone())?);
+            unmatched.deleted.push(from(anti, c, other_before.clone())?);
+            rest = from(anti, rest, part)?;
+        }
+    }
+    // Padded to the join's columns: NULL on the side that found no match.
+    let lefts = left.schema().fields().len();
+    let pad = |unmatched: LogicalPlan| -> Result<LogicalPlan> {
+        let schema = Arc::clone(unmatched.schema());
+        let mut kept = schema.iter();
+        let exprs = join
+            .schema
+            .iter()
+            .enumerate()
+            .map(|(i, (q, f))| {
+                let value = match (i < lefts) == keeps_left {
+                    true => {
+                        let (kq, kf) = kept.next().ok_or_else(|| {
+                            NativeError::Execution("internal error: an unmatched row lacks a column".into())
+                        })?;
+                        Expr::Column(Column::from((kq, kf)))
+                    }
+                    false => cast(lit(ScalarValue::Null), f.data_type().clone()),
+                };
+                Ok(value.alias_qualified(q.cloned(), f.name()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(LogicalPlan::Projection(Projection::try_new(exprs, Arc::new(unmatched))?))
+    };
+    for t in unmatched.inserted {
+        out.inserted.push(pad(t)?);
+    }
+    for t in unmatched.deleted {
+        out.deleted.push(pad(t)?);
+    }
+    Ok(out)
+}
+
+impl Delta {
+    fn clone_terms(&self) -> Delta {
+        Delta { inserted: self.inserted.clone(), deleted: self.deleted.clone() }
+    }
 }
