@@ -21,8 +21,8 @@ def release_binary(relative: str, *cargo_args: str) -> str:
 
 
 def thund_binary() -> str:
-    """The release `thund`."""
-    return release_binary("thund", "-p", "thund-cli")
+    """The release `thund`, or the binary `THUND_BIN` names."""
+    return os.environ.get("THUND_BIN") or release_binary("thund", "-p", "thund-cli")
 
 
 def timed(cmd, cwd=None, env=None):

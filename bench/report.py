@@ -3,7 +3,8 @@ bench/results/bench.png, and prints where Þund stands against each target.
 
     python3 bench/report.py [--sf 1]
 
-Reads bench/results/tpch_sf<SF>.json, streaming.json and scale.json (whichever exist).
+Reads bench/results/tpch_sf<SF>.json, refresh_sf<SF>.json, streaming.json and scale.json
+(whichever exist).
 """
 import argparse
 import datetime
@@ -63,6 +64,15 @@ def targets(tpch, streaming, scale):
     if scale and "binary_mib" in scale:
         m = scale["binary_mib"]
         out.append(["release binary < 200 MiB", f"{m:.0f} MiB", "yes" if m < 200 else "no"])
+    refresh = next((r for r in [load(f"refresh_sf{tpch['sf']}") if tpch else None, load("refresh_sf1")] if r), None)
+    if refresh:
+        views = refresh["views"]
+        share = refresh["incremental_views"] / max(len(views), 1)
+        out.append([f"materialized views refreshed incrementally, {refresh['change']:.0%} changed (SF {refresh['sf']})",
+                    f"{refresh['incremental_views']} of {len(views)}", "yes" if share == 1 else "no"])
+        for name, v in views.items():
+            out.append([f"refresh ≤ 10% of a full recompute: {name} ({(v['technique'] or '?').lower()})",
+                        f"{v['ratio'] * 100:.1f}%", "yes" if v["ratio"] <= 0.10 else "no"])
     log = load("event_log")
     if log:
         n = f"{log['events'] / 1e6:.1f}M events"

@@ -8,12 +8,14 @@
 # 3. TPC-H medallion at the given scale factor: Þund native, raw DataFusion, DuckDB → Parquet,
 #    and (unless --no-spark) a local Spark Connect 4.1.4 server running the same pipeline through
 #    Þund and through `spark-pipelines run`; gold tables must agree on every system;
-# 4. the streaming variant: lineitem split into files, a full refresh vs an incremental run that
+# 4. incremental materialized views: the medallion over AUTO CDC tables, each view's refresh
+#    after 1% of orders and lineitem changed vs its full recompute;
+# 5. the streaming variant: lineitem split into files, a full refresh vs an incremental run that
 #    adds 1% new files, and the idle-run overhead;
-# 5. `thund validate` on generated 100 / 1,000 / 10,000-dataset projects, and lowering +
+# 6. `thund validate` on generated 100 / 1,000 / 10,000-dataset projects, and lowering +
 #    defining a 500-dataset project on the Spark server;
-# 6. `thund test` on the sample project and on 100 tests of a generated 20-dataset project;
-# 7. bench/report.py: one table on stdout, bench/results/bench.json and bench/results/bench.png.
+# 7. `thund test` on the sample project and on 100 tests of a generated 20-dataset project;
+# 8. bench/report.py: one table on stdout, bench/results/bench.json and bench/results/bench.png.
 set -euo pipefail
 
 SF=1
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
     --sf) SF="$2"; shift 2 ;;
     --runs) RUNS="$2"; shift 2 ;;
     --no-spark) SPARK=0; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,9 +53,11 @@ else
   SPARK_ARGS=()
 fi
 
-rm -f bench/results/tpch_sf"$SF".json bench/results/streaming.json bench/results/scale.json bench/results/event_log.json
+rm -f bench/results/tpch_sf"$SF".json bench/results/refresh_sf"$SF".json bench/results/streaming.json bench/results/scale.json bench/results/event_log.json
 echo "== TPC-H SF $SF"
 "$BENCH_PYTHON" bench/tpch.py --sf "$SF" --runs "$RUNS" "${SPARK_ARGS[@]}"
+echo "== incremental materialized views (1% of orders and lineitem changed)"
+"$BENCH_PYTHON" bench/refresh.py --sf "$SF"
 echo "== streaming (lineitem split into files)"
 "$BENCH_PYTHON" bench/streaming.py --sf "$SF"
 echo "== front end at scale"

@@ -56,6 +56,7 @@ impl super::Maintenance for AppendView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
+        dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<Refreshed> {
         let (usable, view_version) = ViewRecord::usable(storage, &d.name, "append", &self.definition, rebuild).await?;
         let before = propagate::joins(&self.plan);
@@ -70,7 +71,7 @@ impl super::Maintenance for AppendView {
                 let offsets = inputs.offsets(&self.sources);
                 let delta = propagate::delta(&self.plan, &inputs)?;
                 if delta.deleted.is_empty() {
-                    let rows = self.append(ctx, storage, d, f, delta.inserted, view_version).await?;
+                    let rows = self.append(ctx, storage, d, f, delta.inserted, view_version, dq).await?;
                     refreshed = Some((Refreshed::by(rows, Technique::AppendOnly, None), offsets));
                 } else {
                     let lost: Vec<String> = self
@@ -89,7 +90,7 @@ impl super::Maintenance for AppendView {
                         false => format!("{} lost or rewrote rows since the last refresh", lost.join(", ")),
                     };
                     not.push((Technique::AppendOnly, Issue::new(IssueType::InputNotAppendOnly, why)));
-                    match super::rows::apply(ctx, storage, d, f, delta).await? {
+                    match super::rows::apply(ctx, storage, d, f, delta, dq).await? {
                         Ok(rows) => {
                             let by = Refreshed { rows, by: Some(Technique::RowBased), not: std::mem::take(&mut not) };
                             refreshed = Some((by, offsets));
@@ -108,7 +109,10 @@ impl super::Maintenance for AppendView {
             None => {
                 let all = Inputs::now(ctx, storage, &self.sources).await?;
                 let plan = conform(ctx, d, f, propagate::over(&self.plan, &all, Rows::Now)?)?;
-                let rows = write_overwrite(ctx, storage, d, plan).await?;
+                let checker = super::checker_for(ctx, d, &plan)?;
+                let written = write_overwrite(ctx, storage, d, super::checked(ctx, &checker, plan).await?).await;
+                *dq = checker.map(|c| c.metrics());
+                let rows = written?;
                 (Refreshed { rows, by: None, not }, all.offsets(&self.sources))
             }
         };
@@ -120,7 +124,8 @@ impl super::Maintenance for AppendView {
 
 impl AppendView {
     /// Appends the query's rows over what its inputs gained (`gained`, the change's terms) in
-    /// one commit; returns the rows appended.
+    /// one commit, its expectations checked over them; returns the rows appended.
+    #[allow(clippy::too_many_arguments)]
     async fn append(
         &self,
         ctx: &SessionContext,
@@ -129,6 +134,7 @@ impl AppendView {
         f: &Flow,
         gained: Vec<LogicalPlan>,
         view_version: i64,
+        dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<u64> {
         let mut terms = gained.into_iter();
         // Nothing new: the view stays as it is.
@@ -139,6 +145,11 @@ impl AppendView {
         }
         let existing = storage.latest_table(&d.name).await?;
         let txn = deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
-        write_append(ctx, &storage.table_url(&d.name), d, gained.build()?, existing, txn, true).await
+        let gained = gained.build()?;
+        let checker = super::checker_for(ctx, d, &gained)?;
+        let gained = super::checked(ctx, &checker, gained).await?;
+        let written = write_append(ctx, &storage.table_url(&d.name), d, gained, existing, txn, true).await;
+        *dq = checker.map(|c| c.metrics());
+        written
     }
 }

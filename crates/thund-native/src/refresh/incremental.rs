@@ -24,8 +24,8 @@
 //!
 //! A view qualifies when its query reads tables of the pipeline into one `GROUP BY` (or a global
 //! aggregate) whose aggregates are `sum`, `count`, `min`, `max` or a floating-point `avg`, none
-//! `DISTINCT` or `FILTER`ed, and it has no expectations; anything else is recomputed (`planning`
-//! says why).
+//! `DISTINCT` or `FILTER`ed; anything else is recomputed (`planning` says why). Its
+//! expectations are checked over the view's rows, recomputed from the state each refresh.
 //!
 //! The state is a Delta table at `<storage>/state/<catalog>/<database>/<view>/`, and
 //! `<view>.json` beside it records which version of each input it covers and which versions of
@@ -114,9 +114,6 @@ pub(crate) async fn eligibility(
 ) -> Result<Eligibility> {
     let q = f.query();
     let not = |kind: IssueType, detail: String| Ok(Eligibility::NotPlanned(vec![Issue::new(kind, detail)]));
-    if !d.expectations.is_empty() {
-        return not(IssueType::ExpectationsNotSupported, format!("`{}` has expectations", d.name));
-    }
     let mut sources: Vec<QualifiedName> = Vec::new();
     for read in &q.reads {
         let source = match read {
@@ -518,6 +515,7 @@ impl super::Maintenance for IncrementalView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
+        dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<Refreshed> {
         let this = *self;
         let (agg, partials) = aggregate_of(&this.plan).map_err(|i| {
@@ -685,8 +683,12 @@ impl super::Maintenance for IncrementalView {
             .data
             .transform_up(|node| Ok(Transformed::yes(node.recompute_schema()?)))?
             .data;
+        // The view's expectations are checked over all its rows, as a recompute would.
         let view = conform(ctx, d, f, view)?;
-        let rows = write_overwrite(ctx, storage, d, view).await?;
+        let checker = super::checker_for(ctx, d, &view)?;
+        let written = write_overwrite(ctx, storage, d, super::checked(ctx, &checker, view).await?).await;
+        *dq = checker.map(|c| c.metrics());
+        let rows = written?;
         crate::failpoint::hit("incremental-after-view", &d.name)?;
         let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
         let record = Record {

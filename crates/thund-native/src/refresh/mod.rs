@@ -46,7 +46,9 @@ pub(crate) trait Maintenance: Send + Sync {
     fn technique(&self) -> Technique;
     /// The view's planned query (what a dry run plans instead of refreshing).
     fn into_plan(self: Box<Self>) -> LogicalPlan;
-    /// Refreshes the view (a full `rebuild` recomputes it).
+    /// Refreshes the view (a full `rebuild` recomputes it); `dq` receives the counts of its
+    /// expectations over the rows it wrote, even when they fail it.
+    #[allow(clippy::too_many_arguments)]
     async fn refresh(
         self: Box<Self>,
         ctx: &SessionContext,
@@ -54,7 +56,24 @@ pub(crate) trait Maintenance: Send + Sync {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
+        dq: &mut Option<DataQuality>,
     ) -> Result<Refreshed>;
+}
+
+/// The checker of `d`'s expectations over `plan`'s rows, if it has any.
+pub(crate) fn checker_for(ctx: &SessionContext, d: &Dataset, plan: &LogicalPlan) -> Result<Option<Checker>> {
+    match d.expectations.is_empty() {
+        true => Ok(None),
+        false => Ok(Some(Checker::new(ctx, d, plan)?)),
+    }
+}
+
+/// `plan`'s rows checked by `checker` (if any), for writing.
+pub(crate) async fn checked(ctx: &SessionContext, checker: &Option<Checker>, plan: LogicalPlan) -> Result<LogicalPlan> {
+    match checker {
+        Some(c) => c.checked_plan(ctx, plan).await,
+        None => Ok(plan),
+    }
 }
 
 /// How a maintained view's refresh went.
@@ -133,7 +152,7 @@ async fn refresh_planned(
             Eligibility::Maintained(view) => {
                 job.starting();
                 job.running();
-                let refreshed = view.refresh(ctx, storage, d, f, job.full_refresh).await?;
+                let refreshed = view.refresh(ctx, storage, d, f, job.full_refresh, dq).await?;
                 for (technique, why) in refreshed.not {
                     planning.consider(technique, false, vec![why]);
                 }
@@ -181,10 +200,7 @@ async fn refresh_planned(
         None => plan_query(ctx, f.query(), &p.root).await?,
     };
     let plan = conform(ctx, d, f, plan)?;
-    let checker = match d.expectations.is_empty() {
-        true => None,
-        false => Some(Checker::new(ctx, d, &plan)?),
-    };
+    let checker = checker_for(ctx, d, &plan)?;
     job.starting();
     if job.dry {
         // Downstream datasets plan against an empty table of the right schema.

@@ -87,8 +87,6 @@ pub(crate) enum IssueType {
     InputNotInDelta,
     /// An input lost or rewrote rows, which appending cannot take back.
     InputNotAppendOnly,
-    /// The view has expectations, which a merge of partial results would not check.
-    ExpectationsNotSupported,
     /// No state from an earlier refresh fits (the first refresh, a changed definition, an input
     /// whose change cannot be read): this refresh builds it from all rows.
     ChangeSetMissing,
@@ -114,7 +112,6 @@ impl IssueType {
             IssueType::ExpressionNotDeterministic => "EXPRESSION_NOT_DETERMINISTIC",
             IssueType::InputNotInDelta => "INPUT_NOT_IN_DELTA",
             IssueType::InputNotAppendOnly => "INPUT_NOT_APPEND_ONLY",
-            IssueType::ExpectationsNotSupported => "EXPECTATIONS_NOT_SUPPORTED",
             IssueType::ChangeSetMissing => "CHANGE_SET_MISSING",
             IssueType::ChangeSetTooLarge => "CHANGE_SET_TOO_LARGE",
             IssueType::AggregateNotRetractable => "AGGREGATE_NOT_RETRACTABLE",

@@ -45,8 +45,7 @@ pub(super) struct Delta {
 }
 
 /// Whether `plan` is made only of projections, filters, `UNION ALL` and inner, left and right
-/// joins over table
-/// scans (and constant rows); what stands in the way if not.
+/// joins over table scans (and constant rows); what stands in the way if not.
 pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
     let refuse = |what: String| Err(Issue::new(IssueType::OperatorNotIncrementalizable, what));
     if plan.expressions().iter().any(has_subquery) {

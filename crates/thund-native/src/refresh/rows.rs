@@ -9,7 +9,8 @@
 //! counted by value, the view's files are scanned for those values (`keyscan`: one column
 //! decoded to find the candidate rows, then those rows whole to compare them), and as many copies as were lost are marked deleted — with deletion vectors when
 //! the view has them (`delta.enableDeletionVectors`), else by rewriting the files holding them
-//! with their other rows. The gained rows are added in the same commit. A view that does not
+//! with their other rows. The gained rows are added in the same commit, checked by the view's
+//! expectations (a lost row a `DROP ROW` or `FAIL UPDATE` rule kept out was never there). A view that does not
 //! hold a row its query lost (changed by hand?) cannot be maintained this way: it is recomputed,
 //! and says why.
 
@@ -19,9 +20,9 @@ use std::sync::Arc;
 use arrow::array::ArrayRef;
 use arrow::compute::concat_batches;
 use arrow::row::{RowConverter, SortField};
-use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{DataFrame, SessionContext};
-use knut_thund::ir::{Dataset, Flow};
+use knut_thund::ir::{Dataset, Flow, ViolationAction};
 use roaring::RoaringTreemap;
 
 use super::planning::{Issue, IssueType};
@@ -44,20 +45,48 @@ fn union_of(ctx: &SessionContext, d: &Dataset, f: &Flow, terms: Vec<LogicalPlan>
     Ok(Some(union.build()?))
 }
 
+/// The rows of `plan` the view's expectations let in: those a `DROP ROW` or `FAIL UPDATE` rule
+/// keeps out were never written, so they are never taken out either.
+fn admitted(ctx: &SessionContext, d: &Dataset, plan: LogicalPlan) -> Result<LogicalPlan> {
+    let mut kept: Option<Expr> = None;
+    for e in d.expectations.iter().filter(|e| e.action != ViolationAction::Warn) {
+        let rule = crate::engine::plan_expr(ctx, &e.predicate, plan.schema())?;
+        let passes = Expr::IsTrue(Box::new(rule));
+        kept = Some(match kept {
+            None => passes,
+            Some(all) => all.and(passes),
+        });
+    }
+    Ok(match kept {
+        Some(kept) => LogicalPlanBuilder::from(plan).filter(kept)?.build()?,
+        None => plan,
+    })
+}
+
 /// Applies `delta` to the view `d` in one commit; returns the rows written, or why the view
-/// must be recomputed instead.
+/// must be recomputed instead. The view's expectations are checked over the rows it gains
+/// (`dq` gets their counts).
 pub(super) async fn apply(
     ctx: &SessionContext,
     storage: &Storage,
     d: &Dataset,
     f: &Flow,
     delta: Delta,
+    dq: &mut Option<knut_thund::backend::DataQuality>,
 ) -> Result<std::result::Result<u64, Issue>> {
     let not = |detail: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, detail)));
     let Some(table) = storage.latest_table(&d.name).await? else {
         return not(format!("`{}` has no table to maintain", d.name));
     };
     let gained = union_of(ctx, d, f, delta.inserted)?;
+    let checker = match &gained {
+        Some(g) => super::checker_for(ctx, d, g)?,
+        None => None,
+    };
+    let gained = match gained {
+        Some(g) => Some(super::checked(ctx, &checker, g).await?),
+        None => None,
+    };
     let Some(lost) = union_of(ctx, d, f, delta.deleted)? else {
         return Err(crate::error::NativeError::Execution(
             "internal error: a row-based refresh without lost rows".into(),
@@ -80,7 +109,10 @@ pub(super) async fn apply(
             Ok::<_, crate::error::NativeError>(concat_batches(&schema, &batches)?)
         }
     };
-    let (lost, gained) = (collect(Some(lost)).await?, collect(gained).await?);
+    let lost = collect(Some(admitted(ctx, d, lost)?)).await?;
+    let gained = collect(gained).await;
+    *dq = checker.map(|c| c.metrics());
+    let gained = gained?;
     // A row both lost and gained stays: only the net change is applied. (A deleted order of a
     // customer whose region changed is lost with its new region and gained with it too.)
     let both = concat_batches(&schema, [&lost, &gained])?;

@@ -243,6 +243,7 @@ impl super::Maintenance for WindowView {
         d: &Dataset,
         f: &Flow,
         rebuild: bool,
+        dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<super::Refreshed> {
         let (usable, _) = ViewRecord::usable(storage, &d.name, "window", &self.definition, rebuild).await?;
         let changed = match &usable {
@@ -270,13 +271,21 @@ impl super::Maintenance for WindowView {
                         other => Ok(Transformed::no(other)),
                     })?
                     .data;
+                // Expectations are checked over the rows recomputed.
                 let plan = conform(ctx, d, f, plan)?;
-                (write_replace_where(ctx, storage, d, plan, only).await?, offset, None)
+                let checker = super::checker_for(ctx, d, &plan)?;
+                let written =
+                    write_replace_where(ctx, storage, d, super::checked(ctx, &checker, plan).await?, only).await;
+                *dq = checker.map(|c| c.metrics());
+                (written?, offset, None)
             }
             Err(why) => {
                 let all = super::input::all_of(ctx, storage, &self.source).await?;
                 let plan = conform(ctx, d, f, replace_scan(self.plan.clone(), &self.source, all.inserted)?)?;
-                (write_overwrite(ctx, storage, d, plan).await?, all.offset, Some(why))
+                let checker = super::checker_for(ctx, d, &plan)?;
+                let written = write_overwrite(ctx, storage, d, super::checked(ctx, &checker, plan).await?).await;
+                *dq = checker.map(|c| c.metrics());
+                (written?, all.offset, Some(why))
             }
         };
         crate::failpoint::hit("window-after-view", &d.name)?;
