@@ -589,4 +589,17 @@ fn views_with_expectations_are_maintained_and_checked() {
     }
     // (A lost row the view never held would fail the row-based refresh, and it would recompute.)
     assert_eq!(maintained, 5, "every refresh maintains both views");
+    // A changed rule changes which rows the view holds: it is recomputed, even with no new rows.
+    std::fs::write(dir.path().join("sql/a.sql"), sql.replace("EXPECT (v > 100)", "EXPECT (v > 500)")).unwrap();
+    let (s, events) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    assert_eq!(decided(&planning(&events, "checked_rows")).0, "MAINTENANCE_TYPE_COMPLETE_RECOMPUTE");
+    let full_rows = full_rows.replace("o.v > 100", "o.v > 500");
+    assert_eq!(sorted(dir.path(), "SELECT * FROM checked_rows"), sorted(dir.path(), &full_rows));
+    // A rule that does not fit the rows fails the refresh at its line, new rows or not.
+    std::fs::write(dir.path().join("sql/a.sql"), sql.replace("EXPECT (v > 100)", "EXPECT (v_typo > 100)")).unwrap();
+    let (s, _) = run(dir.path());
+    let failed = outcome(&s, "checked_rows");
+    assert_eq!(failed.phase, RunPhase::Failed, "{:?}", s.flows);
+    assert!(failed.error.as_deref().is_some_and(|e| e.contains("v_typo")), "{:?}", failed.error);
 }

@@ -154,6 +154,8 @@ pub(crate) async fn eligibility(
         "sql": q.sql,
         "details": d.details,
         "sources": sources.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        // A changed rule changes which rows the view holds.
+        "expectations": d.expectations.iter().map(|e| (&e.name, &e.predicate.sql, e.action)).collect::<Vec<_>>(),
     })
     .to_string();
     let aggregate = match aggregate_of(&plan) {
