@@ -438,7 +438,10 @@ fn aggregate_views_over_streaming_tables_merge_only_new_rows_and_equal_a_full_re
     assert!(state_record.is_file(), "gold keeps aggregate state");
     let source_version = |p: &Path| -> i64 {
         let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
-        r["source"]["version"].as_i64().unwrap()
+        // (One offset per input, by name; gold reads one.)
+        let sources = r["sources"].as_object().unwrap();
+        assert_eq!(sources.len(), 1, "{r}");
+        sources.values().next().unwrap()["version"].as_i64().unwrap()
     };
     let v1 = source_version(&state_record);
 
