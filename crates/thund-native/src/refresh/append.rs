@@ -17,7 +17,7 @@
 //! do a change that cannot be read, a changed definition, a full refresh — each said in the
 //! refresh's planning.
 
-use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, Flow, QualifiedName};
 
@@ -136,16 +136,10 @@ impl AppendView {
         view_version: i64,
         dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<u64> {
-        let mut terms = gained.into_iter();
         // Nothing new: the view stays as it is.
-        let Some(first) = terms.next() else { return Ok(0) };
-        let mut gained = LogicalPlanBuilder::from(conform(ctx, d, f, first)?);
-        for term in terms {
-            gained = gained.union(conform(ctx, d, f, term)?)?;
-        }
+        let Some(gained) = super::rows::union_of(ctx, d, f, gained)? else { return Ok(0) };
         let existing = storage.latest_table(&d.name).await?;
         let txn = deltalake::kernel::Transaction::new(format!("thund-append-{}", d.name), view_version + 1);
-        let gained = gained.build()?;
         let checker = super::checker_for(ctx, d, &gained)?;
         let gained = super::checked(ctx, &checker, gained).await?;
         let written = write_append(ctx, &storage.table_url(&d.name), d, gained, existing, txn, true).await;

@@ -227,10 +227,7 @@ fn aggregate_of(plan: &LogicalPlan) -> std::result::Result<(&Aggregate, Vec<Part
                 node = inputs[0];
             }
             LogicalPlan::TableScan(_) => {
-                return Err(Issue::new(
-                    IssueType::OperatorNotIncrementalizable,
-                    "no GROUP BY aggregate (row-based maintenance is not implemented yet)",
-                ))
+                return Err(Issue::new(IssueType::OperatorNotIncrementalizable, "no GROUP BY aggregate"))
             }
             other => return Err(operator(other)),
         }

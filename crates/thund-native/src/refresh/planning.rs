@@ -20,7 +20,7 @@ use knut_thund::ir::RefreshPolicy;
 pub(crate) enum Technique {
     /// Nothing the view reads changed: its table stays.
     NoOp,
-    /// The rows its one input gained since the last refresh are aggregated and merged into
+    /// The rows its input (through joins and unions) gained since the last refresh are aggregated and merged into
     /// per-group state, and those it lost taken back out (see `incremental`).
     GroupAggregate,
     /// The query's rows over what its inputs gained are appended (see `append`).
@@ -71,12 +71,13 @@ impl Technique {
 /// What keeps a view, or one refresh of it, from refreshing incrementally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IssueType {
-    /// The query has an operator no incremental technique here maintains (a join, a union, a
-    /// window, …) or lacks the one it needs (a group aggregate).
+    /// The query has an operator no incremental technique here maintains (a full outer join,
+    /// `DISTINCT`, a window without the shape its technique needs, …) or lacks the one a
+    /// technique needs (a group aggregate).
     OperatorNotIncrementalizable,
     /// An aggregate that partial results cannot be merged for (`count(DISTINCT …)`, a percentile).
     AggregateNotIncrementalizable,
-    /// Something other than projections and filters lies under the aggregate.
+    /// Something other than projections, filters, `UNION ALL` and joins lies under the aggregate.
     AggregateNotTopNode,
     /// A window function without `PARTITION BY`: every row depends on every other.
     WindowWithoutPartitionBy,

@@ -38,7 +38,7 @@ use super::planning::{Issue, IssueType};
 use crate::error::{NativeError, Result};
 
 /// What a query gains and loses: plans of rows, each with the query's schema.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Delta {
     pub inserted: Vec<LogicalPlan>,
     pub deleted: Vec<LogicalPlan>,
@@ -235,8 +235,8 @@ fn outer_delta(join: &Join, inputs: &Inputs) -> Result<Delta> {
     let (dl, dr) = (delta(left, inputs)?, delta(right, inputs)?);
     let keeps_left = join.join_type == JoinType::Left;
     let (dp, dother, preserved, other) = match keeps_left {
-        true => (dl.clone_terms(), dr.clone_terms(), left, right),
-        false => (dr.clone_terms(), dl.clone_terms(), right, left),
+        true => (dl.clone(), dr.clone(), left, right),
+        false => (dr.clone(), dl.clone(), right, left),
     };
     let mut out = inner_delta(join, dl, dr, inputs)?;
     // `kind` (semi or anti, from the preserved side) of `p` with `o`.
@@ -301,10 +301,4 @@ fn outer_delta(join: &Join, inputs: &Inputs) -> Result<Delta> {
         out.deleted.push(pad(t)?);
     }
     Ok(out)
-}
-
-impl Delta {
-    fn clone_terms(&self) -> Delta {
-        Delta { inserted: self.inserted.clone(), deleted: self.deleted.clone() }
-    }
 }

@@ -35,7 +35,12 @@ use crate::delta::write::Commit;
 use crate::error::Result;
 
 /// The terms of a change as one plan of the view's rows (`None`: no rows).
-fn union_of(ctx: &SessionContext, d: &Dataset, f: &Flow, terms: Vec<LogicalPlan>) -> Result<Option<LogicalPlan>> {
+pub(super) fn union_of(
+    ctx: &SessionContext,
+    d: &Dataset,
+    f: &Flow,
+    terms: Vec<LogicalPlan>,
+) -> Result<Option<LogicalPlan>> {
     let mut terms = terms.into_iter();
     let Some(first) = terms.next() else { return Ok(None) };
     let mut union = LogicalPlanBuilder::from(conform(ctx, d, f, first)?);
