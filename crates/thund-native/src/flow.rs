@@ -1,10 +1,12 @@
 //! One flow's work, as the run order (`run`) hands it to the concern that does it (`refresh`,
 //! `streaming`, `views`): what the work needs from its run ([`FlowJob`]), what it did
-//! ([`FlowEffect`]), and the run's events as SDP words them ([`RunEvents`]).
+//! ([`FlowEffect`]), and the run's events as SDP words them ([`RunEvents`]); how long each step
+//! of the work took is logged at debug level (`THUND_LOG=thund_native=debug`, [`Steps`]): where a
+//! batch or a refresh spends its time, without a profiler.
 
 use datafusion::prelude::SessionContext;
 use knut_thund::backend::{EventDetails, EventSender, RunEvent, RunPhase};
-use knut_thund::ir::{Dataset, Flow, Pipeline};
+use knut_thund::ir::{Dataset, Flow, Pipeline, QualifiedName};
 
 use crate::delta::storage::Storage;
 
@@ -138,5 +140,30 @@ impl RunEvents {
     /// Flushes the event log.
     pub(crate) async fn flush(&self) {
         self.0.flush().await;
+    }
+}
+
+/// The steps of one piece of work (`what`: "AUTO CDC batch", "refresh"), each logged with the
+/// time since the previous one.
+pub(crate) struct Steps {
+    what: &'static str,
+    pub flow: Option<QualifiedName>,
+    last: std::time::Instant,
+}
+
+impl Steps {
+    pub(crate) fn start(what: &'static str) -> Self {
+        Steps { what, flow: None, last: std::time::Instant::now() }
+    }
+
+    pub(crate) fn of(what: &'static str, flow: &QualifiedName) -> Self {
+        Steps { flow: Some(flow.clone()), ..Steps::start(what) }
+    }
+
+    pub(crate) fn done(&mut self, step: &str) {
+        let now = std::time::Instant::now();
+        let flow = self.flow.as_ref().map(ToString::to_string).unwrap_or_default();
+        tracing::debug!(flow, step, ms = (now - self.last).as_secs_f64() * 1000.0, "{}", self.what);
+        self.last = now;
     }
 }

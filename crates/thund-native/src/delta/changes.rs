@@ -12,6 +12,12 @@
 //! What cannot be read exactly is an error, for the caller to recompute instead: a data file of
 //! the earlier version that is gone (vacuumed), a schema that changed between the versions, a
 //! partitioned table (its partition values are not in its files).
+//!
+//! A run keeps the changes it knows ([`Known`], held by its `Storage`): the change a flow wrote
+//! (a row-based refresh knows the rows it took out and put in) and each change read from a log.
+//! Every view downstream of a table then reads its change from memory, not from the table's files
+//! once per view — a change spread over every file of a large table costs as much to decode as
+//! a scan of the columns it touches.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -27,6 +33,7 @@ use crate::delta::keyscan::{files, read_rows, Listed, Opened};
 use crate::error::{NativeError, Result};
 
 /// The net change of a table between two versions.
+#[derive(Clone)]
 pub(crate) struct Changes {
     /// The rows' schema (the table's at both versions).
     pub schema: SchemaRef,
@@ -54,8 +61,42 @@ pub(crate) fn live_rows(table: &DeltaTable) -> Result<u64> {
         .sum())
 }
 
+/// The changes of tables a run wrote or read, by table key, table id (a table created again
+/// starts its versions anew) and the two versions. Bounded: past [`KNOWN_BYTES`] a change is
+/// not kept, and is read from the log when asked for.
+#[derive(Default)]
+pub(crate) struct Known {
+    changes: HashMap<(String, String, i64, i64), Arc<Changes>>,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for Known {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} changes known ({} bytes)", self.changes.len(), self.bytes)
+    }
+}
+
+/// How much memory a run's known changes may hold.
+const KNOWN_BYTES: usize = 512 << 20;
+
+impl Known {
+    /// The change of the table `key` (of id `id`) from version `from` to `to`, if known.
+    pub(crate) fn get(&self, key: &str, id: &str, from: i64, to: i64) -> Option<Arc<Changes>> {
+        self.changes.get(&(key.to_string(), id.to_string(), from, to)).cloned()
+    }
+
+    /// Keeps `changes` as the change of the table `key` (of id `id`) from `from` to `to`.
+    pub(crate) fn insert(&mut self, key: &str, id: &str, from: i64, to: i64, changes: Arc<Changes>) {
+        let size: usize = changes.inserted.iter().chain(&changes.deleted).map(RecordBatch::get_array_memory_size).sum();
+        if self.bytes + size <= KNOWN_BYTES {
+            self.bytes += size;
+            self.changes.insert((key.to_string(), id.to_string(), from, to), changes);
+        }
+    }
+}
+
 /// The schema a table's rows are read as, refusing what its files alone cannot give.
-async fn schema_of(table: &DeltaTable) -> Result<SchemaRef> {
+pub(crate) async fn schema_of(table: &DeltaTable) -> Result<SchemaRef> {
     let snapshot = table.snapshot()?;
     if !snapshot.metadata().partition_columns().is_empty() {
         return Err(NativeError::Storage("a partitioned table's changes are not read from its files".into()));

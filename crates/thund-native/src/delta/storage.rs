@@ -71,6 +71,9 @@ pub(crate) struct Storage {
     /// a table reads its whole log, and a run reads the same table several times (to register it,
     /// to append to it, to stream from it after an upstream flow wrote it).
     snapshots: Arc<Mutex<HashMap<String, DeltaTable>>>,
+    /// The tables' changes this run wrote or read, shared by the clones of one run: each view
+    /// downstream of a changed table reads the change from here (`changes::Known`).
+    changes: Arc<Mutex<crate::delta::changes::Known>>,
 }
 
 impl PartialEq for Storage {
@@ -146,7 +149,7 @@ impl Storage {
         let prefix = ObjectPath::from_absolute_path(&root).unwrap_or_default();
         let fs = object_store::local::LocalFileSystem::new();
         let store = Arc::new(object_store::prefix::PrefixStore::new(fs, prefix));
-        Ok(Storage { url, store, local: Some(root), snapshots: Arc::default() })
+        Ok(Storage { url, store, local: Some(root), snapshots: Arc::default(), changes: Arc::default() })
     }
 
     /// An S3 root; the store is configured from the `AWS_*` environment, as delta-rs's is.
@@ -159,7 +162,7 @@ impl Storage {
             .map_err(|e| NativeError::Storage(format!("storage `{url}`: {e}")))?;
         let prefix = ObjectPath::from(url.path().trim_matches('/'));
         let store = Arc::new(object_store::prefix::PrefixStore::new(s3, prefix));
-        Ok(Storage { url, store, local: None, snapshots: Arc::default() })
+        Ok(Storage { url, store, local: None, snapshots: Arc::default(), changes: Arc::default() })
     }
 
     /// The root folder of a local storage.
@@ -367,6 +370,29 @@ impl Storage {
         };
         self.snapshots.lock().unwrap_or_else(|e| e.into_inner()).insert(key, table.clone());
         Ok(Some(table))
+    }
+
+    /// The change of `name`'s table (of id `id`) from version `from` to `to`, if this run knows it.
+    pub(crate) fn known_change(
+        &self,
+        name: &QualifiedName,
+        id: &str,
+        from: i64,
+        to: i64,
+    ) -> Option<Arc<crate::delta::changes::Changes>> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).get(&self.table_key(name), id, from, to)
+    }
+
+    /// Keeps `changes` as the change of `name`'s table (of id `id`) from version `from` to `to`.
+    pub(crate) fn remember_change(
+        &self,
+        name: &QualifiedName,
+        id: &str,
+        from: i64,
+        to: i64,
+        changes: Arc<crate::delta::changes::Changes>,
+    ) {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner()).insert(&self.table_key(name), id, from, to, changes);
     }
 
     /// Drops the snapshot held of `name`: its table is being deleted (a full refresh).

@@ -300,18 +300,19 @@ pub(crate) async fn append_batches(
 }
 
 /// Commits `plan`'s rows into `target` with `commit` (which files it replaces or marks, and the
-/// flow's batch), and registers the new version for the flows that read it.
+/// flow's batch), and registers the new version for the flows that read it. Returns the rows
+/// written and the version committed.
 pub(crate) async fn commit_rows(
     ctx: &SessionContext,
     d: &Dataset,
     target: &DeltaTable,
     plan: LogicalPlan,
     commit: Commit,
-) -> Result<u64> {
+) -> Result<(u64, i64)> {
     match parallel_write(ctx, target, plan, commit).await? {
         Some(w) => {
             register_written(ctx, d, &w.table).await?;
-            Ok(w.rows)
+            Ok((w.rows, w.table.version().map_or(-1, |v| v as i64)))
         }
         None => Err(NativeError::Execution(format!(
             "AUTO CDC into `{}`: the native backend rewrites only unpartitioned tables on Delta's basic protocol \

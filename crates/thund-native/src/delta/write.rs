@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlanProperties;
@@ -123,7 +123,7 @@ pub(crate) async fn parallel_write(
         return Ok(None);
     }
     let physical = ctx.state().create_physical_plan(&plan).await?;
-    if !fits(&physical.schema(), &table_schema) {
+    if !fits(&physical.schema(), &table_schema, matches!(commit, Commit::Overwrite)) {
         return Ok(None);
     }
     let stats = WriterStatsConfig::from_config(snapshot.snapshot().table_configuration());
@@ -149,8 +149,7 @@ pub(crate) async fn parallel_write(
                 while let Some(batch) = stream.next().await {
                     let batch = batch?;
                     rows += batch.num_rows() as u64;
-                    // Same columns and types; the table's field nullability and metadata.
-                    let batch = RecordBatch::try_new(Arc::clone(&schema), batch.columns().to_vec())?;
+                    let batch = as_stored(&schema, &batch)?;
                     writer.write(&batch).await?;
                 }
                 Ok(())
@@ -323,13 +322,40 @@ fn eligible(table: &DeltaTable, overwrite: bool) -> Result<bool> {
     Ok(!schema.fields().iter().any(|f| f.metadata().keys().any(|k| k.starts_with("delta."))))
 }
 
-/// Whether the plan's rows are the table's columns: same names and types, and no nulls where the
-/// table allows none.
-fn fits(plan: &SchemaRef, table: &SchemaRef) -> bool {
+/// Whether the plan's rows are the table's columns: the same names, and the same types or the
+/// view type of the table's (the engine reads strings as views; Delta stores them plain). Rows
+/// added to a table keep its schema: a column it holds NOT NULL may come from a nullable
+/// expression, each batch checked for NULLs there as it is written (`as_stored`). An overwrite
+/// gives the table its plan's schema, so a nullable column where the table has a NOT NULL one
+/// is a schema change, left to delta-rs.
+fn fits(plan: &SchemaRef, table: &SchemaRef, overwrite: bool) -> bool {
     plan.fields().len() == table.fields().len()
         && plan.fields().iter().zip(table.fields()).all(|(p, t)| {
-            p.name() == t.name() && p.data_type() == t.data_type() && (t.is_nullable() || !p.is_nullable())
+            p.name() == t.name()
+                && stores_as(p.data_type(), t.data_type())
+                && (!overwrite || t.is_nullable() || !p.is_nullable())
         })
+}
+
+/// Whether a column of type `plan` is stored as `table` by a cast that loses nothing.
+fn stores_as(plan: &DataType, table: &DataType) -> bool {
+    plan == table
+        || matches!((plan, table), (DataType::Utf8View, DataType::Utf8) | (DataType::BinaryView, DataType::Binary))
+}
+
+/// `batch` as the table stores it: view types cast to the plain ones, the table's field
+/// nullability and metadata (a NULL in a NOT NULL column is an error).
+fn as_stored(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| match c.data_type() == f.data_type() {
+            true => Ok(Arc::clone(c)),
+            false => arrow::compute::cast(c, f.data_type()),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
 }
 
 #[cfg(test)]
@@ -474,6 +500,57 @@ mod tests {
         let p =
             ctx.sql("SELECT CAST(s AS INT) AS x, CAST(1 AS INT) AS y FROM m2").await.unwrap().into_unoptimized_plan();
         assert!(parallel_write(&ctx, &partitioned, p, Commit::Overwrite).await.unwrap().is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn string_views_and_nullable_expressions_are_written_here_and_nulls_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t");
+        let ctx = ctx();
+        // x INT NOT NULL, s STRING.
+        plan(&ctx, "m0", &numbers(1, 10)).await;
+        let first = ctx.sql("SELECT CAST(s AS INT) AS x, s FROM m0").await.unwrap().into_unoptimized_plan();
+        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap();
+        let stored = table.snapshot().unwrap().snapshot().arrow_schema();
+        assert!(!stored.field(0).is_nullable());
+        assert_eq!(stored.field(1).data_type(), &DataType::Utf8);
+
+        // The engine's strings are views, and `x` comes from an expression that may be NULL.
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Utf8View, false)]));
+        let views = |values: Vec<&str>| {
+            let column = Arc::new(arrow::array::StringViewArray::from(values));
+            MemTable::try_new(
+                Arc::clone(&schema),
+                vec![vec![RecordBatch::try_new(Arc::clone(&schema), vec![column]).unwrap()]],
+            )
+            .unwrap()
+        };
+        ctx.register_table("v1", Arc::new(views(vec!["1", "2", "3"]))).unwrap();
+        let plain = ctx.sql("SELECT CAST(v AS INT) AS x, v AS s FROM v1").await.unwrap().into_unoptimized_plan();
+        let w = parallel_write(&ctx, &table, plain, Commit::Overwrite).await.unwrap().expect("written by this path");
+        assert_eq!((w.rows, w.table.version()), (3, Some(1)));
+        assert_eq!(contents(&path).await, (3, 6));
+        let table = w.table;
+        let sql = "SELECT CASE WHEN v = 'none' THEN NULL ELSE CAST(v AS INT) END AS x, v AS s FROM v1";
+        let rows = ctx.sql(sql).await.unwrap().into_unoptimized_plan();
+        assert!(rows.schema().field(0).is_nullable());
+        // An overwrite takes the plan's schema: a nullable `x` is a schema change, left to delta-rs.
+        let overwrite = parallel_write(&ctx, &table, rows.clone(), Commit::Overwrite).await.unwrap();
+        assert!(overwrite.is_none());
+        let txn = Transaction::new("flow-a", 1);
+        let w = parallel_write(&ctx, &table, rows, Commit::Append(txn)).await.unwrap().expect("written by this path");
+        assert_eq!((w.rows, w.table.version()), (3, Some(2)));
+        assert_eq!(contents(&path).await, (6, 12));
+
+        // A NULL where the table holds none fails the append, and nothing is committed.
+        ctx.register_table("v2", Arc::new(views(vec!["4", "none"]))).unwrap();
+        let nulls = ctx.sql(&sql.replace("v1", "v2")).await.unwrap().into_unoptimized_plan();
+        let txn = Transaction::new("flow-a", 2);
+        let err = parallel_write(&ctx, &w.table, nulls, Commit::Append(txn)).await.err().expect("a NULL in x");
+        assert!(err.to_string().contains("non-nullable"), "{err}");
+        let reopened = deltalake::open_table(crate::delta::table::dir_url(&path).unwrap()).await.unwrap();
+        assert_eq!(reopened.version(), Some(2));
+        assert_eq!(contents(&path).await, (6, 12));
     }
 
     /// For each Parquet file of the folder: whether all data pages of column `x` are

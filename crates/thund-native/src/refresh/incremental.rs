@@ -547,6 +547,7 @@ impl super::Maintenance for IncrementalView {
                 regroup: false,
             })
         };
+        let mut steps = crate::flow::Steps::of("refresh", &d.name);
         let (input, rebuilt) = match &usable {
             Some(r) => match this.input_since(ctx, storage, r, agg, &partials).await? {
                 Ok(input) => (input, None),
@@ -555,6 +556,7 @@ impl super::Maintenance for IncrementalView {
             None => (all_rows().await?, Some(super::input::no_record(rebuild))),
         };
         let previous = rebuilt.is_none();
+        steps.done("read the inputs' change");
 
         // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
         //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
@@ -580,6 +582,7 @@ impl super::Maintenance for IncrementalView {
                         }
                     }
                 }
+                steps.done(&format!("find the {} groups to recompute", touched.len()));
                 let in_input = in_groups(&touched, |i| unalias(&agg.group_expr[i]).clone());
                 let in_state = in_groups(&touched, |i| col(format!("k{i}")));
                 let mut parts = Vec::new();
@@ -638,6 +641,7 @@ impl super::Maintenance for IncrementalView {
         let offsets = input.offsets;
         let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
         let state_version = state.version().map_or(-1, |v| v as i64);
+        steps.done("merge and write the state");
         crate::failpoint::hit("incremental-after-state", &d.name)?;
 
         // 3. The view: the query with its aggregate read from the state.
@@ -688,6 +692,7 @@ impl super::Maintenance for IncrementalView {
         let written = write_overwrite(ctx, storage, d, super::checked(ctx, &checker, view).await?).await;
         *dq = checker.map(|c| c.metrics());
         let rows = written?;
+        steps.done("write the view");
         crate::failpoint::hit("incremental-after-view", &d.name)?;
         let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
         let record = Record {

@@ -87,31 +87,46 @@ pub(super) async fn since(
         return missing(format!("`{source}` was recreated since the last refresh"));
     }
     let Some(latest) = storage.latest_table(source).await? else { return missing(format!("`{source}` is gone")) };
-    let earlier = match deltalake::open_table_with_version(storage.table_url(source), *version as u64).await {
-        Ok(t) => t,
-        Err(e) => return missing(format!("version {version} of `{source}` cannot be read: {e}")),
+    let now = latest.version().map_or(-1, |v| v as i64);
+    // The change as the flow that wrote it (or a view that read it before) knows it, else read
+    // from the log.
+    let known = id.as_deref().and_then(|id| storage.known_change(source, id, *version, now));
+    let changes = match known {
+        Some(known) => known,
+        None => {
+            let earlier = match deltalake::open_table_with_version(storage.table_url(source), *version as u64).await {
+                Ok(t) => t,
+                Err(e) => return missing(format!("version {version} of `{source}` cannot be read: {e}")),
+            };
+            let changes = match crate::delta::changes::between(&earlier, &latest).await {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    return missing(format!("the change of `{source}` since version {version} cannot be read: {e}"))
+                }
+            };
+            // Reading the change must cost less than reading the input whole.
+            let whole = crate::delta::changes::live_rows(&latest)?;
+            if changes.rows_read >= whole.max(1) {
+                let why = format!(
+                    "reading what `{source}` gained and lost ({} rows) costs as much as reading it whole ({whole} rows)",
+                    changes.rows_read
+                );
+                return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
+            }
+            if let Some(id) = &id {
+                storage.remember_change(source, id, *version, now, Arc::clone(&changes));
+            }
+            changes
+        }
     };
-    let changes = match crate::delta::changes::between(&earlier, &latest).await {
-        Ok(c) => c,
-        Err(e) => return missing(format!("the change of `{source}` since version {version} cannot be read: {e}")),
-    };
-    // Reading the change must cost less than reading the input whole.
-    let whole = crate::delta::changes::live_rows(&latest)?;
-    if changes.rows_read >= whole.max(1) {
-        let why = format!(
-            "reading what `{source}` gained and lost ({} rows) costs as much as reading it whole ({whole} rows)",
-            changes.rows_read
-        );
-        return Ok(Err(Issue::new(IssueType::ChangeSetTooLarge, why)));
-    }
     let schema = Arc::clone(&changes.schema);
     let table = |batches| -> Result<Arc<dyn TableProvider>> {
         Ok(Arc::new(MemTable::try_new(Arc::clone(&schema), vec![batches])?))
     };
     let lost = changes.deleted_rows() > 0;
-    let offset = SourceOffset::Table { version: latest.version().map_or(-1, |v| v as i64), table_id: id };
-    let deleted = if lost { Some(table(changes.deleted)?) } else { None };
-    Ok(Ok(Changed { inserted: table(changes.inserted)?, deleted, offset }))
+    let offset = SourceOffset::Table { version: now, table_id: id };
+    let deleted = if lost { Some(table(changes.deleted.clone())?) } else { None };
+    Ok(Ok(Changed { inserted: table(changes.inserted.clone())?, deleted, offset }))
 }
 
 /// How far a refresh read each input of a view, by the input's qualified name.
@@ -168,10 +183,12 @@ impl Inputs {
                 let why = format!("no earlier refresh read `{source}`");
                 return Ok(Err(Issue::new(IssueType::ChangeSetMissing, why)));
             };
+            let mut steps = crate::flow::Steps::of("refresh input", source);
             let changed = match since(ctx, storage, source, was, appended_only).await? {
                 Ok(c) => c,
                 Err(why) => return Ok(Err(why)),
             };
+            steps.done("read the change");
             let at = |offset: &SourceOffset| {
                 let offset = offset.clone();
                 async move { table_increment(ctx, storage, source, None, Some(&offset)).await.map(|t| t.provider) }
@@ -194,6 +211,7 @@ impl Inputs {
                     offset: changed.offset,
                 }
             };
+            steps.done("open the versions");
             inputs.insert(source.name.clone(), input);
         }
         Ok(Ok(Inputs(inputs)))

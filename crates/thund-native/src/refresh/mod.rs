@@ -114,7 +114,9 @@ async fn refresh_planned(
     let policy = d.details.refresh_policy.unwrap_or_default();
     // `None`: its query is non-deterministic. (Read only: a dry run takes it too, to say what a
     // run would do.)
+    let mut steps = crate::flow::Steps::of("refresh", &d.name);
     let fingerprint = freshness::fingerprint(ctx, p, storage, d, f.query()).await?;
+    steps.done("fingerprint the inputs");
     // What makes this refresh a recompute whatever the view is.
     let forced = match (policy, job.full_refresh) {
         (RefreshPolicy::Full, _) => Some(Issue::new(IssueType::RefreshPolicyFull, "REFRESH POLICY FULL")),
@@ -144,6 +146,7 @@ async fn refresh_planned(
             (Some(_), RefreshPolicy::Full) => Eligibility::NotPlanned(forced.clone().into_iter().collect()),
             (Some(_), _) => incremental::eligibility(ctx, storage, p, d, f).await?,
         };
+        steps.done("plan the techniques");
         match eligibility {
             Eligibility::Maintained(view) if job.dry => {
                 planning.consider(view.technique(), true, Vec::new());
@@ -153,6 +156,7 @@ async fn refresh_planned(
                 job.starting();
                 job.running();
                 let refreshed = view.refresh(ctx, storage, d, f, job.full_refresh, dq).await?;
+                steps.done("maintain the view");
                 for (technique, why) in refreshed.not {
                     planning.consider(technique, false, vec![why]);
                 }
@@ -162,6 +166,7 @@ async fn refresh_planned(
                 if let Some(fp) = fingerprint {
                     freshness::record(storage, d, fp).await?;
                 }
+                steps.done("record the inputs' fingerprint");
                 return Ok(FlowEffect::Rows(rows));
             }
             Eligibility::Planned(plan, issues) => {

@@ -17,22 +17,26 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::ArrayRef;
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::concat_batches;
+use arrow::datatypes::SchemaRef;
 use arrow::row::{RowConverter, SortField};
 use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{DataFrame, SessionContext};
+use deltalake::DeltaTable;
 use knut_thund::ir::{Dataset, Flow, ViolationAction};
 use roaring::RoaringTreemap;
 
 use super::planning::{Issue, IssueType};
 use super::propagate::Delta;
+use crate::delta::changes::Changes;
 use crate::delta::deletion::{self, Marked};
 use crate::delta::keyscan::{read_rows, scan, Wanted};
 use crate::delta::storage::Storage;
 use crate::delta::table::{commit_rows, conform};
 use crate::delta::write::Commit;
 use crate::error::Result;
+use crate::streaming::sources::table_id;
 
 /// The terms of a change as one plan of the view's rows (`None`: no rows).
 pub(super) fn union_of(
@@ -80,6 +84,7 @@ pub(super) async fn apply(
     dq: &mut Option<knut_thund::backend::DataQuality>,
 ) -> Result<std::result::Result<u64, Issue>> {
     let not = |detail: String| Ok(Err(Issue::new(IssueType::ChangeSetMissing, detail)));
+    let mut steps = crate::flow::Steps::of("refresh", &d.name);
     let Some(table) = storage.latest_table(&d.name).await? else {
         return not(format!("`{}` has no table to maintain", d.name));
     };
@@ -115,7 +120,9 @@ pub(super) async fn apply(
         }
     };
     let lost = collect(Some(admitted(ctx, d, lost)?)).await?;
+    steps.done(&format!("compute the {} rows lost", lost.num_rows()));
     let gained = collect(gained).await;
+    steps.done("compute the rows gained");
     *dq = checker.map(|c| c.metrics());
     let gained = gained?;
     // A row both lost and gained stays: only the net change is applied. (A deleted order of a
@@ -142,6 +149,18 @@ pub(super) async fn apply(
         // What was lost was gained back: the view stays as it is.
         return Ok(Ok(0));
     }
+    // The view's net change, for the views downstream: the copies it loses, the rows it gains.
+    let mut left = owed.clone();
+    let taken: Vec<u32> = (0..lost.num_rows())
+        .filter(|i| left.get_mut(&ids[*i]).filter(|n| **n > 0).map(|n| *n -= 1).is_some())
+        .map(|i| i as u32)
+        .collect();
+    let change = Changes {
+        schema: Arc::clone(&schema),
+        deleted: vec![arrow::compute::take_record_batch(&lost, &arrow::array::UInt32Array::from(taken))?],
+        inserted: vec![gained.clone()],
+        rows_read: 0,
+    };
     // The view's rows holding them, as many as are owed, file by file: first the rows whose
     // probe column (an integer one if there is, whose pages the scan can skip by their bounds)
     // holds a lost value, decoding that column alone; then those rows whole, to compare.
@@ -153,6 +172,7 @@ pub(super) async fn apply(
         true => Vec::new(),
         _ => scan(&table, &probed, &names[probe..=probe], &[], None).await?,
     };
+    steps.done(&format!("probe `{}` in {} files", names[probe], found.len()));
     for found in found {
         let candidates: RoaringTreemap = found.positions.iter().copied().collect();
         let rows = read_rows(&table, &found.file, Some(&found.opened), &candidates, &schema).await?;
@@ -167,6 +187,7 @@ pub(super) async fn apply(
             marked.push(Marked { file: found.file, deleted, records: found.rows });
         }
     }
+    steps.done("read the candidate rows");
     if owed.values().any(|left| *left > 0) {
         return not(format!(
             "`{}` does not hold every row its query lost (was it changed outside the pipeline?)",
@@ -179,7 +200,38 @@ pub(super) async fn apply(
         false => marked.iter().map(|m| m.file.path.clone()).collect(),
     };
     let (kept, dropped, vectors) = deletion::vectors_for(&table, marked, &rewrite, &schema).await?;
+    steps.done("write the deletion vectors");
     let rows = ctx.read_batches(kept.into_iter().chain([gained]))?.into_unoptimized_plan();
     let commit = Commit::Replace { dropped, marked: vectors, txn: None };
-    Ok(Ok(commit_rows(ctx, d, &table, rows, commit).await?))
+    let (written, version) = commit_rows(ctx, d, &table, rows, commit).await?;
+    steps.done("commit");
+    remember(storage, d, &table, version, change).await;
+    Ok(Ok(written))
+}
+
+/// Keeps `change` as the view's change from `table`'s version to `version`, its columns as
+/// `changes::between` reads them (strings as views, say).
+async fn remember(storage: &Storage, d: &Dataset, table: &DeltaTable, version: i64, change: Changes) {
+    let (Ok(schema), Some(from)) = (crate::delta::changes::schema_of(table).await, table.version()) else { return };
+    let names = |s: &SchemaRef| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
+    let Some(id) = table_id(storage, &storage.table_key(&d.name)).await else { return };
+    if names(&schema) != names(&change.schema) {
+        return;
+    }
+    let as_read = |batches: Vec<RecordBatch>| -> Option<Vec<RecordBatch>> {
+        let read = |b: &RecordBatch| {
+            let columns = b
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(c, f)| arrow::compute::cast(c, f.data_type()))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .ok()?;
+            RecordBatch::try_new(Arc::clone(&schema), columns).ok()
+        };
+        batches.iter().map(read).collect()
+    };
+    let (Some(inserted), Some(deleted)) = (as_read(change.inserted), as_read(change.deleted)) else { return };
+    let change = Changes { schema: Arc::clone(&schema), inserted, deleted, rows_read: 0 };
+    storage.remember_change(&d.name, &id, from as i64, version, Arc::new(change));
 }

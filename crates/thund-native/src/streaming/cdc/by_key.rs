@@ -13,8 +13,8 @@ use roaring::RoaringTreemap;
 
 use super::replay::replay_apart;
 use super::shape::{Shape, AT, BATCH, END_AT, OP, SEQ, TRUNCATE, UPSERT};
-use super::Steps;
 use crate::error::{NativeError, Result};
+use crate::flow::Steps;
 
 /// What a batch does to a target with deletion vectors: the rows it adds and the rows it marks
 /// deleted.

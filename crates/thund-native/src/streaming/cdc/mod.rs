@@ -69,12 +69,13 @@ use arrow::datatypes::SchemaRef;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::DataFrame;
 use deltalake::DeltaTable;
-use knut_thund::ir::{AutoCdc as Spec, QualifiedName, ScdType};
+use knut_thund::ir::{AutoCdc as Spec, ScdType};
 
 use super::checkpoint::{Checkpoint, KindState};
 use super::kind::{Batch, BatchKind};
 use crate::delta::deletion;
 use crate::error::{NativeError, Result};
+use crate::flow::Steps;
 use shape::{Shape, SEQ};
 use tombstones::{now_ms, Retention};
 
@@ -88,7 +89,7 @@ pub(super) struct AutoCdc<'s> {
 
 impl<'s> AutoCdc<'s> {
     pub(super) fn new(spec: &'s Spec) -> Self {
-        AutoCdc { spec, shape: None, steps: Steps::start() }
+        AutoCdc { spec, shape: None, steps: Steps::start("AUTO CDC batch") }
     }
 }
 
@@ -321,23 +322,4 @@ async fn apply(
     crate::delta::table::vacuum_at(&history_url).await;
     steps.done("vacuum the target and the history");
     Ok(written)
-}
-
-/// Logs how long each step of a batch took (`THUND_LOG=thund_native=debug`).
-pub(super) struct Steps {
-    flow: Option<QualifiedName>,
-    last: std::time::Instant,
-}
-
-impl Steps {
-    fn start() -> Self {
-        Steps { flow: None, last: std::time::Instant::now() }
-    }
-
-    pub(super) fn done(&mut self, step: &str) {
-        let now = std::time::Instant::now();
-        let flow = self.flow.as_ref().map(ToString::to_string).unwrap_or_default();
-        tracing::debug!(flow, step, ms = (now - self.last).as_secs_f64() * 1000.0, "AUTO CDC batch");
-        self.last = now;
-    }
 }
