@@ -1173,7 +1173,8 @@ fn incremental_refreshes_agree_with_spark_recomputing_the_same_views() {
     let views = [
         (
             "by_region",
-            "SELECT cu.region, count(*) AS n, sum(o.v) AS s, count(o.v) AS cv, min(o.v) AS lo \
+            "SELECT cu.region, count(*) AS n, sum(o.v) AS s, count(o.v) AS cv, min(o.v) AS lo, \
+                       avg(CAST(o.v AS DECIMAL(12, 2))) AS av \
                        FROM orders o JOIN customers cu ON o.c = cu.c WHERE cu.region <> 'x' GROUP BY cu.region",
         ),
         (

@@ -186,14 +186,17 @@ fn aggregates_over_a_changing_table_take_back_what_it_lost_and_equal_a_full_reco
              CREATE FLOW f AS AUTO CDC INTO target FROM STREAM read_files('feed', format => 'json', \
              schema => 'k BIGINT, v BIGINT, d DECIMAL(10,2), seq BIGINT, op STRING') KEYS (k) \
              APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq);\n\
-             CREATE MATERIALIZED VIEW totals AS SELECT k % 5 AS g, count(*) AS n, sum(v) AS s, sum(d) AS sd, avg(v) AS a, count(v) AS cv FROM target GROUP BY k % 5;\n\
+             CREATE MATERIALIZED VIEW totals AS SELECT k % 5 AS g, count(*) AS n, sum(v) AS s, sum(d) AS sd, avg(v) AS a, count(v) AS cv, avg(d) AS ad FROM target GROUP BY k % 5;\n\
              CREATE MATERIALIZED VIEW everything AS SELECT count(*) AS n, sum(v) AS s FROM target;\n\
              CREATE MATERIALIZED VIEW extremes AS SELECT k % 5 AS g, min(v) AS lo, max(d) AS hi, sum(CAST(v AS DOUBLE)) AS f FROM target GROUP BY k % 5;\n"
         );
         let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
         std::fs::create_dir_all(dir.path().join("feed")).unwrap();
         let full = [
-            ("totals", "SELECT k % 5 AS g, count(*), sum(v), sum(d), avg(v), count(v) FROM target GROUP BY k % 5"),
+            (
+                "totals",
+                "SELECT k % 5 AS g, count(*), sum(v), sum(d), avg(v), count(v), avg(d) FROM target GROUP BY k % 5",
+            ),
             ("everything", "SELECT count(*), sum(v) FROM target"),
             ("extremes", "SELECT k % 5 AS g, min(v), max(d), sum(CAST(v AS DOUBLE)) FROM target GROUP BY k % 5"),
         ];
@@ -213,7 +216,9 @@ fn aggregates_over_a_changing_table_take_back_what_it_lost_and_equal_a_full_reco
                     _ => rng.below(1000).to_string(),
                 };
                 let op = if round > 0 && rng.below(2) == 0 { "D" } else { "U" };
-                let d = format!("{}.{:02}", rng.below(100), rng.below(100));
+                // Negative averages too: they truncate toward zero before Spark's rounding.
+                let sign = if rng.below(3) == 0 { "-" } else { "" };
+                let d = format!("{sign}{}.{:02}", rng.below(100), rng.below(100));
                 feed.push_str(&format!("{{\"k\": {k}, \"v\": {v}, \"d\": {d}, \"seq\": {seq}, \"op\": \"{op}\"}}\n"));
             }
             std::fs::write(dir.path().join(format!("feed/{round}.json")), feed).unwrap();
