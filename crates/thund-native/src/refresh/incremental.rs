@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, JoinType, NullEquality};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
@@ -430,6 +431,76 @@ async fn groups_of(
     Ok(out)
 }
 
+/// `partial` with its minimums and maximums NULL, which their merge passes over: the negated
+/// state of lost rows that took no extreme with them.
+fn without_extremes(partial: LogicalPlan, partials: &[Partial]) -> Result<LogicalPlan> {
+    let exprs: Vec<Expr> = partial
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            let extreme = f
+                .name()
+                .strip_prefix('s')
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| matches!(partials.get(i), Some(Partial::Min | Partial::Max)));
+            match extreme {
+                true => cast(lit(datafusion::scalar::ScalarValue::Null), f.data_type().clone()).alias(f.name()),
+                false => col(f.name()),
+            }
+        })
+        .collect();
+    Ok(LogicalPlanBuilder::from(partial).project(exprs)?.build()?)
+}
+
+/// The groups of `lost` (the partial state of rows the input lost, `IncrementalView::partial`)
+/// that lost one of their extremes: whose lost minimum is at or below the `state`'s minimum, or
+/// lost maximum at or above its maximum (or that the state lacks). Only they must be recomputed.
+async fn groups_losing_extremes(
+    ctx: &SessionContext,
+    agg: &Aggregate,
+    partials: &[Partial],
+    lost: LogicalPlan,
+    state: LogicalPlan,
+) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
+    let keys = agg.group_expr.len();
+    let renamed: Vec<Expr> =
+        state.schema().fields().iter().map(|f| col(f.name()).alias(format!("o_{}", f.name()))).collect();
+    let old = LogicalPlanBuilder::from(state).project(renamed)?.build()?;
+    let on = |prefix: &str| (0..keys).map(|i| Column::from_name(format!("{prefix}k{i}"))).collect::<Vec<_>>();
+    let joined = LogicalPlanBuilder::from(lost).join_detailed(
+        old,
+        JoinType::Left,
+        (on(""), on("o_")),
+        None,
+        NullEquality::NullEqualsNull,
+    )?;
+    let mut reaches = lit(false);
+    for (i, kind) in partials.iter().enumerate() {
+        let (l, o) = (col(format!("s{i}")), col(format!("o_s{i}")));
+        let at_extreme = match kind {
+            Partial::Max => l.clone().gt_eq(o.clone()),
+            Partial::Min => l.clone().lt_eq(o.clone()),
+            _ => continue,
+        };
+        reaches = reaches.or(l.is_not_null().and(o.is_null().or(at_extreme)));
+    }
+    let key_columns: Vec<Expr> = (0..keys).map(|i| col(format!("k{i}"))).collect();
+    let plan = joined.filter(reaches)?.project(key_columns)?.distinct()?.build()?;
+    let mut out = Vec::new();
+    for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
+        for row in 0..b.num_rows() {
+            out.push(
+                b.columns()
+                    .iter()
+                    .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
+                    .collect::<std::result::Result<Vec<_>, _>>()?,
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Rows whose `i`-th key (`key(i)`) holds the `i`-th value of one of `groups` (NULL matching
 /// NULL): never NULL itself, so its negation is exact.
 fn in_groups(groups: &[Vec<datafusion::scalar::ScalarValue>], key: impl Fn(usize) -> Expr) -> Expr {
@@ -452,18 +523,7 @@ fn in_groups(groups: &[Vec<datafusion::scalar::ScalarValue>], key: impl Fn(usize
 /// it is not in the state), nor can a floating-point sum (its rounding depends on the order).
 fn retractable(agg: &Aggregate, partials: &[Partial]) -> std::result::Result<(), Issue> {
     for (e, kind) in agg.aggr_expr.iter().zip(partials) {
-        let exact = |e: &Expr| match unalias(e) {
-            Expr::AggregateFunction(AggregateFunction { params, .. }) => params.args[0]
-                .get_type(agg.input.schema())
-                .is_ok_and(|t| t.is_integer() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..))),
-            _ => false,
-        };
-        let retracts = match kind {
-            Partial::Count => true,
-            Partial::Sum | Partial::Avg | Partial::DecimalAvg => exact(e),
-            Partial::Min | Partial::Max => false,
-        };
-        if !retracts {
+        if !retracts(agg, e, *kind) {
             return Err(Issue::new(
                 IssueType::AggregateNotRetractable,
                 format!("`{}` cannot take back the rows its input lost", unalias(e)),
@@ -471,6 +531,54 @@ fn retractable(agg: &Aggregate, partials: &[Partial]) -> std::result::Result<(),
         }
     }
     Ok(())
+}
+
+/// Whether the aggregate `e` (kept as `kind`) can take rows back out.
+fn retracts(agg: &Aggregate, e: &Expr, kind: Partial) -> bool {
+    let exact = |t: &DataType| t.is_integer() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
+    match kind {
+        Partial::Count => true,
+        Partial::Sum | Partial::Avg | Partial::DecimalAvg => argument_type(agg, e).is_some_and(|t| exact(&t)),
+        Partial::Min | Partial::Max => false,
+    }
+}
+
+/// The type of the argument of the aggregate `e`.
+fn argument_type(agg: &Aggregate, e: &Expr) -> Option<DataType> {
+    match unalias(e) {
+        Expr::AggregateFunction(AggregateFunction { params, .. }) => params.args[0].get_type(agg.input.schema()).ok(),
+        _ => None,
+    }
+}
+
+/// Whether every aggregate that cannot take rows back out is a minimum or maximum of values
+/// that compare as the aggregate orders them (integers, decimals, dates, times, strings,
+/// booleans; not floating point, whose NaN and zeros Spark orders its own way). Then a group
+/// that lost rows keeps its extremes unless it lost one of them: only such groups are
+/// recomputed (`groups_losing_extremes`), the others take back what they lost like any other.
+fn extremes_only(agg: &Aggregate, partials: &[Partial]) -> bool {
+    let ordered = |t: &DataType| {
+        t.is_integer()
+            || matches!(
+                t,
+                DataType::Decimal128(..)
+                    | DataType::Decimal256(..)
+                    | DataType::Date32
+                    | DataType::Date64
+                    | DataType::Timestamp(..)
+                    | DataType::Time32(_)
+                    | DataType::Time64(_)
+                    | DataType::Utf8
+                    | DataType::LargeUtf8
+                    | DataType::Utf8View
+                    | DataType::Boolean
+            )
+    };
+    !agg.group_expr.is_empty()
+        && agg.aggr_expr.iter().zip(partials).all(|(e, kind)| match kind {
+            Partial::Min | Partial::Max => argument_type(agg, e).is_some_and(|t| ordered(&t)),
+            _ => retracts(agg, e, *kind),
+        })
 }
 
 /// The plan with its scan of `source` reading `provider` instead (same name, same projection).
@@ -588,13 +696,29 @@ impl super::Maintenance for IncrementalView {
             }
             // The groups the lost rows fall in, recomputed from all of the input; every other
             // group merges what it gained. (The state's rows of those groups are dropped below.)
+            // With only minimums and maximums in the way, just the groups that lost an extreme;
+            // the others take back what they lost (their extremes set aside: they stay).
             true => {
+                let extremes = extremes_only(agg, &partials);
                 let mut touched = Vec::new();
+                let mut retracted = Vec::new();
                 for lost in input.deleted {
-                    for group in groups_of(ctx, agg, lost).await? {
+                    let groups = match extremes {
+                        true => {
+                            let state = open_at(ctx, &state_url).await?;
+                            let state = LogicalPlanBuilder::scan("state", provider_as_source(state), None)?.build()?;
+                            let partial = this.partial(ctx, agg, &partials, lost.clone(), false, None)?;
+                            groups_losing_extremes(ctx, agg, &partials, partial, state).await?
+                        }
+                        false => groups_of(ctx, agg, lost.clone()).await?,
+                    };
+                    for group in groups {
                         if !touched.contains(&group) {
                             touched.push(group);
                         }
+                    }
+                    if extremes {
+                        retracted.push(lost);
                     }
                 }
                 steps.done(&format!("find the {} groups to recompute", touched.len()));
@@ -605,7 +729,14 @@ impl super::Maintenance for IncrementalView {
                     let gained = this.partial(ctx, agg, &partials, gained, false, None)?;
                     parts.push(LogicalPlanBuilder::from(gained).filter(!in_state.clone())?.build()?);
                 }
-                parts.push(this.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
+                for lost in retracted {
+                    let lost = this.partial(ctx, agg, &partials, lost, true, None)?;
+                    let lost = without_extremes(lost, &partials)?;
+                    parts.push(LogicalPlanBuilder::from(lost).filter(!in_state.clone())?.build()?);
+                }
+                if !touched.is_empty() {
+                    parts.push(this.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
+                }
                 drop_groups = Some(in_state);
                 parts
             }
