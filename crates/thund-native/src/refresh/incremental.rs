@@ -417,6 +417,11 @@ async fn groups_of(
     let keys: Vec<Expr> =
         agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
     let plan = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
+    rows_of(ctx, plan).await
+}
+
+/// The rows of `plan` (a few group keys), as values.
+async fn rows_of(ctx: &SessionContext, plan: LogicalPlan) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
     let mut out = Vec::new();
     for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
         for row in 0..b.num_rows() {
@@ -487,18 +492,7 @@ async fn groups_losing_extremes(
     }
     let key_columns: Vec<Expr> = (0..keys).map(|i| col(format!("k{i}"))).collect();
     let plan = joined.filter(reaches)?.project(key_columns)?.distinct()?.build()?;
-    let mut out = Vec::new();
-    for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
-        for row in 0..b.num_rows() {
-            out.push(
-                b.columns()
-                    .iter()
-                    .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
-                    .collect::<std::result::Result<Vec<_>, _>>()?,
-            );
-        }
-    }
-    Ok(out)
+    rows_of(ctx, plan).await
 }
 
 /// Rows whose `i`-th key (`key(i)`) holds the `i`-th value of one of `groups` (NULL matching
