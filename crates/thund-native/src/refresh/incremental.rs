@@ -36,22 +36,22 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, JoinType, NullEquality};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
 use datafusion::logical_expr::{
-    binary_expr, case, cast, col, lit, Aggregate, AggregateUDF, ColumnarValue, Expr, ExprSchemable, LogicalPlan,
-    LogicalPlanBuilder, Operator, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TableScanBuilder,
-    Volatility,
+    case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, ScalarUDF,
+    TableScanBuilder,
 };
 use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
 use super::input::{Inputs, Offsets};
+use super::mean::DecimalMean;
 use super::planning::{Issue, IssueType, Technique};
 use super::propagate::{self, Rows};
+use super::regroup::{extremes_only, groups_losing_extremes, groups_of, in_groups, retractable, without_extremes};
 use super::Refreshed;
 use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
@@ -78,7 +78,7 @@ struct Record {
 
 /// How one aggregate is kept as state and merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Partial {
+pub(super) enum Partial {
     Sum,
     Count,
     Min,
@@ -86,7 +86,7 @@ enum Partial {
     /// A sum and a count of the non-null values.
     Avg,
     /// The average of DECIMALs: an exact sum and a count, divided as the engine's `avg` divides
-    /// them ([`DecimalMean`]).
+    /// them (`mean::DecimalMean`).
     DecimalAvg,
 }
 
@@ -285,7 +285,7 @@ fn aggregate_of(plan: &LogicalPlan) -> std::result::Result<(&Aggregate, Vec<Part
     }
 }
 
-fn unalias(e: &Expr) -> &Expr {
+pub(super) fn unalias(e: &Expr) -> &Expr {
     match e {
         Expr::Alias(a) => unalias(&a.expr),
         other => other,
@@ -406,173 +406,6 @@ impl IncrementalView {
         };
         storable(partial)
     }
-}
-
-/// The distinct group keys of `input` (rows of the aggregate's input).
-async fn groups_of(
-    ctx: &SessionContext,
-    agg: &Aggregate,
-    input: LogicalPlan,
-) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
-    let keys: Vec<Expr> =
-        agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
-    let plan = LogicalPlanBuilder::from(input).project(keys)?.distinct()?.build()?;
-    rows_of(ctx, plan).await
-}
-
-/// The rows of `plan` (a few group keys), as values.
-async fn rows_of(ctx: &SessionContext, plan: LogicalPlan) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
-    let mut out = Vec::new();
-    for b in datafusion::prelude::DataFrame::new(ctx.state(), plan).collect().await? {
-        for row in 0..b.num_rows() {
-            out.push(
-                b.columns()
-                    .iter()
-                    .map(|c| datafusion::scalar::ScalarValue::try_from_array(c, row))
-                    .collect::<std::result::Result<Vec<_>, _>>()?,
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// `partial` with its minimums and maximums NULL, which their merge passes over: the negated
-/// state of lost rows that took no extreme with them.
-fn without_extremes(partial: LogicalPlan, partials: &[Partial]) -> Result<LogicalPlan> {
-    let exprs: Vec<Expr> = partial
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| {
-            let extreme = f
-                .name()
-                .strip_prefix('s')
-                .and_then(|i| i.parse::<usize>().ok())
-                .is_some_and(|i| matches!(partials.get(i), Some(Partial::Min | Partial::Max)));
-            match extreme {
-                true => cast(lit(datafusion::scalar::ScalarValue::Null), f.data_type().clone()).alias(f.name()),
-                false => col(f.name()),
-            }
-        })
-        .collect();
-    Ok(LogicalPlanBuilder::from(partial).project(exprs)?.build()?)
-}
-
-/// The groups of `lost` (the partial state of rows the input lost, `IncrementalView::partial`)
-/// that lost one of their extremes: whose lost minimum is at or below the `state`'s minimum, or
-/// lost maximum at or above its maximum (or that the state lacks). Only they must be recomputed.
-async fn groups_losing_extremes(
-    ctx: &SessionContext,
-    agg: &Aggregate,
-    partials: &[Partial],
-    lost: LogicalPlan,
-    state: LogicalPlan,
-) -> Result<Vec<Vec<datafusion::scalar::ScalarValue>>> {
-    let keys = agg.group_expr.len();
-    let renamed: Vec<Expr> =
-        state.schema().fields().iter().map(|f| col(f.name()).alias(format!("o_{}", f.name()))).collect();
-    let old = LogicalPlanBuilder::from(state).project(renamed)?.build()?;
-    let on = |prefix: &str| (0..keys).map(|i| Column::from_name(format!("{prefix}k{i}"))).collect::<Vec<_>>();
-    let joined = LogicalPlanBuilder::from(lost).join_detailed(
-        old,
-        JoinType::Left,
-        (on(""), on("o_")),
-        None,
-        NullEquality::NullEqualsNull,
-    )?;
-    let mut reaches = lit(false);
-    for (i, kind) in partials.iter().enumerate() {
-        let (l, o) = (col(format!("s{i}")), col(format!("o_s{i}")));
-        let at_extreme = match kind {
-            Partial::Max => l.clone().gt_eq(o.clone()),
-            Partial::Min => l.clone().lt_eq(o.clone()),
-            _ => continue,
-        };
-        reaches = reaches.or(l.is_not_null().and(o.is_null().or(at_extreme)));
-    }
-    let key_columns: Vec<Expr> = (0..keys).map(|i| col(format!("k{i}"))).collect();
-    let plan = joined.filter(reaches)?.project(key_columns)?.distinct()?.build()?;
-    rows_of(ctx, plan).await
-}
-
-/// Rows whose `i`-th key (`key(i)`) holds the `i`-th value of one of `groups` (NULL matching
-/// NULL): never NULL itself, so its negation is exact.
-fn in_groups(groups: &[Vec<datafusion::scalar::ScalarValue>], key: impl Fn(usize) -> Expr) -> Expr {
-    groups
-        .iter()
-        .map(|tuple| {
-            tuple
-                .iter()
-                .enumerate()
-                .map(|(i, v)| binary_expr(key(i), Operator::IsNotDistinctFrom, lit(v.clone())))
-                .reduce(Expr::and)
-                .unwrap_or(lit(true))
-        })
-        .reduce(Expr::or)
-        .unwrap_or(lit(false))
-}
-
-/// Whether the aggregates can take rows back out and still equal a full recompute: counts, and
-/// sums and averages of integers and decimals, can; a minimum or maximum cannot (what replaces
-/// it is not in the state), nor can a floating-point sum (its rounding depends on the order).
-fn retractable(agg: &Aggregate, partials: &[Partial]) -> std::result::Result<(), Issue> {
-    for (e, kind) in agg.aggr_expr.iter().zip(partials) {
-        if !retracts(agg, e, *kind) {
-            return Err(Issue::new(
-                IssueType::AggregateNotRetractable,
-                format!("`{}` cannot take back the rows its input lost", unalias(e)),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Whether the aggregate `e` (kept as `kind`) can take rows back out.
-fn retracts(agg: &Aggregate, e: &Expr, kind: Partial) -> bool {
-    let exact = |t: &DataType| t.is_integer() || matches!(t, DataType::Decimal128(..) | DataType::Decimal256(..));
-    match kind {
-        Partial::Count => true,
-        Partial::Sum | Partial::Avg | Partial::DecimalAvg => argument_type(agg, e).is_some_and(|t| exact(&t)),
-        Partial::Min | Partial::Max => false,
-    }
-}
-
-/// The type of the argument of the aggregate `e`.
-fn argument_type(agg: &Aggregate, e: &Expr) -> Option<DataType> {
-    match unalias(e) {
-        Expr::AggregateFunction(AggregateFunction { params, .. }) => params.args[0].get_type(agg.input.schema()).ok(),
-        _ => None,
-    }
-}
-
-/// Whether every aggregate that cannot take rows back out is a minimum or maximum of values
-/// that compare as the aggregate orders them (integers, decimals, dates, times, strings,
-/// booleans; not floating point, whose NaN and zeros Spark orders its own way). Then a group
-/// that lost rows keeps its extremes unless it lost one of them: only such groups are
-/// recomputed (`groups_losing_extremes`), the others take back what they lost like any other.
-fn extremes_only(agg: &Aggregate, partials: &[Partial]) -> bool {
-    let ordered = |t: &DataType| {
-        t.is_integer()
-            || matches!(
-                t,
-                DataType::Decimal128(..)
-                    | DataType::Decimal256(..)
-                    | DataType::Date32
-                    | DataType::Date64
-                    | DataType::Timestamp(..)
-                    | DataType::Time32(_)
-                    | DataType::Time64(_)
-                    | DataType::Utf8
-                    | DataType::LargeUtf8
-                    | DataType::Utf8View
-                    | DataType::Boolean
-            )
-    };
-    !agg.group_expr.is_empty()
-        && agg.aggr_expr.iter().zip(partials).all(|(e, kind)| match kind {
-            Partial::Min | Partial::Max => argument_type(agg, e).is_some_and(|t| ordered(&t)),
-            _ => retracts(agg, e, *kind),
-        })
 }
 
 /// The plan with its scan of `source` reading `provider` instead (same name, same projection).
@@ -696,15 +529,19 @@ impl super::Maintenance for IncrementalView {
                 let extremes = extremes_only(agg, &partials);
                 let mut touched = Vec::new();
                 let mut retracted = Vec::new();
+                let state = match extremes {
+                    true => Some(open_at(ctx, &state_url).await?),
+                    false => None,
+                };
                 for lost in input.deleted {
-                    let groups = match extremes {
-                        true => {
-                            let state = open_at(ctx, &state_url).await?;
-                            let state = LogicalPlanBuilder::scan("state", provider_as_source(state), None)?.build()?;
+                    let groups = match &state {
+                        Some(state) => {
+                            let state = provider_as_source(Arc::clone(state));
+                            let state = LogicalPlanBuilder::scan("state", state, None)?.build()?;
                             let partial = this.partial(ctx, agg, &partials, lost.clone(), false, None)?;
                             groups_losing_extremes(ctx, agg, &partials, partial, state).await?
                         }
-                        false => groups_of(ctx, agg, lost.clone()).await?,
+                        None => groups_of(ctx, agg, lost.clone()).await?,
                     };
                     for group in groups {
                         if !touched.contains(&group) {
@@ -848,150 +685,5 @@ impl super::Maintenance for IncrementalView {
         };
         storage.write_json(&storage.state_record_key(&d.name), &record).await?;
         Ok(Refreshed::by(rows, Technique::GroupAggregate, rebuilt))
-    }
-}
-
-/// `avg` of DECIMALs from its state: the exact sum of the values (at their scale) and their
-/// count, divided as DataFusion's `avg` divides them (`DecimalAverager`): the sum scaled up to
-/// the result's scale, divided by the count truncating toward zero, an average beyond the
-/// result's precision an overflow error; no values, NULL. The view's own cast to Spark's type
-/// then rounds it as a recompute's does.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct DecimalMean {
-    signature: Signature,
-    /// The average's type, `avg`'s own (`Decimal128(p, s)`).
-    target: DataType,
-}
-
-impl DecimalMean {
-    fn new(target: DataType) -> Result<Self> {
-        match target {
-            DataType::Decimal128(..) => Ok(DecimalMean { signature: Signature::any(2, Volatility::Immutable), target }),
-            other => Err(NativeError::Execution(format!("internal error: a DECIMAL average of type {other}"))),
-        }
-    }
-}
-
-impl ScalarUDFImpl for DecimalMean {
-    fn name(&self) -> &str {
-        "decimal_mean"
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _: &[DataType]) -> datafusion::common::Result<DataType> {
-        Ok(self.target.clone())
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> datafusion::common::Result<ColumnarValue> {
-        use arrow::array::{Array, AsArray, Decimal128Array};
-        use datafusion::common::exec_err;
-        let DataType::Decimal128(precision, scale) = self.target else {
-            return exec_err!("decimal_mean of {}", self.target);
-        };
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let sums = &arrays[0];
-        let DataType::Decimal128(_, sum_scale) = sums.data_type().clone() else {
-            return exec_err!("decimal_mean of a sum of type {}", sums.data_type());
-        };
-        let counts = arrow::compute::cast(&arrays[1], &DataType::Int64)?;
-        let (sums, counts) = (
-            sums.as_primitive::<arrow::datatypes::Decimal128Type>(),
-            counts.as_primitive::<arrow::datatypes::Int64Type>(),
-        );
-        if scale < sum_scale {
-            return exec_err!("Arithmetic Overflow in AvgAccumulator");
-        }
-        let up = 10i128.pow((scale - sum_scale) as u32);
-        let bound = 10i128.checked_pow(precision as u32).unwrap_or(i128::MAX);
-        let mut out = Vec::with_capacity(sums.len());
-        for i in 0..sums.len() {
-            if sums.is_null(i) || counts.is_null(i) || counts.value(i) == 0 {
-                out.push(None);
-                continue;
-            }
-            let Some(scaled) = sums.value(i).checked_mul(up) else {
-                return exec_err!("Arithmetic Overflow in AvgAccumulator");
-            };
-            let mean = scaled / counts.value(i) as i128;
-            if mean.abs() >= bound {
-                return exec_err!("Arithmetic Overflow in AvgAccumulator");
-            }
-            out.push(Some(mean));
-        }
-        let means = Decimal128Array::from(out).with_precision_and_scale(precision, scale)?;
-        Ok(ColumnarValue::Array(Arc::new(means)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow::array::{Array, AsArray, Decimal128Array, Int64Array, RecordBatch};
-    use arrow::datatypes::{Decimal128Type, Field, Int64Type, Schema};
-    use datafusion::datasource::MemTable;
-
-    /// The mean of a sum and a count equals DataFusion's own `avg` of the values, digit for
-    /// digit: many small groups of positive and negative values, whose averages end in every
-    /// digit at the result's last place.
-    #[tokio::test]
-    async fn the_decimal_mean_of_a_sum_and_a_count_is_the_engines_avg() {
-        let (mut x, mut groups, mut values) = (7u64, Vec::new(), Vec::new());
-        let mut next = |n: u64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (x >> 33) % n
-        };
-        for g in 0..3000i64 {
-            for _ in 0..1 + next(7) {
-                groups.push(g);
-                let v = next(2_000_000) as i128 - 1_000_000;
-                values.push(if next(9) == 0 { None } else { Some(v) });
-            }
-        }
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("g", DataType::Int64, false),
-            Field::new("d", DataType::Decimal128(10, 2), true),
-        ]));
-        let d = Decimal128Array::from(values).with_precision_and_scale(10, 2).unwrap();
-        let batch =
-            RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(groups)), Arc::new(d)]).unwrap();
-        let ctx = SessionContext::new();
-        ctx.register_table("t", Arc::new(MemTable::try_new(schema, vec![vec![batch]]).unwrap())).unwrap();
-        let sql = "SELECT avg(d) AS a, sum(d) AS s, count(d) AS c FROM t GROUP BY g";
-        let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
-        let mut checked = 0;
-        for b in batches {
-            let target = b.schema().field(0).data_type().clone();
-            let mean = DecimalMean::new(target.clone()).unwrap();
-            let args = ScalarFunctionArgs {
-                args: vec![
-                    ColumnarValue::Array(Arc::clone(b.column(1))),
-                    ColumnarValue::Array(Arc::clone(b.column(2))),
-                ],
-                arg_fields: vec![Arc::new(b.schema().field(1).clone()), Arc::new(b.schema().field(2).clone())],
-                number_rows: b.num_rows(),
-                return_field: Arc::new(Field::new("m", target, true)),
-                config_options: Arc::new(Default::default()),
-            };
-            let ColumnarValue::Array(got) = mean.invoke_with_args(args).unwrap() else { panic!("an array") };
-            let (got, want) = (got.as_primitive::<Decimal128Type>(), b.column(0).as_primitive::<Decimal128Type>());
-            assert_eq!(got.data_type(), want.data_type());
-            for i in 0..b.num_rows() {
-                assert_eq!(got.is_null(i), want.is_null(i), "row {i}");
-                if !want.is_null(i) {
-                    assert_eq!(
-                        got.value(i),
-                        want.value(i),
-                        "sum {:?}, count {}",
-                        b.column(1),
-                        b.column(2).as_primitive::<Int64Type>().value(i)
-                    );
-                    checked += 1;
-                }
-            }
-        }
-        assert!(checked > 2500, "{checked}");
     }
 }

@@ -14,8 +14,10 @@ pub(crate) mod append;
 pub(crate) mod freshness;
 pub(crate) mod incremental;
 mod input;
+mod mean;
 pub(crate) mod planning;
 mod propagate;
+mod regroup;
 mod rows;
 pub(crate) mod window;
 
