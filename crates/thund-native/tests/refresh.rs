@@ -40,6 +40,16 @@ fn outcome<'a>(s: &'a RunSummary, view: &str) -> &'a knut_thund::backend::FlowOu
     s.flows.iter().find(|f| f.target.ends_with(&format!(".{view}"))).unwrap()
 }
 
+/// A view's columns as a reader sees them: name, type and whether it may hold NULL.
+fn columns(dir: &std::path::Path, view: &str) -> Vec<String> {
+    let p = load(dir);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt
+        .block_on(thund_native::query(&p, &format!("SELECT * FROM {view}"), &thund_native::EngineOptions::default()))
+        .unwrap();
+    r.schema.fields().iter().map(|f| format!("{} {} {}", f.name(), f.data_type(), f.is_nullable())).collect()
+}
+
 fn sorted(dir: &std::path::Path, sql: &str) -> Vec<Vec<String>> {
     let mut r = rows(&query(dir, sql).unwrap()).1;
     r.sort();
@@ -208,6 +218,7 @@ fn aggregates_over_a_changing_table_take_back_what_it_lost_and_equal_a_full_reco
         let mut seq = 0;
         let mut incremental = 0;
         let mut regrouped = 0;
+        let mut built = std::collections::HashMap::new();
         for round in 0..8 {
             let mut feed = String::new();
             let n = if round == 0 { 60 } else { 1 + rng.below(6) };
@@ -231,6 +242,9 @@ fn aggregates_over_a_changing_table_take_back_what_it_lost_and_equal_a_full_reco
             for (view, query_sql) in full {
                 let at = format!("seed {seed}, round {round}, {view}");
                 assert_eq!(sorted(dir.path(), &format!("SELECT * FROM {view}")), sorted(dir.path(), query_sql), "{at}");
+                // A maintained view keeps the columns its full build gave it (a count NOT NULL).
+                let now = columns(dir.path(), view);
+                assert_eq!(built.entry(view).or_insert_with(|| now.clone()), &now, "{at}");
             }
             if round > 0 {
                 let (chosen, issues) = decided(&planning(&events, "totals"));

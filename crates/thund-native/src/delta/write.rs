@@ -124,6 +124,8 @@ pub(crate) async fn parallel_write(
     }
     let physical = ctx.state().create_physical_plan(&plan).await?;
     if !fits(&physical.schema(), &table_schema, matches!(commit, Commit::Overwrite)) {
+        // Why a write takes delta-rs's slower path, for whoever profiles one.
+        tracing::debug!(plan = ?physical.schema(), table = ?table_schema, "the plan does not fit the table as stored");
         return Ok(None);
     }
     let stats = WriterStatsConfig::from_config(snapshot.snapshot().table_configuration());

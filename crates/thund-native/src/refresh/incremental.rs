@@ -36,6 +36,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::DFSchema;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
@@ -43,7 +44,7 @@ use datafusion::logical_expr::{
     case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, ScalarUDF,
     TableScanBuilder,
 };
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{coalesce, SessionContext};
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
@@ -444,6 +445,33 @@ fn storable(plan: LogicalPlan) -> Result<LogicalPlan> {
     Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
 }
 
+/// The merged state in the partials' schema: a sum of DECIMAL partial sums is typed ten digits
+/// wider, and a sum of counts as nullable, though each holds what a partial holds. Kept as is,
+/// the state table's schema would change on every merge (and the view's, read from it, would
+/// lose its NOT NULL counts): a write that changes a schema cannot take the parallel writer.
+/// The narrowing cast fails on overflow, as the recompute's sum would.
+fn as_partials(merged: LogicalPlan, shape: &DFSchema, keys: usize) -> Result<LogicalPlan> {
+    let exprs = merged
+        .schema()
+        .fields()
+        .iter()
+        .zip(shape.fields())
+        .enumerate()
+        .map(|(i, (m, p))| {
+            let mut e = col(m.name());
+            if i >= keys && m.data_type() != p.data_type() {
+                e = cast(e, p.data_type().clone());
+            }
+            // A sum of counts over at least one row (the filter on `n` keeps no other): never NULL.
+            if i >= keys && !p.is_nullable() && m.is_nullable() {
+                e = coalesce(vec![e, cast(lit(0i64), p.data_type().clone())]);
+            }
+            e.alias(m.name())
+        })
+        .collect::<Vec<_>>();
+    Ok(LogicalPlanBuilder::from(merged).project(exprs)?.build()?)
+}
+
 #[async_trait::async_trait]
 impl super::Maintenance for IncrementalView {
     fn technique(&self) -> super::planning::Technique {
@@ -586,6 +614,8 @@ impl super::Maintenance for IncrementalView {
                 };
                 parts.push(old.build()?);
             }
+            // The partials' own schema, which the merged state keeps (below).
+            let shape = Arc::clone(parts[0].schema());
             let mut union = LogicalPlanBuilder::from(parts.remove(0));
             for part in parts {
                 union = union.union(part)?;
@@ -611,7 +641,7 @@ impl super::Maintenance for IncrementalView {
             if !agg.group_expr.is_empty() {
                 merged = merged.filter(col("n").gt(lit(0i64)))?;
             }
-            storable(merged.build()?)?
+            storable(as_partials(merged.build()?, &shape, agg.group_expr.len())?)?
         } else {
             parts.remove(0)
         };
