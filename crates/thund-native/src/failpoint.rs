@@ -19,6 +19,7 @@
 //! | `sink-after-rename`       | a file sink: the batch's files renamed into place, no marker   |
 //! | `stream-after-commit`     | the rows committed (Delta commit or sink marker), checkpoint not |
 //! | `cdc-after-history`, `cdc-after-vectors`, `cdc-after-commit` | an AUTO CDC batch (`streaming/cdc`), after its intent, before `stream-after-commit` |
+//! | `incremental-after-values` | an incremental view with value counts: the counts committed, the state not (built from all rows: the state and the counts, the view not) |
 //! | `incremental-after-state` | an incremental view: the state committed, the view not         |
 //! | `incremental-after-view`  | an incremental view: both committed, the record not            |
 //! | `refresh-after-commit`    | a materialized view replaced, its freshness record not         |

@@ -279,6 +279,71 @@ fn aggregates_over_a_changing_table_take_back_what_it_lost_and_equal_a_full_reco
     }
 }
 
+/// Minimums and maximums over few distinct values keep a count of each value per group: a
+/// group that loses its extreme reads the next one off the counts. Over many distinct values
+/// no counts are kept, and such a group is recomputed from the table. Both equal the query.
+#[test]
+fn extremes_over_few_values_are_read_off_value_counts_and_over_many_recomputed() {
+    let sql = "CREATE STREAMING TABLE target TBLPROPERTIES ('delta.enableDeletionVectors' = 'true');\n\
+               CREATE FLOW f AS AUTO CDC INTO target FROM STREAM read_files('feed', format => 'json', \
+               schema => 'k BIGINT, v BIGINT, seq BIGINT, op STRING') KEYS (k) \
+               APPLY AS DELETE WHEN op = 'D' SEQUENCE BY seq COLUMNS * EXCEPT (op, seq);\n\
+               CREATE MATERIALIZED VIEW few AS SELECT k % 7 AS g, max(v % 30) AS hi, min(v % 30) AS lo, count(*) AS n FROM target GROUP BY k % 7;\n\
+               CREATE MATERIALIZED VIEW many AS SELECT k % 3 AS g, max(v) AS hi, min(v) AS lo, sum(v) AS s FROM target GROUP BY k % 3;\n\
+               CREATE MATERIALIZED VIEW overall AS SELECT max(v % 30) AS hi, count(*) AS n FROM target;\n";
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+    std::fs::create_dir_all(dir.path().join("feed")).unwrap();
+    let full = [
+        ("few", "SELECT k % 7, max(v % 30), min(v % 30), count(*) FROM target GROUP BY k % 7"),
+        ("many", "SELECT k % 3, max(v), min(v), sum(v) FROM target GROUP BY k % 3"),
+        ("overall", "SELECT max(v % 30), count(*) FROM target"),
+    ];
+    let state = dir.path().join(".thund/state/spark_catalog/default");
+    let mut seq = 0;
+    for round in 0..6u64 {
+        let mut feed = String::new();
+        let mut row = |k: u64, v: u64, op: &str| {
+            seq += 1;
+            feed.push_str(&format!("{{\"k\": {k}, \"v\": {v}, \"seq\": {seq}, \"op\": \"{op}\"}}\n"));
+        };
+        if round == 0 {
+            // 5000 distinct values, the largest at the smallest keys.
+            for k in 0..5000 {
+                row(k, 4999 - k, "U");
+            }
+        } else {
+            // Each group of `many` loses its maximum, one row gains a new one, and last round's
+            // new maximum goes again.
+            for k in 3 * (round - 1)..3 * round {
+                row(k, 0, "D");
+            }
+            row(100 + round, 20_000 + round, "U");
+            // A row holding the largest and one holding the smallest value of `few` (many
+            // other rows of its group hold them too: they stay).
+            row(4999 - (30 * round + 29), 0, "D");
+            row(4999 - 30 * (round + 10), 0, "D");
+            if round > 1 {
+                row(100 + round - 1, 0, "D");
+            }
+        }
+        std::fs::write(dir.path().join(format!("feed/{round}.json")), feed).unwrap();
+        let (s, events) = run(dir.path());
+        assert!(!s.failed(), "{:?}", s.flows);
+        for (view, query_sql) in full {
+            let at = format!("round {round}, {view}");
+            assert_eq!(sorted(dir.path(), &format!("SELECT * FROM {view}")), sorted(dir.path(), query_sql), "{at}");
+            if round > 0 {
+                let (chosen, issues) = decided(&planning(&events, view));
+                assert_eq!(chosen, "MAINTENANCE_TYPE_GROUP_AGGREGATE", "{at}: {issues:?}");
+            }
+        }
+        // 7 × 30 and 30 values are counted; 5000 values in each of two extremes are too many.
+        assert!(state.join("few.values/_delta_log").is_dir(), "round {round}");
+        assert!(state.join("overall.values/_delta_log").is_dir(), "round {round}");
+        assert!(!state.join("many.values").exists(), "round {round}");
+    }
+}
+
 #[test]
 fn a_view_that_projects_and_filters_appends_what_its_input_gained() {
     let sql = "CREATE STREAMING TABLE st AS SELECT * FROM STREAM read_files('in', format => 'json', schema => 'k STRING, x BIGINT');\n\

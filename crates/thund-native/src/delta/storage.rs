@@ -9,6 +9,7 @@
 //!   fingerprints/<catalog>/<database>/<name>.json   what each materialized view was computed from
 //!   state/<catalog>/<database>/<name>/      aggregate state of an incrementally refreshed view
 //!   state/<catalog>/<database>/<name>.json  which source version that state covers (`incremental`)
+//!   state/<catalog>/<database>/<name>.values/  value counts of that view's minimums and maximums
 //!   event_log/                              the event log of every run: a Delta table (`event_log`)
 //!   run.lock                                held while a run writes (a second run fails fast)
 //! ```
@@ -233,6 +234,11 @@ impl Storage {
     /// Key of the aggregate state table of incrementally refreshed view `name`.
     pub(crate) fn state_table_key(&self, name: &QualifiedName) -> String {
         name_key("state", name)
+    }
+
+    /// Key of the value counts of the minimums and maximums of incrementally refreshed view `name`.
+    pub(crate) fn values_table_key(&self, name: &QualifiedName) -> String {
+        format!("{}.values", name_key("state", name))
     }
 
     /// Key of the record of which versions the state of view `name` covers.

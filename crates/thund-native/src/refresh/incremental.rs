@@ -16,10 +16,11 @@
 //! change joined with the other side) over what each table gained and lost: its new files when
 //! it was only appended to (a streaming table); otherwise its net change between the version the
 //! state covers and the newest, read from its Delta log (`delta::changes`). Only counts, and sums
-//! and averages of integers and decimals, take rows back out exactly; with a minimum, a maximum
-//! or a floating-point sum, the groups the lost rows fall in are recomputed from all of the input
-//! (filtered to those groups) and replace their state rows, while the other groups merge what
-//! they gained. A change that costs as much to read as a table whole, a recreated table, a full
+//! and averages of integers and decimals, take rows back out exactly; so do minimums and
+//! maximums of exactly ordered values where few distinct values are kept counted beside the
+//! state (`values`). Otherwise, with a minimum, a maximum or a floating-point sum, the groups the
+//! lost rows fall in are recomputed from all of the input (filtered to those groups) and replace
+//! their state rows, while the other groups merge what they gained (`regroup`). A change that costs as much to read as a table whole, a recreated table, a full
 //! refresh: each rebuilds the state from all rows, and says why.
 //!
 //! A view qualifies when its query reads tables of the pipeline into one `GROUP BY` (or a global
@@ -36,7 +37,6 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::DFSchema;
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::FunctionRegistry;
 use datafusion::logical_expr::expr::AggregateFunction;
@@ -44,17 +44,18 @@ use datafusion::logical_expr::{
     case, cast, col, lit, Aggregate, AggregateUDF, Expr, ExprSchemable, LogicalPlan, LogicalPlanBuilder, ScalarUDF,
     TableScanBuilder,
 };
-use datafusion::prelude::{coalesce, SessionContext};
+use datafusion::prelude::SessionContext;
 use knut_thund::ir::{Dataset, DatasetKind, Flow, Pipeline, QualifiedName, Read};
 use serde::{Deserialize, Serialize};
 
 use super::input::{Inputs, Offsets};
 use super::mean::DecimalMean;
+use super::merge::{merge, storable};
 use super::planning::{Issue, IssueType, Technique};
 use super::propagate::{self, Rows};
 use super::regroup::{extremes_only, groups_losing_extremes, groups_of, in_groups, retractable, without_extremes};
+use super::values;
 use super::Refreshed;
-use crate::delta::delta_storable;
 use crate::delta::storage::Storage;
 use crate::delta::table::{conform, open_at, write_overwrite, write_overwrite_at};
 use crate::engine::plan_query;
@@ -75,6 +76,10 @@ struct Record {
     state_version: i64,
     /// The view's version computed from it.
     view_version: i64,
+    /// The version of the value counts of the view's minimums and maximums (`values`) that
+    /// belongs to that state, if the view keeps them.
+    #[serde(default)]
+    values_version: Option<i64>,
 }
 
 /// How one aggregate is kept as state and merged.
@@ -297,7 +302,7 @@ pub(super) fn has_subquery(e: &Expr) -> bool {
     e.exists(|e| Ok(matches!(e, Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)))).unwrap_or(true)
 }
 
-fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
+pub(super) fn udaf(ctx: &SessionContext, name: &str) -> Result<Arc<AggregateUDF>> {
     ctx.udaf(name).map_err(|e| NativeError::Execution(format!("aggregate `{name}`: {e}")))
 }
 
@@ -324,6 +329,7 @@ impl IncrementalView {
         r: &Record,
         agg: &Aggregate,
         partials: &[Partial],
+        counted: bool,
     ) -> Result<std::result::Result<Input, Issue>> {
         let before = propagate::joins(&agg.input);
         let inputs = match Inputs::since(ctx, storage, &self.sources, &r.sources, false, before).await? {
@@ -331,7 +337,8 @@ impl IncrementalView {
             Err(why) => return Ok(Err(why)),
         };
         let changed = propagate::delta(&agg.input, &inputs)?;
-        let regroup = !changed.deleted.is_empty() && retractable(agg, partials).is_err();
+        // With its values counted, a minimum or maximum takes rows back out too.
+        let regroup = !changed.deleted.is_empty() && retractable(agg, partials).is_err() && !counted;
         if regroup && agg.group_expr.is_empty() {
             // One group, and it lost rows: recomputing it is recomputing the view.
             let why = retractable(agg, partials).err().map_or_else(String::new, |i| i.detail);
@@ -358,13 +365,29 @@ impl IncrementalView {
         lost: bool,
         only: Option<Expr>,
     ) -> Result<LogicalPlan> {
+        self.partial_by(ctx, agg, partials, input, lost, only, Vec::new())
+    }
+
+    /// `partial`, its groups split further by the `extra` keys (after `k0..`).
+    #[allow(clippy::too_many_arguments)]
+    fn partial_by(
+        &self,
+        ctx: &SessionContext,
+        agg: &Aggregate,
+        partials: &[Partial],
+        input: LogicalPlan,
+        lost: bool,
+        only: Option<Expr>,
+        extra: Vec<Expr>,
+    ) -> Result<LogicalPlan> {
         let input = match only {
             Some(only) => LogicalPlanBuilder::from(input).filter(only)?.build()?,
             None => input,
         };
         let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
-        let keys: Vec<Expr> =
+        let mut keys: Vec<Expr> =
             agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
+        keys.extend(extra);
         let mut states = vec![count.call(vec![lit(1i64)]).alias("n")];
         for (i, (e, kind)) in agg.aggr_expr.iter().zip(partials).enumerate() {
             let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
@@ -431,47 +454,6 @@ pub(super) fn replace_scan(
         .data)
 }
 
-/// State columns in types a Delta table stores (strings as `Utf8`, not views).
-fn storable(plan: LogicalPlan) -> Result<LogicalPlan> {
-    let exprs: Vec<Expr> = plan
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| match delta_storable(f.data_type()) {
-            Some(t) => cast(col(f.name()), t).alias(f.name()),
-            None => col(f.name()),
-        })
-        .collect();
-    Ok(LogicalPlanBuilder::from(plan).project(exprs)?.build()?)
-}
-
-/// The merged state in the partials' schema: a sum of DECIMAL partial sums is typed ten digits
-/// wider, and a sum of counts as nullable, though each holds what a partial holds. Kept as is,
-/// the state table's schema would change on every merge (and the view's, read from it, would
-/// lose its NOT NULL counts): a write that changes a schema cannot take the parallel writer.
-/// The narrowing cast fails on overflow, as the recompute's sum would.
-fn as_partials(merged: LogicalPlan, shape: &DFSchema, keys: usize) -> Result<LogicalPlan> {
-    let exprs = merged
-        .schema()
-        .fields()
-        .iter()
-        .zip(shape.fields())
-        .enumerate()
-        .map(|(i, (m, p))| {
-            let mut e = col(m.name());
-            if i >= keys && m.data_type() != p.data_type() {
-                e = cast(e, p.data_type().clone());
-            }
-            // A sum of counts over at least one row (the filter on `n` keeps no other): never NULL.
-            if i >= keys && !p.is_nullable() && m.is_nullable() {
-                e = coalesce(vec![e, cast(lit(0i64), p.data_type().clone())]);
-            }
-            e.alias(m.name())
-        })
-        .collect::<Vec<_>>();
-    Ok(LogicalPlanBuilder::from(merged).project(exprs)?.build()?)
-}
-
 #[async_trait::async_trait]
 impl super::Maintenance for IncrementalView {
     fn technique(&self) -> super::planning::Technique {
@@ -503,14 +485,24 @@ impl super::Maintenance for IncrementalView {
         let state_url = storage.url_of(&format!("{state_key}/"));
         let state_version = storage.delta_version(&state_key).await?;
         let view_version = storage.delta_version(&storage.table_key(&d.name)).await?;
-        // The record holds only if the state and the view are still the versions it names.
+        // Whether the view's minimums and maximums may keep value counts (`values`).
+        let countable = values::any(&partials) && extremes_only(agg, &partials);
+        let values_key = storage.values_table_key(&d.name);
+        let values_version = match countable {
+            true => Some(storage.delta_version(&values_key).await?),
+            false => None,
+        };
+        // The record holds only if the state, its value counts and the view are still the
+        // versions it names.
         let usable = record.filter(|r| {
             !rebuild
                 && r.format_version == STATE_FORMAT_VERSION
                 && r.definition == this.definition
                 && r.state_version == state_version
                 && r.view_version == view_version
+                && r.values_version.is_none_or(|v| Some(v) == values_version)
         });
+        let counted = usable.as_ref().is_some_and(|r| r.values_version.is_some());
         // The state's groups recomputed from the input this refresh, if any.
         let mut drop_groups: Option<Expr> = None;
         let all_rows = || async {
@@ -527,7 +519,7 @@ impl super::Maintenance for IncrementalView {
         };
         let mut steps = crate::flow::Steps::of("refresh", &d.name);
         let (input, rebuilt) = match &usable {
-            Some(r) => match this.input_since(ctx, storage, r, agg, &partials).await? {
+            Some(r) => match this.input_since(ctx, storage, r, agg, &partials, counted).await? {
                 Ok(input) => (input, None),
                 Err(why) => (all_rows().await?, Some(why)),
             },
@@ -535,18 +527,63 @@ impl super::Maintenance for IncrementalView {
         };
         let previous = rebuilt.is_none();
         steps.done("read the inputs' change");
+        // The value counts merged first: the state's extremes are read off them.
+        let counted = counted && previous;
+        let shape = Arc::clone(this.partial(ctx, agg, &partials, input.now.clone(), false, None)?.schema());
+        let mut kept_values = None;
+        let mut extremes = None;
+        if counted {
+            let mut parts = Vec::new();
+            for gained in &input.inserted {
+                parts.push(values::counts_of(ctx, agg, &partials, gained.clone(), false)?);
+            }
+            for lost in &input.deleted {
+                parts.push(values::counts_of(ctx, agg, &partials, lost.clone(), true)?);
+            }
+            let old = open_at(ctx, &storage.url_of(&format!("{values_key}/"))).await?;
+            parts.push(LogicalPlanBuilder::scan("counts", provider_as_source(old), None)?.build()?);
+            let merged = values::merged(ctx, parts, agg.group_expr.len())?;
+            let name = format!("{}_values", d.name.name);
+            let counts = write_overwrite_at(ctx, storage, &values_key, &name, merged).await?;
+            kept_values = Some(counts.version().map_or(-1, |v| v as i64));
+            steps.done("merge and write the value counts");
+            crate::failpoint::hit("incremental-after-values", &d.name)?;
+            counts.update_datafusion_session(&ctx.state())?;
+            let provider = crate::delta::filtered::filtered(counts.table_provider().await?);
+            let counts = LogicalPlanBuilder::scan("counts", provider_as_source(provider), None)?.build()?;
+            extremes = Some(values::extremes_from(ctx, agg, &partials, counts, &shape)?);
+        }
+
+        // Built from all rows: the state with its values counted in the same pass, by groups
+        // split further by each minimum's and maximum's value, if there are few such groups.
+        let mut fine = None;
+        if !previous && countable {
+            let by = values::arguments(agg, &partials)?;
+            let plan = this.partial_by(ctx, agg, &partials, input.now.clone(), false, None, by)?;
+            fine = values::fine(ctx, plan).await?;
+            steps.done(&format!("aggregate by value ({})", if fine.is_some() { "few" } else { "too many" }));
+        }
 
         // 1. The partial aggregate of the rows gained, and, negated, of those lost, with state
         //    columns k0.., n (the group's rows), s0.. and c0.. (non-NULL values of a sum or avg).
         let mut parts = match input.regroup {
+            false if let Some((by_value, _)) = &fine => {
+                vec![merge(ctx, vec![by_value.clone()], agg, &partials, &shape)?]
+            }
             false => {
                 let mut parts = Vec::new();
                 for gained in input.inserted {
                     parts.push(this.partial(ctx, agg, &partials, gained, false, None)?);
                 }
                 for lost in input.deleted {
-                    parts.push(this.partial(ctx, agg, &partials, lost, true, None)?);
+                    let lost = this.partial(ctx, agg, &partials, lost, true, None)?;
+                    // (Their extremes are read off the value counts, below.)
+                    parts.push(match counted {
+                        true => without_extremes(lost, &partials)?,
+                        false => lost,
+                    });
                 }
+                parts.extend(extremes.take());
                 parts
             }
             // The groups the lost rows fall in, recomputed from all of the input; every other
@@ -594,7 +631,7 @@ impl super::Maintenance for IncrementalView {
                     parts.push(LogicalPlanBuilder::from(lost).filter(!in_state.clone())?.build()?);
                 }
                 if !touched.is_empty() {
-                    parts.push(this.partial(ctx, agg, &partials, input.now, false, Some(in_input))?);
+                    parts.push(this.partial(ctx, agg, &partials, input.now.clone(), false, Some(in_input))?);
                 }
                 drop_groups = Some(in_state);
                 parts
@@ -612,36 +649,13 @@ impl super::Maintenance for IncrementalView {
                     Some(recomputed) => old.filter(!recomputed)?,
                     None => old,
                 };
-                parts.push(old.build()?);
+                let old = old.build()?;
+                parts.push(match counted {
+                    true => without_extremes(old, &partials)?,
+                    false => old,
+                });
             }
-            // The partials' own schema, which the merged state keeps (below).
-            let shape = Arc::clone(parts[0].schema());
-            let mut union = LogicalPlanBuilder::from(parts.remove(0));
-            for part in parts {
-                union = union.union(part)?;
-            }
-            let keys: Vec<Expr> = (0..agg.group_expr.len()).map(|i| col(format!("k{i}"))).collect();
-            let (sum, min, max) = (udaf(ctx, "sum")?, udaf(ctx, "min")?, udaf(ctx, "max")?);
-            let mut merges = vec![sum.call(vec![col("n")]).alias("n")];
-            for (i, kind) in partials.iter().enumerate() {
-                let s = col(format!("s{i}"));
-                merges.push(
-                    match kind {
-                        Partial::Sum | Partial::Count | Partial::Avg | Partial::DecimalAvg => sum.call(vec![s]),
-                        Partial::Min => min.call(vec![s]),
-                        Partial::Max => max.call(vec![s]),
-                    }
-                    .alias(format!("s{i}")),
-                );
-                if matches!(kind, Partial::Avg | Partial::Sum | Partial::DecimalAvg) {
-                    merges.push(sum.call(vec![col(format!("c{i}"))]).alias(format!("c{i}")));
-                }
-            }
-            let mut merged = union.aggregate(keys, merges)?;
-            if !agg.group_expr.is_empty() {
-                merged = merged.filter(col("n").gt(lit(0i64)))?;
-            }
-            storable(as_partials(merged.build()?, &shape, agg.group_expr.len())?)?
+            merge(ctx, parts, agg, &partials, &shape)?
         } else {
             parts.remove(0)
         };
@@ -650,6 +664,19 @@ impl super::Maintenance for IncrementalView {
         let state_version = state.version().map_or(-1, |v| v as i64);
         steps.done("merge and write the state");
         crate::failpoint::hit("incremental-after-state", &d.name)?;
+        // A state built from all rows: its value counts too, if they are few for its groups.
+        if let Some((by_value, rows)) = fine {
+            state.update_datafusion_session(&ctx.state())?;
+            let groups = ctx.read_table(state.table_provider().await?)?.count().await?;
+            if values::few(rows, groups) {
+                let counts = values::counts_from(ctx, agg, &partials, by_value)?;
+                let name = format!("{}_values", d.name.name);
+                let table = write_overwrite_at(ctx, storage, &values_key, &name, counts).await?;
+                kept_values = Some(table.version().map_or(-1, |v| v as i64));
+                steps.done("write the value counts");
+                crate::failpoint::hit("incremental-after-values", &d.name)?;
+            }
+        }
 
         // 3. The view: the query with its aggregate read from the state.
         state.update_datafusion_session(&ctx.state())?;
@@ -712,6 +739,7 @@ impl super::Maintenance for IncrementalView {
             sources: offsets,
             state_version,
             view_version,
+            values_version: kept_values,
         };
         storage.write_json(&storage.state_record_key(&d.name), &record).await?;
         Ok(Refreshed::by(rows, Technique::GroupAggregate, rebuilt))

@@ -15,10 +15,12 @@ pub(crate) mod freshness;
 pub(crate) mod incremental;
 mod input;
 mod mean;
+mod merge;
 pub(crate) mod planning;
 mod propagate;
 mod regroup;
 mod rows;
+mod values;
 pub(crate) mod window;
 
 use std::sync::Arc;

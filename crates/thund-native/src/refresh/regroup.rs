@@ -176,9 +176,8 @@ pub(super) fn extremes_only(agg: &Aggregate, partials: &[Partial]) -> bool {
                     | DataType::Boolean
             )
     };
-    !agg.group_expr.is_empty()
-        && agg.aggr_expr.iter().zip(partials).all(|(e, kind)| match kind {
-            Partial::Min | Partial::Max => argument_type(agg, e).is_some_and(|t| ordered(&t)),
-            _ => retracts(agg, e, *kind),
-        })
+    agg.aggr_expr.iter().zip(partials).all(|(e, kind)| match kind {
+        Partial::Min | Partial::Max => argument_type(agg, e).is_some_and(|t| ordered(&t)),
+        _ => retracts(agg, e, *kind),
+    })
 }
