@@ -85,7 +85,7 @@ async fn sync_properties(table: DeltaTable, d: &Dataset) -> Result<DeltaTable> {
 /// Makes the new version of a dataset's table what later flows in this run read.
 async fn register_written(ctx: &SessionContext, d: &Dataset, table: &DeltaTable) -> Result<()> {
     table.update_datafusion_session(&ctx.state())?;
-    let provider = crate::delta::filtered::filtered(table.table_provider().await?);
+    let provider = crate::delta::filtered::of(table, None).await?;
     let _ = ctx.deregister_table(table_ref(&d.name));
     ctx.register_table(table_ref(&d.name), provider)?;
     Ok(())
@@ -350,7 +350,7 @@ pub(crate) async fn open_stored_table(
 ) -> Result<Option<Arc<dyn TableProvider>>> {
     let Some(table) = storage.latest_table(name).await? else { return Ok(None) };
     table.update_datafusion_session(&ctx.state())?;
-    Ok(Some(crate::delta::filtered::filtered(table.table_provider().await?)))
+    Ok(Some(crate::delta::filtered::of(&table, None).await?))
 }
 
 /// Creates the folder of a local table location (delta-rs needs it to exist); object stores
@@ -564,7 +564,7 @@ pub(crate) async fn vacuum_at(url: &Url) {
 pub(crate) async fn open_at(ctx: &SessionContext, url: &Url) -> Result<Arc<dyn TableProvider>> {
     let table = deltalake::open_table(url.clone()).await?;
     table.update_datafusion_session(&ctx.state())?;
-    Ok(crate::delta::filtered::filtered(table.table_provider().await?))
+    crate::delta::filtered::of(&table, None).await
 }
 
 /// Rows added by the table's latest commit, from its operation metrics.

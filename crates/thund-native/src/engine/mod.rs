@@ -537,7 +537,7 @@ async fn register_file_source(ctx: &SessionContext, name: &str, f: &FileSource, 
                 .map_err(|_| NativeError::Execution(format!("bad delta path `{}`", path.display())))?;
             let table = deltalake::open_table(url).await?;
             table.update_datafusion_session(&ctx.state())?;
-            let provider = crate::delta::filtered::filtered(table.table_provider().await?);
+            let provider = crate::delta::filtered::of(&table, None).await?;
             ctx.register_table(name, provider)?;
         }
         other => {

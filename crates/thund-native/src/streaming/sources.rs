@@ -119,7 +119,7 @@ async fn files_of(table: &DeltaTable, files: Vec<String>, offset: Option<SourceO
         let empty = MemTable::try_new(schema, vec![vec![]])?;
         return Ok(NewInput { provider: Arc::new(empty), has_data: false, offset });
     }
-    let provider = crate::delta::filtered::filtered(table.table_provider().with_file_paths(files).await?);
+    let provider = crate::delta::filtered::of(table, Some(files)).await?;
     Ok(NewInput { provider, has_data: true, offset })
 }
 
