@@ -482,16 +482,17 @@ pub(crate) async fn write_replace_where(
     Ok(rows)
 }
 
-/// [`write_overwrite`] of a table of Þund's own (no dataset details, not registered).
+/// [`write_overwrite`] of a table of Þund's own (no dataset details, not registered), and the
+/// rows written.
 pub(crate) async fn write_overwrite_at(
     ctx: &SessionContext,
     storage: &Storage,
     key: &str,
     name: &str,
     plan: LogicalPlan,
-) -> Result<DeltaTable> {
+) -> Result<(DeltaTable, u64)> {
     let exists = storage.is_table(key).await?;
-    Ok(overwrite(ctx, &storage.url_of(&format!("{key}/")), exists, name, None, plan).await?.0)
+    overwrite(ctx, &storage.url_of(&format!("{key}/")), exists, name, None, plan).await
 }
 
 async fn overwrite(

@@ -415,7 +415,7 @@ mod tests {
         let path = dir.path().join("t");
         let ctx = ctx();
         let first = plan(&ctx, "m0", &numbers(1, 10)).await;
-        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap();
+        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap().0;
         assert_eq!(table.version(), Some(0));
 
         // 3 partitions of 1000: 0..2999.
@@ -448,7 +448,8 @@ mod tests {
             plan(&ctx, "m0", &numbers(1, 10)).await,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .0;
         let mut parts = numbers(3, 1000);
         parts[2][999] = "not a number".to_string();
         let bad = plan(&ctx, "m1", &parts).await;
@@ -471,7 +472,8 @@ mod tests {
             plan(&ctx, "m0", &numbers(1, 10)).await,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .0;
         // Another schema: a wider row, or another type.
         for sql in
             ["SELECT CAST(s AS INT) AS x, s FROM m0", "SELECT s AS x FROM m0", "SELECT CAST(s AS INT) AS y FROM m0"]
@@ -512,7 +514,7 @@ mod tests {
         // x INT NOT NULL, s STRING.
         plan(&ctx, "m0", &numbers(1, 10)).await;
         let first = ctx.sql("SELECT CAST(s AS INT) AS x, s FROM m0").await.unwrap().into_unoptimized_plan();
-        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap();
+        let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap().0;
         let stored = table.snapshot().unwrap().snapshot().arrow_schema();
         assert!(!stored.field(0).is_nullable());
         assert_eq!(stored.field(1).data_type(), &DataType::Utf8);
@@ -588,7 +590,7 @@ mod tests {
             let ctx = ctx();
             // New table: delta-rs's write. Then an overwrite by the parallel path.
             let first = plan(&ctx, &format!("{name}0"), &rows).await;
-            let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap();
+            let table = write_overwrite_at(&ctx, &Storage::at(dir.path()).unwrap(), "t", "t", first).await.unwrap().0;
             let again = plan(&ctx, &format!("{name}1"), &rows).await;
             parallel_write(&ctx, &table, again, Commit::Overwrite).await.unwrap().expect("an eligible table");
             let files = all_dictionary(&dir.path().join("t"));

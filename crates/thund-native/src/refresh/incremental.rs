@@ -531,6 +531,7 @@ impl super::Maintenance for IncrementalView {
         let counted = counted && previous;
         let shape = Arc::clone(this.partial(ctx, agg, &partials, input.now.clone(), false, None)?.schema());
         let mut kept_values = None;
+        let mut counted_rows = None;
         let mut extremes = None;
         if counted {
             let mut parts = Vec::new();
@@ -544,8 +545,9 @@ impl super::Maintenance for IncrementalView {
             parts.push(LogicalPlanBuilder::scan("counts", provider_as_source(old), None)?.build()?);
             let merged = values::merged(ctx, parts, agg.group_expr.len())?;
             let name = format!("{}_values", d.name.name);
-            let counts = write_overwrite_at(ctx, storage, &values_key, &name, merged).await?;
+            let (counts, rows) = write_overwrite_at(ctx, storage, &values_key, &name, merged).await?;
             kept_values = Some(counts.version().map_or(-1, |v| v as i64));
+            counted_rows = Some(rows);
             steps.done("merge and write the value counts");
             crate::failpoint::hit("incremental-after-values", &d.name)?;
             counts.update_datafusion_session(&ctx.state())?;
@@ -660,18 +662,25 @@ impl super::Maintenance for IncrementalView {
             parts.remove(0)
         };
         let offsets = input.offsets;
-        let state = write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
+        let (state, groups) =
+            write_overwrite_at(ctx, storage, &state_key, &format!("{}_state", d.name.name), merged).await?;
+        let groups = groups as usize;
         let state_version = state.version().map_or(-1, |v| v as i64);
         steps.done("merge and write the state");
         crate::failpoint::hit("incremental-after-state", &d.name)?;
+        // Counts grown to more than their groups justify (ever new values: times, ids) would be
+        // rewritten whole each refresh: they are dropped, and the groups that lose an extreme
+        // are recomputed from the input instead, until the state is built again.
+        if counted_rows.is_some_and(|rows| !values::few(rows as usize, groups)) {
+            kept_values = None;
+            steps.done("drop the value counts: too many for the groups");
+        }
         // A state built from all rows: its value counts too, if they are few for its groups.
         if let Some((by_value, rows)) = fine {
-            state.update_datafusion_session(&ctx.state())?;
-            let groups = ctx.read_table(state.table_provider().await?)?.count().await?;
             if values::few(rows, groups) {
                 let counts = values::counts_from(ctx, agg, &partials, by_value)?;
                 let name = format!("{}_values", d.name.name);
-                let table = write_overwrite_at(ctx, storage, &values_key, &name, counts).await?;
+                let (table, _) = write_overwrite_at(ctx, storage, &values_key, &name, counts).await?;
                 kept_values = Some(table.version().map_or(-1, |v| v as i64));
                 steps.done("write the value counts");
                 crate::failpoint::hit("incremental-after-values", &d.name)?;

@@ -15,7 +15,8 @@
 //! state, in the same pass over the input (the partial state grouped by the values too, from
 //! which both are read), when that has at most 16 rows per group (at least 4096, at most 2^20 in
 //! all); a view whose values are nearly all distinct keeps none and recomputes the groups that
-//! lost an extreme, as before. Only exactly ordered values are counted (`regroup::extremes_only`): two
+//! lost an extreme, as before. Counts that grow past that bound (new values every refresh:
+//! times, ids) are dropped the same way, until the state is built again. Only exactly ordered values are counted (`regroup::extremes_only`): two
 //! equal floating-point values may still be ordered apart (-0.0 and 0.0, NaNs).
 
 use std::sync::Arc;
