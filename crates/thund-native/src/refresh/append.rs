@@ -59,7 +59,7 @@ impl super::Maintenance for AppendView {
         dq: &mut Option<knut_thund::backend::DataQuality>,
     ) -> Result<Refreshed> {
         let (usable, view_version) = ViewRecord::usable(storage, &d.name, "append", &self.definition, rebuild).await?;
-        let before = propagate::joins(&self.plan);
+        let before = |changed: &_| propagate::befores(&self.plan, changed);
         let changed = match &usable {
             Some(r) => Inputs::since(ctx, storage, &self.sources, &r.sources, false, before).await?,
             None => Err(super::input::no_record(rebuild)),

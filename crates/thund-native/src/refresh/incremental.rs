@@ -331,7 +331,7 @@ impl IncrementalView {
         partials: &[Partial],
         counted: bool,
     ) -> Result<std::result::Result<Input, Issue>> {
-        let before = propagate::joins(&agg.input);
+        let before = |changed: &_| propagate::befores(&agg.input, changed);
         let inputs = match Inputs::since(ctx, storage, &self.sources, &r.sources, false, before).await? {
             Ok(c) => c,
             Err(why) => return Ok(Err(why)),

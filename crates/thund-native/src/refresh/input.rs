@@ -4,7 +4,7 @@
 //! that cannot be had, for the technique to recompute instead. [`Inputs`] holds them for every
 //! input of a view, with each input's rows now and, for a join, then (`propagate`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
@@ -166,18 +166,19 @@ impl Inputs {
         Ok(Inputs(inputs))
     }
 
-    /// What each input gained and lost since `recorded` (`since`), every row of it now, and,
-    /// with `before`, every row it held then (for joins). `Err` says why the view must be
-    /// recomputed instead.
+    /// What each input gained and lost since `recorded` (`since`), every row of it now, and
+    /// every row it held then for the changed inputs `before` names (by table name, given the
+    /// names of those that changed: what a join's change reads as it was, `propagate::befores`).
+    /// `Err` says why the view must be recomputed instead.
     pub(super) async fn since(
         ctx: &SessionContext,
         storage: &Storage,
         sources: &[QualifiedName],
         recorded: &Offsets,
         appended_only: bool,
-        before: bool,
+        before: impl Fn(&BTreeSet<String>) -> BTreeSet<String>,
     ) -> Result<std::result::Result<Inputs, Issue>> {
-        let mut inputs = BTreeMap::new();
+        let mut read = Vec::new();
         for source in sources {
             let Some(was) = recorded.get(&source.to_string()) else {
                 let why = format!("no earlier refresh read `{source}`");
@@ -189,6 +190,15 @@ impl Inputs {
                 Err(why) => return Ok(Err(why)),
             };
             steps.done("read the change");
+            read.push((source, was, changed));
+        }
+        // Only the earlier versions a join's change reads are opened: each costs a log replay.
+        let changed: BTreeSet<String> =
+            read.iter().filter(|(_, was, c)| &c.offset != *was).map(|(s, _, _)| s.name.clone()).collect();
+        let wanted = before(&changed);
+        let mut inputs = BTreeMap::new();
+        for (source, was, changed) in read {
+            let mut steps = crate::flow::Steps::of("refresh input", source);
             let at = |offset: &SourceOffset| {
                 let offset = offset.clone();
                 async move { table_increment(ctx, storage, source, None, Some(&offset)).await.map(|t| t.provider) }
@@ -196,7 +206,7 @@ impl Inputs {
             let input = if &changed.offset == was {
                 Input { now: at(was).await?, before: None, change: None, offset: changed.offset }
             } else {
-                let earlier = match (before, was) {
+                let earlier = match (wanted.contains(&source.name), was) {
                     (true, SourceOffset::Table { version, .. }) if *version >= 0 => Some(at(was).await?),
                     (true, _) => {
                         let why = format!("`{source}` had no rows at the last refresh");

@@ -24,9 +24,10 @@
 //! [`check`] says whether a plan is of that kind; a full outer join, an aggregate, a window, a
 //! `DISTINCT` or a subquery below are not.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::Column;
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::{cast, lit, Expr, Join, JoinType, LogicalPlan, Projection, TableScanBuilder};
@@ -77,9 +78,43 @@ pub(super) fn check(plan: &LogicalPlan) -> std::result::Result<(), Issue> {
     }
 }
 
-/// Whether `plan` joins anything (a join's change reads its inputs as they were before).
-pub(super) fn joins(plan: &LogicalPlan) -> bool {
-    plan.exists(|n| Ok(matches!(n, LogicalPlan::Join(_)))).unwrap_or(true)
+/// Which of the `changed` inputs (by table name) [`delta`] reads as they were before: under a
+/// join whose right side changed, those of its left side (`L ⋈ ΔR`); under a left or right
+/// join whose other side (not the preserved one) changed, those of both sides. Only these
+/// earlier versions need opening.
+pub(super) fn befores(plan: &LogicalPlan, changed: &BTreeSet<String>) -> BTreeSet<String> {
+    let under = |side: &LogicalPlan| -> BTreeSet<String> {
+        let mut found = BTreeSet::new();
+        let _ = side.apply(|n| {
+            if let LogicalPlan::TableScan(scan) = n {
+                if changed.contains(scan.table_name.table()) {
+                    found.insert(scan.table_name.table().to_string());
+                }
+            }
+            Ok(TreeNodeRecursion::Continue)
+        });
+        found
+    };
+    let mut out = BTreeSet::new();
+    let _ = plan.apply(|n| {
+        if let LogicalPlan::Join(j) = n {
+            let (left, right) = (under(&j.left), under(&j.right));
+            let other = match j.join_type {
+                JoinType::Left => Some(&right),
+                JoinType::Right => Some(&left),
+                _ => None,
+            };
+            let both = other.is_some_and(|o| !o.is_empty());
+            if !right.is_empty() || both {
+                out.extend(left.iter().cloned());
+            }
+            if both {
+                out.extend(right.iter().cloned());
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    out
 }
 
 /// Which rows of the inputs a plan reads.
