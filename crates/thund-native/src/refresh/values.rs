@@ -74,34 +74,53 @@ pub(super) fn counts_of(
 ) -> Result<LogicalPlan> {
     let count = udaf(ctx, "count")?;
     let extremes = extremes(agg, partials)?;
-    let mut union: Option<LogicalPlanBuilder> = None;
+    let mut plans = Vec::new();
     for (i, arg, _) in &extremes {
         let mut group: Vec<Expr> =
             agg.group_expr.iter().enumerate().map(|(k, g)| unalias(g).clone().alias(format!("k{k}"))).collect();
-        let keys = group.len();
         group.push(arg.clone().alias(format!("x{i}")));
         let counted = LogicalPlanBuilder::from(input.clone())
             .filter(arg.clone().is_not_null())?
             .aggregate(group, vec![count.call(vec![lit(1i64)]).alias("m")])?;
-        let mut columns: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
-        for (other, _, t) in &extremes {
-            let x = match other == i {
-                true => cast(col(format!("x{i}")), t.clone()),
-                false => cast(lit(datafusion::scalar::ScalarValue::Null), t.clone()),
-            };
-            columns.push(x.alias(format!("x{other}")));
-        }
-        columns.push(match lost {
-            true => Expr::Negative(Box::new(col("m"))).alias("m"),
+        let m = match lost {
+            true => Expr::Negative(Box::new(col("m"))),
             false => col("m"),
-        });
-        let counted = counted.project(columns)?.build()?;
-        union = Some(match union {
-            None => LogicalPlanBuilder::from(counted),
-            Some(u) => u.union(counted)?,
-        });
+        };
+        plans.push(widened(counted, *i, &extremes, agg.group_expr.len(), m)?);
     }
-    let union = union.ok_or_else(|| NativeError::Execution("internal error: no minimum or maximum".into()))?;
+    side_by_side(plans)
+}
+
+/// The counts of extreme `i` (`counted`: keys `k0..`, its value `x<i>`, a count `m`) with a
+/// column for every extreme's value, NULL but its own, and `m` as `count`.
+fn widened(
+    counted: LogicalPlanBuilder,
+    i: usize,
+    extremes: &[(usize, Expr, DataType)],
+    keys: usize,
+    count: Expr,
+) -> Result<LogicalPlan> {
+    let mut columns: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
+    for (other, _, t) in extremes {
+        let x = match *other == i {
+            true => cast(col(format!("x{i}")), t.clone()),
+            false => cast(lit(datafusion::scalar::ScalarValue::Null), t.clone()),
+        };
+        columns.push(x.alias(format!("x{other}")));
+    }
+    columns.push(count.alias("m"));
+    Ok(counted.project(columns)?.build()?)
+}
+
+/// The counts of every extreme, side by side, as stored.
+fn side_by_side(mut plans: Vec<LogicalPlan>) -> Result<LogicalPlan> {
+    if plans.is_empty() {
+        return Err(NativeError::Execution("internal error: no minimum or maximum".into()));
+    }
+    let mut union = LogicalPlanBuilder::from(plans.remove(0));
+    for plan in plans {
+        union = union.union(plan)?;
+    }
     storable(union.build()?)
 }
 
@@ -212,29 +231,15 @@ pub(super) fn counts_from(
     let sum = udaf(ctx, "sum")?;
     let extremes = extremes(agg, partials)?;
     let keys = agg.group_expr.len();
-    let mut union: Option<LogicalPlanBuilder> = None;
+    let mut plans = Vec::new();
     for (i, _, _) in &extremes {
         let mut group: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
         group.push(col(format!("x{i}")));
         let counted = LogicalPlanBuilder::from(fine.clone())
             .filter(col(format!("x{i}")).is_not_null())?
             .aggregate(group, vec![sum.call(vec![col("n")]).alias("m")])?;
-        let mut columns: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
-        for (other, _, t) in &extremes {
-            let x = match other == i {
-                true => col(format!("x{i}")),
-                false => cast(lit(datafusion::scalar::ScalarValue::Null), t.clone()),
-            };
-            columns.push(x.alias(format!("x{other}")));
-        }
         // (A sum of the rows of at least one group: never NULL, as a count.)
-        columns.push(coalesce(vec![col("m"), lit(0i64)]).alias("m"));
-        let counted = counted.project(columns)?.build()?;
-        union = Some(match union {
-            None => LogicalPlanBuilder::from(counted),
-            Some(u) => u.union(counted)?,
-        });
+        plans.push(widened(counted, *i, &extremes, keys, coalesce(vec![col("m"), lit(0i64)]))?);
     }
-    let union = union.ok_or_else(|| NativeError::Execution("internal error: no minimum or maximum".into()))?;
-    storable(union.build()?)
+    side_by_side(plans)
 }
