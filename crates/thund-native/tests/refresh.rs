@@ -294,7 +294,7 @@ fn extremes_over_few_values_are_read_off_value_counts_and_over_many_recomputed()
                CREATE MATERIALIZED VIEW grows AS SELECT k % 2 AS g, max(CASE WHEN k < 10000 THEN v % 10 ELSE k END) AS hi FROM target GROUP BY k % 2;\n";
     let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
     std::fs::create_dir_all(dir.path().join("feed")).unwrap();
-    let full = [
+    let full_queries = [
         ("few", "SELECT k % 7, max(v % 30), min(v % 30), count(*) FROM target GROUP BY k % 7"),
         ("many", "SELECT k % 3, max(v), min(v), sum(v) FROM target GROUP BY k % 3"),
         ("overall", "SELECT max(v % 30), count(*) FROM target"),
@@ -341,7 +341,7 @@ fn extremes_over_few_values_are_read_off_value_counts_and_over_many_recomputed()
         std::fs::write(dir.path().join(format!("feed/{round}.json")), feed).unwrap();
         let (s, events) = run(dir.path());
         assert!(!s.failed(), "{:?}", s.flows);
-        for (view, query_sql) in full {
+        for (view, query_sql) in full_queries {
             let at = format!("round {round}, {view}");
             assert_eq!(sorted(dir.path(), &format!("SELECT * FROM {view}")), sorted(dir.path(), query_sql), "{at}");
             if round > 0 {
@@ -351,14 +351,42 @@ fn extremes_over_few_values_are_read_off_value_counts_and_over_many_recomputed()
         }
         // 7 × 30 and 30 values are counted; 5000 values in each of two extremes are too many,
         // from the start (`many`) or once they came (`grows`, from round 2).
-        let counted = |view: &str| {
+        let record = |view: &str| {
             let record = std::fs::read_to_string(state.join(format!("{view}.json"))).unwrap();
-            let record: serde_json::Value = serde_json::from_str(&record).unwrap();
-            record["values_version"].is_i64()
+            serde_json::from_str::<serde_json::Value>(&record).unwrap()
         };
+        let counted = |view: &str| record(view)["values_version"].is_i64();
         assert!(counted("few") && counted("overall"), "round {round}");
         assert!(!counted("many") && !state.join("many.values").exists(), "round {round}");
         assert_eq!(counted("grows"), round < 2, "round {round}");
+        // Found too many once, they are not counted again.
+        assert_eq!(record("many")["values_too_many"], true, "round {round}");
+        assert_eq!(record("grows")["values_too_many"], round >= 2, "round {round}");
+    }
+    // `grows` has few values again; a full refresh builds the states again: the views with few
+    // values count them again, those found with too many before do not try.
+    let gone: String = (10_000..15_000u64)
+        .map(|k| format!("{{\"k\": {k}, \"v\": 0, \"seq\": {}, \"op\": \"D\"}}\n", seq + k))
+        .collect();
+    std::fs::write(dir.path().join("feed/6.json"), gone).unwrap();
+    let (s, _) = run(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let full = knut_thund::plan::Selection {
+        full_refresh: vec!["few".into(), "many".into(), "grows".into()],
+        ..Default::default()
+    };
+    let (s, _) = run_with(dir.path(), knut_thund::backend::RunOptions { selection: full, ..Default::default() });
+    assert!(!s.failed(), "{:?}", s.flows);
+    let record = |view: &str| {
+        let record = std::fs::read_to_string(state.join(format!("{view}.json"))).unwrap();
+        serde_json::from_str::<serde_json::Value>(&record).unwrap()
+    };
+    for (view, query_sql) in full_queries {
+        assert_eq!(sorted(dir.path(), &format!("SELECT * FROM {view}")), sorted(dir.path(), query_sql), "{view}");
+    }
+    assert!(record("few")["values_version"].is_i64());
+    for view in ["many", "grows"] {
+        assert!(record(view)["values_version"].is_null() && record(view)["values_too_many"] == true, "{view}");
     }
 }
 

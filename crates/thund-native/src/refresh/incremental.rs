@@ -80,6 +80,11 @@ struct Record {
     /// belongs to that state, if the view keeps them.
     #[serde(default)]
     values_version: Option<i64>,
+    /// The view's minimums and maximums have had too many values to count (`values`): a state
+    /// built again from all rows does not try again (the pass that counts them costs a second
+    /// aggregate of every row when they are many).
+    #[serde(default)]
+    values_too_many: bool,
 }
 
 /// How one aggregate is kept as state and merged.
@@ -492,6 +497,8 @@ impl super::Maintenance for IncrementalView {
             true => Some(storage.delta_version(&values_key).await?),
             false => None,
         };
+        // Tried before for this definition and found too many: not counted again.
+        let too_many = record.as_ref().is_some_and(|r| r.definition == this.definition && r.values_too_many);
         // The record holds only if the state, its value counts and the view are still the
         // versions it names.
         let usable = record.filter(|r| {
@@ -559,10 +566,12 @@ impl super::Maintenance for IncrementalView {
         // Built from all rows: the state with its values counted in the same pass, by groups
         // split further by each minimum's and maximum's value, if there are few such groups.
         let mut fine = None;
-        if !previous && countable {
+        let mut values_too_many = too_many;
+        if !previous && countable && !too_many {
             let by = values::arguments(agg, &partials)?;
             let plan = this.partial_by(ctx, agg, &partials, input.now.clone(), false, None, by)?;
             fine = values::fine(ctx, plan).await?;
+            values_too_many = fine.is_none();
             steps.done(&format!("aggregate by value ({})", if fine.is_some() { "few" } else { "too many" }));
         }
 
@@ -673,11 +682,13 @@ impl super::Maintenance for IncrementalView {
         // are recomputed from the input instead, until the state is built again.
         if counted_rows.is_some_and(|rows| !values::few(rows as usize, groups)) {
             kept_values = None;
+            values_too_many = true;
             steps.done("drop the value counts: too many for the groups");
         }
         // A state built from all rows: its value counts too, if they are few for its groups.
         if let Some((by_value, rows)) = fine {
-            if values::few(rows, groups) {
+            values_too_many = !values::few(rows, groups);
+            if !values_too_many {
                 let counts = values::counts_from(ctx, agg, &partials, by_value)?;
                 let name = format!("{}_values", d.name.name);
                 let (table, _) = write_overwrite_at(ctx, storage, &values_key, &name, counts).await?;
@@ -749,6 +760,7 @@ impl super::Maintenance for IncrementalView {
             state_version,
             view_version,
             values_version: kept_values,
+            values_too_many,
         };
         storage.write_json(&storage.state_record_key(&d.name), &record).await?;
         Ok(Refreshed::by(rows, Technique::GroupAggregate, rebuilt))

@@ -16,7 +16,10 @@
 //! which both are read), when that has at most 16 rows per group (at least 4096, at most 2^20 in
 //! all); a view whose values are nearly all distinct keeps none and recomputes the groups that
 //! lost an extreme, as before. Counts that grow past that bound (new values every refresh:
-//! times, ids) are dropped the same way, until the state is built again. Only exactly ordered values are counted (`regroup::extremes_only`): two
+//! times, ids) are dropped the same way. A view found to have too many values is not counted
+//! again when its state is built again (a full refresh): counting them costs a second
+//! aggregate of every row, by group and value, which is as large as the input when the values
+//! are distinct (`max(event_time)` per device). Only exactly ordered values are counted (`regroup::extremes_only`): two
 //! equal floating-point values may still be ordered apart (-0.0 and 0.0, NaNs).
 
 use std::sync::Arc;
