@@ -215,7 +215,8 @@ def one_round(args, py, thund, data, spark):
                                    json.dumps(CHECKS), str(after)], capture_output=True, text=True)
         if replayed.returncode != 0:
             raise SystemExit(f"the DuckDB oracle failed: {replayed.stderr[-3000:]}")
-        oracle = json.loads(replayed.stdout)
+        # (The verdict is the script's last line.)
+        oracle = json.loads(replayed.stdout.strip().splitlines()[-1])
         mismatches = []
         for t, check in CHECKS.items():
             got = subprocess.run([thund, "query", "-p", str(proj), check.format(t=t), "--format", "csv"],
