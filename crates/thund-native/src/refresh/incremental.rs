@@ -392,6 +392,7 @@ impl IncrementalView {
         let (sum, count) = (udaf(ctx, "sum")?, udaf(ctx, "count")?);
         let mut keys: Vec<Expr> =
             agg.group_expr.iter().enumerate().map(|(i, g)| unalias(g).clone().alias(format!("k{i}"))).collect();
+        let extras = extra.len();
         keys.extend(extra);
         let mut states = vec![count.call(vec![lit(1i64)]).alias("n")];
         for (i, (e, kind)) in agg.aggr_expr.iter().zip(partials).enumerate() {
@@ -419,7 +420,8 @@ impl IncrementalView {
         let partial = match lost {
             false => partial,
             true => {
-                let keys = agg.group_expr.len();
+                // (Every key, the extra ones too, keeps its value.)
+                let keys = agg.group_expr.len() + extras;
                 let negated: Vec<Expr> = partial
                     .schema()
                     .fields()
@@ -541,16 +543,17 @@ impl super::Maintenance for IncrementalView {
         let mut counted_rows = None;
         let mut extremes = None;
         if counted {
+            // What was gained and lost, counted as a full build counts (negated when lost).
+            let changed = input.inserted.iter().map(|p| (p, false)).chain(input.deleted.iter().map(|p| (p, true)));
             let mut parts = Vec::new();
-            for gained in &input.inserted {
-                parts.push(values::counts_of(ctx, agg, &partials, gained.clone(), false)?);
-            }
-            for lost in &input.deleted {
-                parts.push(values::counts_of(ctx, agg, &partials, lost.clone(), true)?);
+            for (rows, lost) in changed {
+                let by = values::arguments(agg, &partials)?;
+                let fine = this.partial_by(ctx, agg, &partials, rows.clone(), lost, None, by)?;
+                parts.push(values::counts_from(ctx, agg, &partials, fine)?);
             }
             let old = open_at(ctx, &storage.url_of(&format!("{values_key}/"))).await?;
             parts.push(LogicalPlanBuilder::scan("counts", provider_as_source(old), None)?.build()?);
-            let merged = values::merged(ctx, parts, agg.group_expr.len())?;
+            let merged = values::merged(ctx, parts)?;
             let name = format!("{}_values", d.name.name);
             let (counts, rows) = write_overwrite_at(ctx, storage, &values_key, &name, merged).await?;
             kept_values = Some(counts.version().map_or(-1, |v| v as i64));

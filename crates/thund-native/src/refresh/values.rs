@@ -66,70 +66,9 @@ pub(super) fn any(partials: &[Partial]) -> bool {
     partials.iter().any(|p| matches!(p, Partial::Min | Partial::Max))
 }
 
-/// The value counts of `input` (rows of the aggregate's input), negated when the input `lost`
-/// them: per minimum or maximum, its group's keys, its non-NULL argument and how many rows hold it.
-pub(super) fn counts_of(
-    ctx: &SessionContext,
-    agg: &Aggregate,
-    partials: &[Partial],
-    input: LogicalPlan,
-    lost: bool,
-) -> Result<LogicalPlan> {
-    let count = udaf(ctx, "count")?;
-    let extremes = extremes(agg, partials)?;
-    let mut plans = Vec::new();
-    for (i, arg, _) in &extremes {
-        let mut group: Vec<Expr> =
-            agg.group_expr.iter().enumerate().map(|(k, g)| unalias(g).clone().alias(format!("k{k}"))).collect();
-        group.push(arg.clone().alias(format!("x{i}")));
-        let counted = LogicalPlanBuilder::from(input.clone())
-            .filter(arg.clone().is_not_null())?
-            .aggregate(group, vec![count.call(vec![lit(1i64)]).alias("m")])?;
-        let m = match lost {
-            true => Expr::Negative(Box::new(col("m"))),
-            false => col("m"),
-        };
-        plans.push(widened(counted, *i, &extremes, agg.group_expr.len(), m)?);
-    }
-    side_by_side(plans)
-}
-
-/// The counts of extreme `i` (`counted`: keys `k0..`, its value `x<i>`, a count `m`) with a
-/// column for every extreme's value, NULL but its own, and `m` as `count`.
-fn widened(
-    counted: LogicalPlanBuilder,
-    i: usize,
-    extremes: &[(usize, Expr, DataType)],
-    keys: usize,
-    count: Expr,
-) -> Result<LogicalPlan> {
-    let mut columns: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
-    for (other, _, t) in extremes {
-        let x = match *other == i {
-            true => cast(col(format!("x{i}")), t.clone()),
-            false => cast(lit(datafusion::scalar::ScalarValue::Null), t.clone()),
-        };
-        columns.push(x.alias(format!("x{other}")));
-    }
-    columns.push(count.alias("m"));
-    Ok(counted.project(columns)?.build()?)
-}
-
-/// The counts of every extreme, side by side, as stored.
-fn side_by_side(mut plans: Vec<LogicalPlan>) -> Result<LogicalPlan> {
-    if plans.is_empty() {
-        return Err(NativeError::Execution("internal error: no minimum or maximum".into()));
-    }
-    let mut union = LogicalPlanBuilder::from(plans.remove(0));
-    for plan in plans {
-        union = union.union(plan)?;
-    }
-    storable(union.build()?)
-}
-
 /// `parts` (value counts, some negated, and the counts kept so far) merged: one row per group
 /// and value, those whose count reached zero gone.
-pub(super) fn merged(ctx: &SessionContext, mut parts: Vec<LogicalPlan>, keys: usize) -> Result<LogicalPlan> {
+pub(super) fn merged(ctx: &SessionContext, mut parts: Vec<LogicalPlan>) -> Result<LogicalPlan> {
     let first = parts.remove(0);
     let names: Vec<String> = first.schema().fields().iter().map(|f| f.name().clone()).collect();
     let mut union = LogicalPlanBuilder::from(first);
@@ -144,7 +83,6 @@ pub(super) fn merged(ctx: &SessionContext, mut parts: Vec<LogicalPlan>, keys: us
     // counts it merges, so the table keeps its schema.
     let mut columns: Vec<Expr> = names[..values].iter().map(col).collect();
     columns.push(coalesce(vec![col("m"), lit(0i64)]).alias("m"));
-    debug_assert!(keys <= values);
     Ok(merged.project(columns)?.build()?)
 }
 
@@ -224,7 +162,8 @@ pub(super) fn few(rows: usize, groups: usize) -> bool {
 }
 
 /// The value counts of a partial state grouped by value too (`fine`, see `arguments`): per
-/// minimum or maximum, the rows of each group and non-NULL value.
+/// minimum or maximum, the rows of each group and non-NULL value (negative where `fine` is the
+/// negated state of rows the input lost).
 pub(super) fn counts_from(
     ctx: &SessionContext,
     agg: &Aggregate,
@@ -234,15 +173,30 @@ pub(super) fn counts_from(
     let sum = udaf(ctx, "sum")?;
     let extremes = extremes(agg, partials)?;
     let keys = agg.group_expr.len();
-    let mut plans = Vec::new();
+    let mut union: Option<LogicalPlanBuilder> = None;
     for (i, _, _) in &extremes {
         let mut group: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
         group.push(col(format!("x{i}")));
         let counted = LogicalPlanBuilder::from(fine.clone())
             .filter(col(format!("x{i}")).is_not_null())?
             .aggregate(group, vec![sum.call(vec![col("n")]).alias("m")])?;
+        // Every extreme's value column, NULL but its own.
+        let mut columns: Vec<Expr> = (0..keys).map(|k| col(format!("k{k}"))).collect();
+        for (other, _, t) in &extremes {
+            let x = match other == i {
+                true => col(format!("x{i}")),
+                false => cast(lit(datafusion::scalar::ScalarValue::Null), t.clone()),
+            };
+            columns.push(x.alias(format!("x{other}")));
+        }
         // (A sum of the rows of at least one group: never NULL, as a count.)
-        plans.push(widened(counted, *i, &extremes, keys, coalesce(vec![col("m"), lit(0i64)]))?);
+        columns.push(coalesce(vec![col("m"), lit(0i64)]).alias("m"));
+        let counted = counted.project(columns)?.build()?;
+        union = Some(match union {
+            None => LogicalPlanBuilder::from(counted),
+            Some(u) => u.union(counted)?,
+        });
     }
-    side_by_side(plans)
+    let union = union.ok_or_else(|| NativeError::Execution("internal error: no minimum or maximum".into()))?;
+    storable(union.build()?)
 }
