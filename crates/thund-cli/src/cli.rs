@@ -156,8 +156,10 @@ pub(crate) enum Command {
         /// Flows run at once (default: number of cores).
         #[arg(long, default_value_t = 0)]
         max_concurrent_flows: usize,
-        /// Memory limit of the engine (e.g. `512M`, `2G`); aggregates and sorts spill to disk
-        /// beyond it (a hash join's smaller side must still fit).
+        /// Memory limit of the native engine (e.g. `512M`, `4G`, `50%` of this machine's);
+        /// aggregates and sorts spill to disk beyond it, and what cannot fails with an error
+        /// (a hash join's smaller side must fit). Else `THUND_MEMORY_LIMIT`, else the spec's
+        /// `thund.memoryLimit`, else 80% of this machine's memory.
         #[arg(long)]
         memory_limit: Option<String>,
     },

@@ -30,12 +30,11 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<()> {
         Command::Init { dir, from_dlt: None } => init(&dir),
         Command::Init { from_dlt: Some(settings), .. } => init_from_dlt(&settings),
         Command::Validate { project } => validate(&project.project),
-        Command::DryRun { run: args } => run(args, true, 0, EngineOptions::default()),
+        Command::DryRun { run: args } => run(args, true, 0, None),
         Command::Graph { project, format } => graph(&project.project, format),
         Command::Explain { project, views } => crate::explain::explain(&project.project, &views),
         Command::Run { run: args, max_concurrent_flows, memory_limit } => {
-            let memory_limit = memory_limit.as_deref().map(parse_size).transpose()?;
-            run(args, false, max_concurrent_flows, EngineOptions { memory_limit, target_partitions: 0 })
+            run(args, false, max_concurrent_flows, memory_limit.as_deref())
         }
         Command::Query { project, target, sql, format, output, schema } => {
             query(&project.project, &target, &sql, QueryOutput { format, file: output, schema })
@@ -198,37 +197,13 @@ fn graph(start: &Path, format: GraphFormat) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses `512M`, `2G`, `1048576`.
-fn parse_size(s: &str) -> anyhow::Result<usize> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((i, _)) => {
-            let unit = s[i..].to_ascii_uppercase();
-            let mult: usize = match unit.trim_end_matches("IB").trim_end_matches('B') {
-                "" => 1,
-                "K" => 1 << 10,
-                "M" => 1 << 20,
-                "G" => 1 << 30,
-                _ => bail!(Failure::usage(format!("--memory-limit `{s}`: unknown unit (use K, M or G)"))),
-            };
-            (&s[..i], mult)
-        }
-        None => (s, 1),
-    };
-    let n: f64 = num.trim().parse().map_err(|_| Failure::usage(format!("--memory-limit `{s}` is not a size")))?;
-    let bytes = n * mult as f64;
-    // A cast would turn `-5M` into 0 and `NaN` or `inf` into nonsense limits.
-    if !bytes.is_finite() || bytes < 1.0 || bytes > usize::MAX as f64 {
-        bail!(Failure::usage(format!("--memory-limit `{s}` must be a positive size such as 512M or 2G")));
-    }
-    Ok(bytes as usize)
-}
-
 /// `run` and `dry-run`, on any backend: prepare (every problem at once, before anything is
 /// contacted or written), start, follow the events, judge the summary.
-fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, engine: EngineOptions) -> anyhow::Result<()> {
+fn run(args: RunArgs, dry: bool, max_concurrent_flows: usize, memory_flag: Option<&str>) -> anyhow::Result<()> {
     let start = args.project.project.as_path();
     let p = load(start)?;
+    let memory_limit = crate::memory::memory_limit(memory_flag, &p, start)?;
+    let engine = EngineOptions { memory_limit, target_partitions: 0 };
     let backend = backends::pick(&args.target, engine)?;
     let options = RunOptions { selection: selection(args.selection), dry, max_concurrent_flows };
     let mut prepared = prepare_for(backend.as_ref(), &p, &options).map_err(|e| in_project(start, e))?;
@@ -767,21 +742,4 @@ fn spark_doctor(url: &str, sample: Option<&Pipeline>, scratch: &Path) -> anyhow:
         },
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_memory_sizes() {
-        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
-        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
-        assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert!(parse_size("12Q").is_err());
-        for bad in ["-5M", "0", "0.0G", "NaN", "inf", "-inf"] {
-            assert!(parse_size(bad).is_err(), "{bad} was accepted");
-        }
-    }
 }

@@ -14,6 +14,7 @@ mod cli;
 mod commands;
 mod explain;
 mod failure;
+mod memory;
 mod progress;
 mod render;
 mod sample;

@@ -570,6 +570,62 @@ fn a_huge_max_concurrent_flows_means_no_limit_not_a_million_threads() {
     assert!(text(&o).contains("revenue_by_region") && text(&o).contains("COMPLETED"), "{}", text(&o));
 }
 
+#[test]
+fn the_memory_limit_comes_from_the_flag_the_environment_or_the_spec_and_a_bad_one_exits_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    let spec = demo.join("spark-pipeline.yml");
+    let plain = std::fs::read_to_string(&spec).unwrap();
+    let run = |env: Option<&str>, flag: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_thund"));
+        c.args(["run", "-p", p(&demo)]).env("NO_COLOR", "1").env_remove("THUND_MEMORY_LIMIT");
+        if let Some(v) = env {
+            c.env("THUND_MEMORY_LIMIT", v);
+        }
+        if let Some(v) = flag {
+            c.args(["--memory-limit", v]);
+        }
+        c.output().unwrap()
+    };
+    std::fs::write(&spec, format!("{plain}configuration:\n  thund.memoryLimit: lots\n")).unwrap();
+    let o = run(None, None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("spark-pipeline.yml: configuration `thund.memoryLimit: lots`"), "{}", text(&o));
+    // The environment wins over the spec, the flag over both.
+    let o = run(Some("12Q"), None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("THUND_MEMORY_LIMIT=`12Q`: has an unknown unit"), "{}", text(&o));
+    let o = run(Some("256M"), None);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(Some("12Q"), Some("50%"));
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(None, Some("0%"));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("--memory-limit `0%`"), "{}", text(&o));
+    std::fs::write(&spec, format!("{plain}configuration:\n  thund.memoryLimit: 1G\n")).unwrap();
+    let o = run(None, None);
+    assert!(o.status.success() && text(&o).contains("COMPLETED"), "{}", text(&o));
+}
+
+#[test]
+fn explain_shows_the_plans_and_explain_analyze_the_metrics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let demo = tmp.path().join("demo");
+    assert!(thund(&["init", p(&demo)]).status.success());
+    assert!(thund(&["run", "-p", p(&demo)]).status.success());
+    let query = "SELECT region, count(*) AS n FROM revenue_by_region GROUP BY region";
+    let plans = csv_of(&demo, &format!("EXPLAIN {query}"));
+    assert!(plans.starts_with("plan\n"), "{plans}");
+    for part in ["== logical_plan ==", "Aggregate: groupBy=", "== physical_plan ==", "AggregateExec"] {
+        assert!(plans.contains(part), "{part} is missing from:\n{plans}");
+    }
+    let analyzed = csv_of(&demo, &format!("explain analyze {query}"));
+    assert!(analyzed.contains("AggregateExec") && analyzed.contains("output_rows="), "{analyzed}");
+    let o = thund(&["query", "-p", p(&demo), &format!("EXPLAIN FORMATTED {query}")]);
+    assert!(!o.status.success() && text(&o).contains("`EXPLAIN FORMATTED` is Spark's"), "{}", text(&o));
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {

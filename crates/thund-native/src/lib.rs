@@ -64,6 +64,7 @@ mod views;
 
 pub use backend::{lock_run, HeldRunLock, NativeBackend, NativeOptions, BACKEND_NAME};
 pub use datafusion::parquet;
+pub use engine::memory::{default_memory_limit, machine_memory, DEFAULT_SHARE_PERCENT};
 pub use engine::preflight::preflight;
 pub use engine::EngineOptions;
 pub use error::NativeError;

@@ -3,6 +3,11 @@
 //! The text may start with `SET key = value;` statements, which apply to the query after them
 //! (the settings the embedded engine honours, see `knut_thund::sql_conf`); a text of `SET`s only
 //! answers as Spark does, with the `key` and `value` of the last one.
+//!
+//! `EXPLAIN query` answers, as Spark does, one row with a `plan` column: here the optimized
+//! logical plan and the physical plan DataFusion runs. `EXPLAIN ANALYZE query` runs the query and
+//! shows the physical plan with each operator's metrics (rows, time, spills), for finding where
+//! a query's time goes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -65,6 +70,7 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     if let (true, Some((key, value))) = (sql.is_empty(), shown) {
         return Ok(setting_row(&key, &value));
     }
+    let (explain, sql) = explained(sql).map_err(plan_error)?;
     let storage = Storage::of(p)?;
     let ctx = context_with(p, &configuration, engine)?;
     let names = NameContext { catalog: p.catalog.clone(), database: p.database.clone(), databricks: false };
@@ -138,8 +144,52 @@ pub async fn query(p: &Pipeline, sql: &str, engine: &EngineOptions) -> Result<Qu
     let failed =
         |e: datafusion::error::DataFusionError| NativeError::Execution(thund_sql::in_sparks_words(&e.to_string()));
     let df = ctx.execute_logical_plan(plan).await.map_err(failed)?;
+    if let Some(analyze) = explain {
+        let rows = df.explain(false, analyze)?.collect().await.map_err(failed)?;
+        return Ok(plan_row(&rows));
+    }
     let schema = Arc::clone(df.schema().inner());
     Ok(QueryResult { schema, batches: df.collect().await.map_err(failed)? })
+}
+
+/// Whether `sql` is an `EXPLAIN` (`Some(true)` with `ANALYZE`), and the query it explains.
+fn explained(sql: &str) -> std::result::Result<(Option<bool>, &str), String> {
+    let Some(rest) = keyword(sql, "EXPLAIN") else { return Ok((None, sql)) };
+    if let Some(query) = keyword(rest, "ANALYZE") {
+        return Ok((Some(true), query));
+    }
+    let mode = ["EXTENDED", "FORMATTED", "CODEGEN", "COST"].into_iter().find(|m| keyword(rest, m).is_some());
+    match mode {
+        Some(mode) => Err(format!(
+            "`EXPLAIN {mode}` is Spark's; the native backend explains with `EXPLAIN` (its logical and physical plans) \
+             or `EXPLAIN ANALYZE` (the physical plan with each operator's metrics)"
+        )),
+        None => Ok((Some(false), rest)),
+    }
+}
+
+/// The rest of `sql` after its first word when that word is `word` (in any case).
+fn keyword<'a>(sql: &'a str, word: &str) -> Option<&'a str> {
+    let sql = sql.trim_start();
+    let (first, rest) = sql.split_at_checked(word.len())?;
+    (first.eq_ignore_ascii_case(word) && rest.starts_with(char::is_whitespace)).then(|| rest.trim_start())
+}
+
+/// DataFusion's `EXPLAIN` rows (a plan's kind, the plan) as Spark's one `plan` value.
+fn plan_row(rows: &[RecordBatch]) -> QueryResult {
+    let mut text = String::new();
+    for batch in rows {
+        let text_of = |i: usize| arrow::compute::cast(batch.column(i), &DataType::Utf8).ok();
+        let (Some(kind), Some(plan)) = (text_of(0), text_of(1)) else { continue };
+        let (kind, plan) = (kind.as_any().downcast_ref::<StringArray>(), plan.as_any().downcast_ref::<StringArray>());
+        for (kind, plan) in kind.into_iter().flatten().zip(plan.into_iter().flatten()) {
+            text.push_str(&format!("== {} ==\n{}\n", kind.unwrap_or_default(), plan.unwrap_or_default()));
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![Field::new("plan", DataType::Utf8, false)]));
+    let column: arrow::array::ArrayRef = Arc::new(StringArray::from(vec![text.trim_end().to_string()]));
+    let batches = RecordBatch::try_new(Arc::clone(&schema), vec![column]).into_iter().collect();
+    QueryResult { schema, batches }
 }
 
 /// The statements of `sql`, split at the semicolons outside quotes and comments (empty ones left
@@ -221,7 +271,16 @@ pub async fn table_summary(
 
 #[cfg(test)]
 mod tests {
-    use super::{set_statement, statements};
+    use super::{explained, set_statement, statements};
+
+    #[test]
+    fn explain_takes_the_query_after_it() {
+        assert_eq!(explained("SELECT 1"), Ok((None, "SELECT 1")));
+        assert_eq!(explained("explain  SELECT 1"), Ok((Some(false), "SELECT 1")));
+        assert_eq!(explained("EXPLAIN analyze\nSELECT 1"), Ok((Some(true), "SELECT 1")));
+        assert_eq!(explained("EXPLAINED SELECT 1"), Ok((None, "EXPLAINED SELECT 1")));
+        assert!(explained("EXPLAIN FORMATTED SELECT 1").unwrap_err().contains("EXPLAIN ANALYZE"));
+    }
 
     #[test]
     fn a_query_text_splits_at_semicolons_outside_quotes_and_comments() {
