@@ -89,6 +89,8 @@ DUCKDB = """
 import duckdb, sys, json
 out, stmts = sys.argv[1], json.loads(sys.argv[2])
 con = duckdb.connect()
+if len(sys.argv) > 3:
+    con.execute(f"SET memory_limit = '{sys.argv[3]}'")
 for name, q in stmts:
     con.execute(f"CREATE TABLE {name} AS {q}")
     con.execute(f"COPY {name} TO '{out}/{name}.parquet' (FORMAT parquet)")
@@ -148,6 +150,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
     ap.add_argument("--spark", action="store_true", help="also run on a local Spark Connect server")
+    ap.add_argument("--memory-limit", help="e.g. 4G: Þund runs under it, and DuckDB once more under the same limit")
     args = ap.parse_args()
     py = args.python
     thund = thund_binary()
@@ -168,7 +171,9 @@ def main():
             "\n".join(f"CREATE MATERIALIZED VIEW {n} AS\n{q};\n" for n, q in sql_for("thund", data)))
         # --full-refresh-all: every run recomputes every dataset, as the other systems do (an
         # unchanged materialized view would otherwise be IDLE).
-        results["thund native"] = median_of(args.runs, lambda: timed([thund, "run", "--full-refresh-all", "-p", str(proj)]))
+        limit = ["--memory-limit", args.memory_limit] if args.memory_limit else []
+        results["thund native"] = median_of(
+            args.runs, lambda: timed([thund, "run", "--full-refresh-all", "-p", str(proj), *limit]))
 
         def fresh(name):
             d = tmp / name
@@ -178,6 +183,11 @@ def main():
 
         duck = json.dumps(sql_for("duckdb", data))
         results["duckdb → parquet"] = median_of(args.runs, lambda: timed([py, "-c", DUCKDB, fresh("duck"), duck]))
+        if args.memory_limit:
+            # DuckDB's own unit: `4G` is 4 GiB to both.
+            duck_limit = args.memory_limit.upper().rstrip("B").rstrip("I") + "iB"
+            results[f"duckdb → parquet ({args.memory_limit})"] = median_of(
+                args.runs, lambda: timed([py, "-c", DUCKDB, fresh("duck"), duck, duck_limit]))
         stmts = tmp / "raw_datafusion.json"
         stmts.write_text(json.dumps({"sources": {s: f"{data}/{s}.parquet" for s in SOURCES},
                                      "datasets": sql_for("datafusion", data)}))
@@ -211,11 +221,12 @@ def main():
     rows = [[k, f"{v[0]:.3f}s", f"{v[1]:.0f} MiB", f"{v[0] / base:.2f}×"] for k, v in results.items()]
     if spark_start is not None:
         rows.append(["(Spark server start)", f"{spark_start:.3f}s", "", ""])
-    print(f"TPC-H SF {args.sf}, 6 datasets, median of {args.runs}")
+    under = f", Þund under --memory-limit {args.memory_limit}" if args.memory_limit else ""
+    print(f"TPC-H SF {args.sf}, 6 datasets, median of {args.runs}{under}")
     print(table(rows, ["system", "wall", "peak RSS", "vs thund"]))
     print("gold tables agree" if not mismatches else "MISMATCH:\n  " + "\n  ".join(mismatches))
     path = save(f"tpch_sf{args.sf}", {
-        "sf": args.sf, "runs": args.runs, "mismatches": mismatches, "spark_server_start_s": spark_start,
+        "sf": args.sf, "runs": args.runs, "memory_limit": args.memory_limit, "mismatches": mismatches, "spark_server_start_s": spark_start,
         "systems": {k: {"wall_s": v[0], "peak_rss_mib": v[1], "vs_thund": v[0] / base} for k, v in results.items()}})
     print(f"written {path}")
     if mismatches:
