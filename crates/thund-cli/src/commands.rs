@@ -45,7 +45,8 @@ pub(crate) fn dispatch(command: Command) -> anyhow::Result<()> {
         }
         Command::Test { project, backend, filter, junit } => {
             let p = load_valid(&project.project, Parses::Keep)?;
-            let backend = backends::pick(&backend, EngineOptions::default())?;
+            let memory_limit = crate::memory::memory_limit(None, &p, &project.project)?;
+            let backend = backends::pick(&backend, EngineOptions { memory_limit, target_partitions: 0 })?;
             crate::testing::run(&p, backend.as_ref(), filter.as_deref(), junit.as_deref())
         }
         Command::Ui { project, port, bind } => {

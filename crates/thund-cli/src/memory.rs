@@ -1,4 +1,5 @@
-//! The native engine's memory limit for a run: where it is set, and how a size is written.
+//! The native engine's memory limit for `thund run` and `thund test`: where it is set, and how a
+//! size is written.
 //!
 //! The first of these that is set wins: `--memory-limit`, the environment's `THUND_MEMORY_LIMIT`,
 //! the spec's `configuration: {thund.memoryLimit: …}`, else a share of the machine's memory

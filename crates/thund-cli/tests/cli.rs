@@ -596,6 +596,15 @@ fn the_memory_limit_comes_from_the_flag_the_environment_or_the_spec_and_a_bad_on
     let o = run(Some("12Q"), None);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("THUND_MEMORY_LIMIT=`12Q`: has an unknown unit"), "{}", text(&o));
+    // `thund test` runs pipelines under the same limit.
+    let o = Command::new(env!("CARGO_BIN_EXE_thund"))
+        .args(["test", "-p", p(&demo)])
+        .env("NO_COLOR", "1")
+        .env("THUND_MEMORY_LIMIT", "12Q")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("THUND_MEMORY_LIMIT=`12Q`"), "{}", text(&o));
     let o = run(Some("256M"), None);
     assert!(o.status.success(), "{}", text(&o));
     let o = run(Some("12Q"), Some("50%"));
