@@ -216,13 +216,20 @@ impl CheckedPartition {
                 }
             }
         }
-        match keep {
+        let out = match keep {
             Some(k) => {
                 let out = filter_record_batch(&batch, &k)?;
                 counters.dropped += (rows - out.num_rows()) as u64;
-                Ok(out)
+                out
             }
-            None => Ok(batch),
+            None => batch,
+        };
+        // The rows leave under the logical plan's schema, which a writer creates the table with:
+        // the physical plan may say a column is never NULL where the logical one does not (a
+        // constant the optimizer folded), and delta-rs's file writer wants the two equal.
+        match out.schema() == self.schema {
+            true => Ok(out),
+            false => Ok(out.with_schema(Arc::clone(&self.schema))?),
         }
     }
 

@@ -273,6 +273,27 @@ fn tables_are_readable_by_an_independent_delta_reader() {
     );
 }
 
+/// A column the optimizer folds into a constant is nullable in the logical plan and never NULL
+/// in the physical one; rows checked by expectations leave under the logical schema, which the
+/// table is created with. Whatever the partitions (on two or fewer, plans are not repartitioned,
+/// and nothing above the check restamps its batches), the views are written.
+#[test]
+fn folded_constants_under_expectations_are_written_on_any_number_of_partitions() {
+    use knut_thund::backend::ExecBackend;
+    let sql = "CREATE MATERIALIZED VIEW checked (CONSTRAINT positive EXPECT (x > 0) ON VIOLATION DROP ROW) AS \
+               SELECT x, regexp_replace('100-200', '[0-9]+', 'n') AS r, upper('a') AS u FROM VALUES (1), (-1), (2) t(x);\n\
+               CREATE MATERIALIZED VIEW plain AS SELECT x, lower('B') AS l FROM checked;\n";
+    for partitions in [1, 2, 4] {
+        let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", sql)]);
+        let engine = thund_native::EngineOptions { memory_limit: None, target_partitions: partitions };
+        let backend = thund_native::NativeBackend::with_options(thund_native::NativeOptions { engine });
+        let summary = backend.run_with(&load(dir.path()), &RunOptions::default()).unwrap().finish().unwrap();
+        assert!(!summary.failed(), "{partitions} partitions: {:?}", summary.flows);
+        assert_eq!(sorted_rows(dir.path(), "SELECT * FROM checked"), [["1", "n-n", "A"], ["2", "n-n", "A"]]);
+        assert_eq!(sorted_rows(dir.path(), "SELECT * FROM plain"), [["1", "b"], ["2", "b"]]);
+    }
+}
+
 #[test]
 fn the_memory_limit_is_enforced_and_a_limited_run_completes() {
     use knut_thund::backend::ExecBackend;

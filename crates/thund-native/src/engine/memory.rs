@@ -10,7 +10,8 @@
 //! after 55). Its buffers are bounded without the pool: its channels stop taking batches once
 //! every one of them holds data, so they hold about a batch per partition while the consumers
 //! keep up. Keeping its reservations out of the pool means it never takes that path, and plans
-//! under a limit stay as parallel as without one; what it holds is counted in the pool's
+//! under a limit stay as parallel as without one (on more than two cores: on two, plans are not
+//! repartitioned at all, see `engine::context`); what it holds is counted in the pool's
 //! `reserved` all the same.
 
 use std::fmt;
@@ -166,7 +167,8 @@ mod tests {
 
     /// The query of apache/datafusion#24883 (a grouped `count(DISTINCT)` of strings over several
     /// partitions, small batches, a limit far too small): in DataFusion 55 its RepartitionExec
-    /// spills and can hang. Here it completes, repartitioned, without a repartition spilling.
+    /// spills and can hang. Here it completes, repartitioned (four partitions: on fewer, plans
+    /// are not repartitioned at all), without a repartition spilling.
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_repartitioned_count_distinct_under_a_small_limit_completes() {
         let v: Vec<i64> = (1..=40_000).collect();
