@@ -1,8 +1,9 @@
 //! Expectations: data quality rules checked on every row a flow writes, in the same pass as the
 //! write.
 //!
-//! The flow's plan is wrapped in a table whose single partition executes the plan and, batch by
-//! batch, evaluates each predicate (NULL counts as a violation), counts passes and failures,
+//! The flow's plan is wrapped in a table whose partitions each execute one partition of the
+//! plan (so a checked write is as parallel as an unchecked one) and, batch by batch, evaluate
+//! each predicate (NULL counts as a violation), counts passes and failures,
 //! removes rows that violate a `DROP ROW` rule and remembers up to five rows that violate a
 //! `FAIL UPDATE` rule. When the input ends with any such row, the stream ends in an error: the
 //! Delta write is aborted before its commit, so the table keeps its previous version.
@@ -23,7 +24,7 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::PartitionStream;
-use datafusion::physical_plan::{execute_stream, ExecutionPlan};
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
 use knut_thund::backend::{DataQuality, ExpectationMetrics};
@@ -132,14 +133,19 @@ impl Checker {
     ) -> Result<Arc<StreamingTable>> {
         let schema = Arc::clone(plan.schema().inner());
         let physical = ctx.state().create_physical_plan(&plan).await?;
-        let part = CheckedPartition {
-            schema: Arc::clone(&schema),
-            input: physical,
-            dataset: self.dataset.clone(),
-            exprs: self.exprs.clone(),
-            counters,
-        };
-        Ok(Arc::new(StreamingTable::try_new(schema, vec![Arc::new(part)])?))
+        let parts = (0..physical.output_partitioning().partition_count())
+            .map(|partition| {
+                Arc::new(CheckedPartition {
+                    schema: Arc::clone(&schema),
+                    input: Arc::clone(&physical),
+                    partition,
+                    dataset: self.dataset.clone(),
+                    exprs: self.exprs.clone(),
+                    counters: Arc::clone(&counters),
+                }) as Arc<dyn PartitionStream>
+            })
+            .collect();
+        Ok(Arc::new(StreamingTable::try_new(schema, parts)?))
     }
 
     /// The plan's rows, checked, as a plan to write from.
@@ -152,6 +158,8 @@ impl Checker {
 struct CheckedPartition {
     schema: SchemaRef,
     input: Arc<dyn ExecutionPlan>,
+    /// The partition of `input` this one checks.
+    partition: usize,
     dataset: Dataset,
     exprs: Vec<Arc<dyn PhysicalExpr>>,
     counters: Arc<Mutex<Counters>>,
@@ -266,11 +274,12 @@ impl PartitionStream for CheckedPartition {
         let this = CheckedPartition {
             schema: Arc::clone(&self.schema),
             input: Arc::clone(&self.input),
+            partition: self.partition,
             dataset: self.dataset.clone(),
             exprs: self.exprs.clone(),
             counters: Arc::clone(&self.counters),
         };
-        let stream = match execute_stream(Arc::clone(&this.input), ctx) {
+        let stream = match this.input.execute(this.partition, ctx) {
             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
             Ok(input) => futures::stream::unfold(
                 (this, input, Vec::<FailSample>::new(), false),

@@ -245,3 +245,37 @@ fn a_fail_update_expectation_on_an_auto_cdc_target_fails_the_batch() {
     let people = rows(&query(dir.path(), "SELECT id, name FROM people ORDER BY id").unwrap()).1;
     assert_eq!(people, [["1", "a2"], ["2", ""], ["3", "c"]]);
 }
+
+/// A plan of several partitions (a grouping over four) is checked partition by partition, side
+/// by side: the counts add up over all of them, DROP ROW drops in each, and a FAIL UPDATE in any
+/// one fails the flow without a commit.
+#[test]
+fn every_partition_of_a_plan_is_checked_and_counted() {
+    use knut_thund::backend::{ExecBackend, RunOptions};
+    let grouped = "SELECT id % 1000 AS k, count(*) AS n FROM range(0, 100000) GROUP BY id % 1000";
+    let run_on_four = |dir: &std::path::Path| {
+        let engine = thund_native::EngineOptions { memory_limit: None, target_partitions: 4 };
+        let backend = thund_native::NativeBackend::with_options(thund_native::NativeOptions { engine });
+        backend.run_with(&load(dir), &RunOptions::default()).unwrap().finish().unwrap()
+    };
+    let sql = format!(
+        "CREATE MATERIALIZED VIEW m (CONSTRAINT low EXPECT (k < 900) ON VIOLATION DROP ROW, \
+         CONSTRAINT hundred EXPECT (n = 100)) AS {grouped}"
+    );
+    let dir = project(&[("spark-pipeline.yml", SPEC), ("sql/a.sql", &sql)]);
+    let s = run_on_four(dir.path());
+    assert!(!s.failed(), "{:?}", s.flows);
+    let dq = metrics(&s, "m");
+    assert_eq!(counts(&dq), [("low".to_string(), 900, 100), ("hundred".to_string(), 1000, 0)]);
+    assert_eq!((dq.dropped_records, s.flows[0].rows_written), (100, 900));
+    let r = rows(&query(dir.path(), "SELECT count(*), max(k), sum(n) FROM m").unwrap()).1;
+    assert_eq!(r, [["900", "899", "90000"]]);
+
+    let failing =
+        format!("CREATE MATERIALIZED VIEW m (CONSTRAINT low EXPECT (k < 999) ON VIOLATION FAIL UPDATE) AS {grouped}");
+    std::fs::write(dir.path().join("sql/a.sql"), failing).unwrap();
+    let s = run_on_four(dir.path());
+    assert_eq!(s.flows[0].phase, RunPhase::Failed, "{:?}", s.flows);
+    let r = rows(&query(dir.path(), "SELECT count(*) FROM m").unwrap()).1;
+    assert_eq!(r, [["900"]], "the failed refresh left the previous version");
+}
