@@ -123,3 +123,29 @@ WITH t(k, x) AS (VALUES (1, 0.0D), (1, -0.0D), (2, CAST('NaN' AS DOUBLE)), (2, -
 SELECT k, count(DISTINCT x) AS n, count(DISTINCT x, k) AS m FROM t GROUP BY k;
 SELECT k, c, count(*) AS n FROM (SELECT x AS k, TIMESTAMP'2024-01-01 00:00:00' AS c FROM VALUES (1), (2), (2) AS t(x)) GROUP BY k, c WITH ROLLUP ORDER BY 1 DESC NULLS FIRST, 2 NULLS LAST, 3 DESC LIMIT 2;
 SELECT k, c, sum(x) AS s FROM (SELECT x, x % 2 AS k, 'c' AS c FROM VALUES (1), (2), (3), (4) AS t(x)) GROUP BY CUBE (k, c) ORDER BY c NULLS FIRST, k NULLS FIRST, s LIMIT 3;
+-- DISTINCT aggregates beside other aggregates (taken natively as two groupings)
+WITH t(k, v, x) AS (VALUES (1, 10, 1), (1, 20, 1), (1, 30, 2), (2, 5, NULL), (2, 6, 3), (3, 1, NULL))
+SELECT k, sum(v) AS s, count(DISTINCT x) AS c, count(*) AS n, avg(v) AS a, max(x) AS mx, min(v) AS mn FROM t GROUP BY k;
+WITH t(k, v, x) AS (VALUES (1, CAST('9999999999999999999999999999999999.9999' AS DECIMAL(38,4)), 1), (1, CAST('9999999999999999999999999999999999.9999' AS DECIMAL(38,4)), 2), (2, CAST('1.5' AS DECIMAL(38,4)), 1), (2, CAST('2.5' AS DECIMAL(38,4)), 1))
+SELECT k, sum(v) AS s, count(DISTINCT x) AS c FROM t GROUP BY k;
+WITH t(k, v, x) AS (VALUES (1, CAST('4999999999999999999999999999999999.9999' AS DECIMAL(38,4)), 1), (1, CAST('4999999999999999999999999999999999.9999' AS DECIMAL(38,4)), 2), (1, CAST('-0.0001' AS DECIMAL(38,4)), 2), (2, CAST('1.5' AS DECIMAL(38,4)), 1))
+SELECT k, sum(v) AS s, avg(v) AS a, count(DISTINCT x) AS c FROM t GROUP BY k;
+WITH t(k, a, b) AS (VALUES (1, 1, 2), (1, 1, 2), (1, 1, NULL), (1, 2, 3), (2, NULL, NULL), (2, 2, 3))
+SELECT k, count(DISTINCT a, b) AS n, sum(a) AS s, count(b) AS nb FROM t GROUP BY k;
+WITH t(k, x) AS (VALUES (1, 1), (1, 1), (1, 2), (1, NULL), (2, 5), (2, 5))
+SELECT k, sum(DISTINCT x) AS sd, count(DISTINCT x) AS cd, max(DISTINCT x) AS md, count(*) AS n, count(x) AS nx, sum(x) AS s FROM t GROUP BY k;
+WITH t(k, v, x) AS (VALUES (1, 10, 1), (1, 20, 1))
+SELECT count(DISTINCT x) AS c, sum(v) AS s, count(*) AS n, max(v) AS m FROM t WHERE k > 100;
+WITH t(k, v, x) AS (VALUES (1, 10, 1), (1, 20, 1), (2, 30, 2), (3, 40, NULL))
+SELECT count(DISTINCT x) AS c, sum(v) AS s, count(*) AS n FROM t;
+WITH t(k, v, x) AS (VALUES (1, 10, 1), (1, 20, 2), (2, 30, 2), (2, 31, 2), (3, 5, 7), (3, 6, 8), (4, 50, 1))
+SELECT k, sum(v) AS revenue, count(DISTINCT x) AS orders FROM t GROUP BY k HAVING count(DISTINCT x) > 1 ORDER BY revenue DESC, k LIMIT 2;
+WITH t(k, v, x) AS (VALUES (1, 10, 1), (2, 20, 1), (3, 30, 2), (4, 4, NULL), (5, 6, 3), (6, 1, NULL))
+SELECT k % 2 AS p, count(DISTINCT x + 1) AS c, sum(v * 2) AS s, bool_and(v > 5) AS b, bit_or(v) AS o FROM t GROUP BY k % 2;
+WITH t(k, s) AS (VALUES ('a', 'x'), ('a', 'x'), ('a', NULL), ('b', 'y'), ('b', 'z'))
+SELECT k, count(DISTINCT s) AS c, count(*) AS n, min(s) AS m, max(length(s)) AS l FROM t GROUP BY k;
+WITH t(k, x) AS (VALUES (1, 0.0D), (1, -0.0D), (2, CAST('NaN' AS DOUBLE)), (2, -CAST('NaN' AS DOUBLE)), (2, 1.0D))
+SELECT k, count(DISTINCT x) AS n, count(*) AS m, max(x) AS mx FROM t GROUP BY k;
+WITH t(k, v, x) AS (VALUES (1, CAST('12345678901234567890123456789.5' AS DECIMAL(30,1)), 1), (1, CAST('0.2' AS DECIMAL(30,1)), 1), (2, CAST('7.1' AS DECIMAL(30,1)), NULL))
+SELECT k, avg(v) AS a, sum(v) AS s, count(DISTINCT x) AS c FROM t GROUP BY k;
+SELECT k, sum(v) AS s, count(DISTINCT x) AS c FROM VALUES (1, 9223372036854775807L, 1), (1, 1L, 2), (2, 3L, 1) AS t(k, v, x) GROUP BY k;
