@@ -1,12 +1,13 @@
 //! Expectations: data quality rules checked on every row a flow writes, in the same pass as the
 //! write.
 //!
-//! The flow's plan is wrapped in a table whose partitions each execute one partition of the
-//! plan (so a checked write is as parallel as an unchecked one) and, batch by batch, evaluate
-//! each predicate (NULL counts as a violation), counts passes and failures,
-//! removes rows that violate a `DROP ROW` rule and remembers up to five rows that violate a
-//! `FAIL UPDATE` rule. When the input ends with any such row, the stream ends in an error: the
-//! Delta write is aborted before its commit, so the table keeps its previous version.
+//! The flow's plan is wrapped in a table with one partition per partition of the plan (so a
+//! checked write is as parallel as an unchecked one). Each executes its partition of the plan
+//! and, batch by batch, evaluates each predicate (NULL counts as a violation), counts passes and
+//! failures in counters all of them share, removes rows that violate a `DROP ROW` rule and
+//! remembers up to five rows that violate a `FAIL UPDATE` rule. When its input ends with any
+//! such row, its stream ends in an error: the Delta write is aborted before its commit, so the
+//! table keeps its previous version.
 
 use std::sync::{Arc, Mutex};
 
