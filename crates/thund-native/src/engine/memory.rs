@@ -47,8 +47,11 @@ pub fn machine_memory() -> Option<u64> {
         let kib: u64 = line.trim_start_matches("MemTotal:").trim().trim_end_matches("kB").trim().parse().ok()?;
         Some(kib * 1024)
     })?;
-    // cgroup v2 says `max` where nothing limits the group.
-    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok().and_then(|m| m.trim().parse::<u64>().ok());
+    // cgroup v2 says `max` where nothing limits the group; v1 says a number far above the
+    // machine's memory.
+    let cgroup = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok().and_then(|m| m.trim().parse::<u64>().ok()));
     Some(cgroup.map_or(total, |c| c.min(total)))
 }
 
